@@ -1,0 +1,1 @@
+"""Compass server: channels, asks, the relay for agent runners and the inbox."""
