@@ -1,0 +1,304 @@
+"""Message blocks as stored JSONB, and the rules of an ask.
+
+Every surface (gRPC, Connect, relay, inbox) reaches these rules through the
+store; nothing else validates an ask or an answer.
+"""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from compass_server.store.errors import Corrupt, InvalidArgument, ResourceExhausted
+from compass_server.store.types import (
+    Answer,
+    Ask,
+    AskAnswerBlock,
+    AskOption,
+    AskQuestion,
+    Block,
+    TextBlock,
+)
+
+MAX_BLOCKS = 20
+MAX_TEXT_CHARS = 32_000
+MAX_QUESTIONS = 20
+MAX_OPTIONS = 50
+MAX_ID_CHARS = 128
+MAX_QUESTION_CHARS = 2_000
+MAX_HEADER_CHARS = 100
+MAX_LABEL_CHARS = 500
+MAX_DESCRIPTION_CHARS = 2_000
+MAX_PREVIEW_CHARS = 10_000
+MAX_CUSTOM_TEXT_CHARS = 10_000
+MAX_MESSAGE_CHARS = 256_000
+
+
+def mint_ask_id() -> str:
+    # 128 random bits: globally unique and unguessable.
+    return "ask_" + secrets.token_hex(16)
+
+
+def _check_len(value: str, limit: int, what: str) -> None:
+    if len(value) > limit:
+        raise InvalidArgument(f"{what} is {len(value)} characters; the limit is {limit}")
+
+
+def validate_ask(ask: Ask, where: str = "ask") -> None:
+    """The append-time rules of an ask's client-owned content."""
+    if not ask.questions:
+        raise InvalidArgument(f"{where} has no questions; an ask needs at least one")
+    if len(ask.questions) > MAX_QUESTIONS:
+        raise InvalidArgument(
+            f"{where} has {len(ask.questions)} questions; the limit is {MAX_QUESTIONS}"
+        )
+    seen: set[str] = set()
+    for qi, q in enumerate(ask.questions):
+        at = f"{where} question {qi}"
+        if not q.question_id:
+            raise InvalidArgument(f"{at} has an empty question_id")
+        _check_len(q.question_id, MAX_ID_CHARS, f"{at} question_id")
+        if q.question_id in seen:
+            raise InvalidArgument(f"{at} repeats question_id {q.question_id!r}")
+        seen.add(q.question_id)
+        _check_len(q.question, MAX_QUESTION_CHARS, f"{at} text")
+        _check_len(q.header, MAX_HEADER_CHARS, f"{at} header")
+        if len(q.options) > MAX_OPTIONS:
+            raise InvalidArgument(f"{at} has {len(q.options)} options; the limit is {MAX_OPTIONS}")
+        option_ids: set[str] = set()
+        for oi, o in enumerate(q.options):
+            if not o.id:
+                raise InvalidArgument(f"{at} option {oi} has an empty id")
+            _check_len(o.id, MAX_ID_CHARS, f"{at} option {oi} id")
+            if o.id in option_ids:
+                raise InvalidArgument(f"{at} repeats option id {o.id!r}")
+            option_ids.add(o.id)
+            _check_len(o.label, MAX_LABEL_CHARS, f"{at} option {oi} label")
+            _check_len(o.description, MAX_DESCRIPTION_CHARS, f"{at} option {oi} description")
+            _check_len(o.preview, MAX_PREVIEW_CHARS, f"{at} option {oi} preview")
+        if q.recommended is not None and not 0 <= q.recommended < len(q.options):
+            raise InvalidArgument(
+                f"{at} recommends option {q.recommended}, but it has {len(q.options)} options"
+            )
+
+
+def _pending(question: AskQuestion) -> AskQuestion:
+    """The question with every server-owned field dropped."""
+    return AskQuestion(
+        question_id=question.question_id,
+        question=question.question,
+        header=question.header,
+        options=question.options,
+        allow_multiple=question.allow_multiple,
+        recommended=question.recommended,
+    )
+
+
+def prepare_for_append(blocks: Sequence[Block]) -> tuple[list[Block], list[str]]:
+    """Validates a post's blocks, drops inbound server-owned ask state and mints
+    one ask_id per ask block. Returns the blocks to store and the minted ids."""
+    if not blocks:
+        raise InvalidArgument("a message needs at least one block")
+    if len(blocks) > MAX_BLOCKS:
+        raise InvalidArgument(f"a message has {len(blocks)} blocks; the limit is {MAX_BLOCKS}")
+    out: list[Block] = []
+    minted: list[str] = []
+    for i, block in enumerate(blocks):
+        if isinstance(block, TextBlock):
+            _check_len(block.text, MAX_TEXT_CHARS, f"block {i} text")
+            out.append(block)
+        elif isinstance(block, Ask):
+            validate_ask(block, f"block {i} ask")
+            ask_id = mint_ask_id()
+            minted.append(ask_id)
+            out.append(Ask(questions=tuple(_pending(q) for q in block.questions), ask_id=ask_id))
+        else:
+            raise InvalidArgument(
+                f"block {i} is an ask_answer; only the server writes those, through RespondToAsk"
+            )
+    return out, minted
+
+
+def apply_answers(ask: Ask, answers: Sequence[Answer]) -> Ask:
+    """The ask answered with `answers`, or InvalidArgument naming the first
+    broken rule. Coverage is exact: every question once, no unknown ids."""
+    by_id = {q.question_id: q for q in ask.questions}
+    given: dict[str, Answer] = {}
+    for a in answers:
+        if not a.question_id:
+            raise InvalidArgument("an answer has an empty question_id")
+        if a.question_id not in by_id:
+            raise InvalidArgument(f"ask {ask.ask_id!r} has no question {a.question_id!r}")
+        if a.question_id in given:
+            raise InvalidArgument(f"question {a.question_id!r} is answered more than once")
+        given[a.question_id] = a
+    missing = [q.question_id for q in ask.questions if q.question_id not in given]
+    if missing:
+        raise InvalidArgument(
+            "every question must be answered at once; missing: " + ", ".join(map(repr, missing))
+        )
+    answered: list[AskQuestion] = []
+    for q in ask.questions:
+        a = given[q.question_id]
+        option_ids = {o.id for o in q.options}
+        if len(set(a.chosen_option_ids)) != len(a.chosen_option_ids):
+            raise InvalidArgument(f"question {q.question_id!r} names an option twice")
+        if not q.allow_multiple and len(a.chosen_option_ids) > 1:
+            raise InvalidArgument(f"question {q.question_id!r} takes at most one option")
+        for oid in a.chosen_option_ids:
+            if oid not in option_ids:
+                raise InvalidArgument(f"question {q.question_id!r} has no option {oid!r}")
+        _check_len(a.custom_text, MAX_CUSTOM_TEXT_CHARS, f"question {q.question_id!r} answer text")
+        answered.append(
+            AskQuestion(
+                question_id=q.question_id,
+                question=q.question,
+                header=q.header,
+                options=q.options,
+                allow_multiple=q.allow_multiple,
+                recommended=q.recommended,
+                chosen_option_ids=tuple(a.chosen_option_ids),
+                custom_text=a.custom_text,
+            )
+        )
+    return Ask(questions=tuple(answered), ask_id=ask.ask_id, answered=True)
+
+
+# --- JSONB shape -----------------------------------------------------------
+
+
+def _question_to_json(q: AskQuestion) -> dict[str, Any]:
+    out: dict[str, Any] = {"question_id": q.question_id, "question": q.question}
+    if q.header:
+        out["header"] = q.header
+    if q.options:
+        out["options"] = [_option_to_json(o) for o in q.options]
+    if q.allow_multiple:
+        out["allow_multiple"] = True
+    if q.recommended is not None:
+        out["recommended"] = q.recommended
+    if q.chosen_option_ids:
+        out["chosen_option_ids"] = list(q.chosen_option_ids)
+    if q.custom_text:
+        out["custom_text"] = q.custom_text
+    if q.timed_out:
+        out["timed_out"] = True
+    return out
+
+
+def _option_to_json(o: AskOption) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": o.id, "label": o.label}
+    if o.description:
+        out["description"] = o.description
+    if o.preview:
+        out["preview"] = o.preview
+    return out
+
+
+def block_to_json(block: Block) -> dict[str, Any]:
+    if isinstance(block, TextBlock):
+        return {"kind": "text", "text": block.text}
+    if isinstance(block, Ask):
+        if block.answered and block.cancelled:
+            raise InvalidArgument(f"ask {block.ask_id!r} can't be both answered and cancelled")
+        ask: dict[str, Any] = {
+            "ask_id": block.ask_id,
+            "questions": [_question_to_json(q) for q in block.questions],
+        }
+        if block.answered:
+            ask["answered"] = True
+        if block.cancelled:
+            ask["cancelled"] = True
+        return {"kind": "ask", "ask": ask}
+    return {
+        "kind": "ask_answer",
+        "ask_answer": {
+            "ask_id": block.ask_id,
+            "ask_message_id": str(block.ask_message_id),
+            "questions": [_question_to_json(q) for q in block.questions],
+        },
+    }
+
+
+def blocks_to_json(blocks: Iterable[Block]) -> list[dict[str, Any]]:
+    return [block_to_json(b) for b in blocks]
+
+
+def _question_from_json(raw: dict[str, Any]) -> AskQuestion:
+    return AskQuestion(
+        question_id=raw["question_id"],
+        question=raw.get("question", ""),
+        header=raw.get("header", ""),
+        options=tuple(
+            AskOption(
+                id=o["id"],
+                label=o.get("label", ""),
+                description=o.get("description", ""),
+                preview=o.get("preview", ""),
+            )
+            for o in raw.get("options", ())
+        ),
+        allow_multiple=bool(raw.get("allow_multiple", False)),
+        recommended=raw.get("recommended"),
+        chosen_option_ids=tuple(raw.get("chosen_option_ids", ())),
+        custom_text=raw.get("custom_text", ""),
+        timed_out=bool(raw.get("timed_out", False)),
+    )
+
+
+def block_from_json(raw: dict[str, Any], where: str = "block") -> Block:
+    kind = raw.get("kind")
+    try:
+        if kind == "text":
+            return TextBlock(text=raw["text"])
+        if kind == "ask":
+            a = raw["ask"]
+            ask = Ask(
+                questions=tuple(_question_from_json(q) for q in a.get("questions", ())),
+                ask_id=a["ask_id"],
+                answered=bool(a.get("answered", False)),
+                cancelled=bool(a.get("cancelled", False)),
+            )
+            if ask.answered and ask.cancelled:
+                raise Corrupt(f"stored {where} ask {ask.ask_id!r} is both answered and cancelled")
+            if not ask.questions:
+                raise Corrupt(f"stored {where} ask {ask.ask_id!r} has no questions")
+            return ask
+        if kind == "ask_answer":
+            a = raw["ask_answer"]
+            return AskAnswerBlock(
+                ask_id=a["ask_id"],
+                ask_message_id=uuid.UUID(a["ask_message_id"]),
+                questions=tuple(_question_from_json(q) for q in a.get("questions", ())),
+            )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise Corrupt(f"stored {where} is malformed") from exc
+    raise Corrupt(f"stored {where} has unknown kind {kind!r}")
+
+
+def blocks_from_json(raw: Sequence[dict[str, Any]]) -> tuple[Block, ...]:
+    return tuple(block_from_json(b, f"block {i}") for i, b in enumerate(raw))
+
+
+def search_text(blocks: Iterable[Block]) -> str:
+    words: list[str] = []
+    for b in blocks:
+        if isinstance(b, TextBlock):
+            words.append(b.text)
+        elif isinstance(b, Ask):
+            words.extend(q.question for q in b.questions)
+    return "\n".join(words).lower()
+
+
+def message_size(blocks: Sequence[dict[str, Any]]) -> int:
+    return len(str(blocks))
+
+
+def check_message_size(blocks_json: Sequence[dict[str, Any]]) -> None:
+    size = message_size(blocks_json)
+    if size > MAX_MESSAGE_CHARS:
+        raise ResourceExhausted(
+            f"the message is {size} characters as stored; the limit is {MAX_MESSAGE_CHARS}"
+        )

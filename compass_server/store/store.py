@@ -1,0 +1,799 @@
+"""The store every surface calls: channels, messages, asks, presence, events.
+
+Each write is one transaction scoped to a workspace; its events are appended
+to the event log in the same transaction, so an event exists if and only if
+its change committed.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import hashlib
+import secrets
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from compass_server.store import blocks as blockrules
+from compass_server.store.db import Conn, Database, queries
+from compass_server.store.errors import (
+    Conflict,
+    Corrupt,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+)
+from compass_server.store.types import (
+    Account,
+    AccountKind,
+    Actor,
+    Answer,
+    Ask,
+    AskAnswerBlock,
+    Block,
+    Channel,
+    ChannelKind,
+    Event,
+    EventKind,
+    Message,
+    Page,
+    Presence,
+    PresenceState,
+    Runner,
+    RunnerPrincipal,
+    SessionBinding,
+    Workspace,
+)
+
+ACCOUNTS = queries("accounts")
+CHANNELS = queries("channels")
+MESSAGES = queries("messages")
+EVENTS = queries("events")
+SESSIONS = queries("sessions")
+
+MAX_PAGE = 200
+DEFAULT_PAGE = 50
+MAX_NAME_CHARS = 80
+MAX_TOPIC_CHARS = 1_000
+MAX_STATUS_CHARS = 200
+MAX_QUERY_CHARS = 200
+
+
+def hash_token(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+def new_token(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_urlsafe(32)}"
+
+
+def parse_id(value: str, what: str) -> uuid.UUID:
+    """An id from input: empty is INVALID_ARGUMENT, a malformed one can't name
+    any row and is NOT_FOUND like an unknown one."""
+    if not value:
+        raise InvalidArgument(f"{what} is required")
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise NotFound(f"no {what.removesuffix('_id').replace('_', ' ')} {value!r}") from None
+
+
+def page_size(requested: int) -> int:
+    if requested < 0:
+        raise InvalidArgument("page_size can't be negative")
+    return min(requested or DEFAULT_PAGE, MAX_PAGE)
+
+
+def _encode_token(*parts: object) -> str:
+    return base64.urlsafe_b64encode("|".join(map(str, parts)).encode()).decode()
+
+
+def _decode_token(token: str, n: int) -> list[str]:
+    try:
+        parts = base64.urlsafe_b64decode(token.encode()).decode().split("|")
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidArgument("page_token is not one this server issued") from None
+    if len(parts) != n:
+        raise InvalidArgument("page_token is not one this server issued")
+    return parts
+
+
+# --- row ⇄ struct ----------------------------------------------------------
+
+
+def _message(row: dict[str, Any]) -> Message:
+    return Message(
+        message_id=row["id"],
+        channel_id=row["channel_id"],
+        author_id=row["author_id"],
+        author_handle=row["author_handle"],
+        blocks=blockrules.blocks_from_json(row["blocks"]),
+        created_at=row["created_at"],
+        position=row["position"],
+    )
+
+
+def _channel(row: dict[str, Any]) -> Channel:
+    return Channel(
+        channel_id=row["id"],
+        name=row["name"],
+        topic=row["topic"],
+        kind=ChannelKind(row["kind"]),
+        member_ids=tuple(row["member_ids"]),
+        created_at=row["created_at"],
+    )
+
+
+def message_payload(m: Message) -> dict[str, Any]:
+    return {
+        "message_id": str(m.message_id),
+        "channel_id": str(m.channel_id),
+        "author_id": str(m.author_id),
+        "author_handle": m.author_handle,
+        "blocks": blockrules.blocks_to_json(m.blocks),
+        "created_at": m.created_at.isoformat(),
+        "position": m.position,
+    }
+
+
+def _message_from_payload(p: dict[str, Any]) -> Message:
+    return Message(
+        message_id=uuid.UUID(p["message_id"]),
+        channel_id=uuid.UUID(p["channel_id"]),
+        author_id=uuid.UUID(p["author_id"]),
+        author_handle=p["author_handle"],
+        blocks=blockrules.blocks_from_json(p["blocks"]),
+        created_at=datetime.datetime.fromisoformat(p["created_at"]),
+        position=p.get("position", 0),
+    )
+
+
+def _channel_payload(c: Channel) -> dict[str, Any]:
+    return {
+        "id": str(c.channel_id),
+        "name": c.name,
+        "topic": c.topic,
+        "kind": c.kind.value,
+        "member_ids": [str(m) for m in c.member_ids],
+        "created_at": c.created_at.isoformat(),
+    }
+
+
+def event_from_row(row: dict[str, Any]) -> Event:
+    kind = EventKind(row["kind"])
+    p = row["payload"]
+    message = presence = channel = None
+    if kind in (EventKind.MESSAGE_POSTED, EventKind.MESSAGE_UPDATED):
+        message = _message_from_payload(p)
+    elif kind is EventKind.PRESENCE_CHANGED:
+        presence = Presence(
+            account_id=uuid.UUID(p["account_id"]),
+            state=PresenceState(p["state"]),
+            status_text=p.get("status_text", ""),
+        )
+    else:
+        channel = Channel(
+            channel_id=uuid.UUID(p["id"]),
+            name=p["name"],
+            topic=p["topic"],
+            kind=ChannelKind(p["kind"]),
+            member_ids=tuple(uuid.UUID(m) for m in p["member_ids"]),
+            created_at=datetime.datetime.fromisoformat(p["created_at"]),
+        )
+    return Event(
+        event_id=row["id"],
+        kind=kind,
+        channel_id=row["channel_id"],
+        message=message,
+        presence=presence,
+        channel=channel,
+        created_at=row["created_at"],
+    )
+
+
+class _Events:
+    """Events a transaction appends just before it commits."""
+
+    def __init__(self) -> None:
+        self.kinds: list[str] = []
+        self.channel_ids: list[uuid.UUID | None] = []
+        self.payloads: list[Jsonb] = []
+
+    def message(self, kind: EventKind, m: Message) -> None:
+        self.kinds.append(kind.value)
+        self.channel_ids.append(m.channel_id)
+        self.payloads.append(Jsonb(message_payload(m)))
+
+    def channel(self, c: Channel) -> None:
+        self.kinds.append(EventKind.CHANNEL_CHANGED.value)
+        self.channel_ids.append(c.channel_id)
+        self.payloads.append(Jsonb(_channel_payload(c)))
+
+    async def append(self, conn: Conn) -> None:
+        if self.kinds:
+            await conn.execute(
+                EVENTS["append_events"],
+                {"kinds": self.kinds, "channel_ids": self.channel_ids, "payloads": self.payloads},
+            )
+
+
+class Store:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # --- workspaces, accounts, runners, sign-in ----------------------------
+
+    async def create_workspace(self, name: str) -> Workspace:
+        if not name.strip():
+            raise InvalidArgument("a workspace needs a name")
+        ws = Workspace(workspace_id=uuid.uuid4(), name=name)
+        async with self.db.tx(ws.workspace_id) as conn:
+            await conn.execute(ACCOUNTS["insert_workspace"], {"id": ws.workspace_id, "name": name})
+        return ws
+
+    async def create_account(
+        self,
+        workspace_id: uuid.UUID,
+        handle: str,
+        kind: AccountKind,
+        owner_id: uuid.UUID | None = None,
+    ) -> tuple[Account, str]:
+        """The account and its token, shown this once; only its digest is kept."""
+        if not handle.strip() or len(handle) > MAX_NAME_CHARS:
+            raise InvalidArgument(f"a handle needs 1 to {MAX_NAME_CHARS} characters")
+        if (kind is AccountKind.AGENT) != (owner_id is not None):
+            raise InvalidArgument("an agent needs an owning human; a human has no owner")
+        account = Account(uuid.uuid4(), workspace_id, handle, kind, owner_id)
+        token = new_token("cpa")
+        async with self.db.tx(workspace_id) as conn:
+            if owner_id is not None:
+                row = await (
+                    await conn.execute(ACCOUNTS["get_account"], {"id": owner_id})
+                ).fetchone()
+                if row is None or row["kind"] != AccountKind.HUMAN:
+                    raise InvalidArgument("the owner must be a human of the same workspace")
+            try:
+                await conn.execute(
+                    ACCOUNTS["insert_account"],
+                    {
+                        "id": account.account_id,
+                        "handle": handle,
+                        "kind": kind.value,
+                        "owner_id": owner_id,
+                    },
+                )
+            except psycopg.errors.UniqueViolation:
+                raise Conflict(f"handle {handle!r} is taken in this workspace") from None
+            except psycopg.errors.ForeignKeyViolation:
+                raise NotFound(f"no workspace {workspace_id}") from None
+            await conn.execute(
+                ACCOUNTS["insert_credential"],
+                {
+                    "token_hash": hash_token(token),
+                    "account_id": account.account_id,
+                    "runner_id": None,
+                },
+            )
+        return account, token
+
+    async def create_runner(self, workspace_id: uuid.UUID, name: str) -> tuple[Runner, str]:
+        if not name.strip() or len(name) > MAX_NAME_CHARS:
+            raise InvalidArgument(f"a runner name needs 1 to {MAX_NAME_CHARS} characters")
+        runner = Runner(uuid.uuid4(), workspace_id, name)
+        token = new_token("cpr")
+        async with self.db.tx(workspace_id) as conn:
+            try:
+                await conn.execute(
+                    ACCOUNTS["insert_runner"], {"id": runner.runner_id, "name": name}
+                )
+            except psycopg.errors.ForeignKeyViolation:
+                raise NotFound(f"no workspace {workspace_id}") from None
+            await conn.execute(
+                ACCOUNTS["insert_credential"],
+                {
+                    "token_hash": hash_token(token),
+                    "account_id": None,
+                    "runner_id": runner.runner_id,
+                },
+            )
+        return runner, token
+
+    async def assign_agent(
+        self, workspace_id: uuid.UUID, runner_id: uuid.UUID, agent_id: uuid.UUID
+    ) -> None:
+        async with self.db.tx(workspace_id) as conn:
+            if not await (await conn.execute(ACCOUNTS["get_runner"], {"id": runner_id})).fetchone():
+                raise NotFound(f"no runner {runner_id} in this workspace")
+            row = await (await conn.execute(ACCOUNTS["get_account"], {"id": agent_id})).fetchone()
+            if row is None or row["kind"] != AccountKind.AGENT:
+                raise NotFound(f"no agent {agent_id} in this workspace")
+            await conn.execute(
+                ACCOUNTS["assign_agent"], {"runner_id": runner_id, "agent_id": agent_id}
+            )
+
+    async def runner_agents(self, runner: RunnerPrincipal) -> list[tuple[uuid.UUID, str]]:
+        async with self.db.tx(runner.workspace_id) as conn:
+            cur = await conn.execute(ACCOUNTS["runner_agents"], {"runner_id": runner.runner_id})
+            return [(r["id"], r["handle"]) for r in await cur.fetchall()]
+
+    async def authenticate(self, token: str) -> Actor | RunnerPrincipal | None:
+        if not token:
+            return None
+        async with self.db.connection() as conn:
+            cur = await conn.execute(
+                ACCOUNTS["lookup_credential"], {"token_hash": hash_token(token)}
+            )
+            row = await cur.fetchone()
+        if row is None:
+            return None
+        if row["runner_id"] is not None:
+            return RunnerPrincipal(row["workspace_id"], row["runner_id"])
+        return Actor(row["workspace_id"], row["account_id"], AccountKind(row["kind"]))
+
+    async def get_account(self, workspace_id: uuid.UUID, account_id: uuid.UUID) -> Account:
+        async with self.db.tx(workspace_id) as conn:
+            row = await (await conn.execute(ACCOUNTS["get_account"], {"id": account_id})).fetchone()
+        if row is None:
+            raise NotFound(f"no account {account_id}")
+        return Account(
+            row["id"], row["workspace_id"], row["handle"], AccountKind(row["kind"]), row["owner_id"]
+        )
+
+    # --- channels -----------------------------------------------------------
+
+    async def _channel_as_member(self, conn: Conn, actor: Actor, channel_id: uuid.UUID) -> Channel:
+        cur = await conn.execute(
+            CHANNELS["get_channel_as_member"], {"id": channel_id, "actor": actor.account_id}
+        )
+        row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"no channel {channel_id}")
+        return _channel(row)
+
+    async def _require_accounts(self, conn: Conn, ids: Sequence[uuid.UUID]) -> None:
+        cur = await conn.execute(CHANNELS["accounts_exist"], {"ids": list(ids)})
+        found = {r["id"] for r in await cur.fetchall()}
+        for account_id in ids:
+            if account_id not in found:
+                raise NotFound(f"no account {account_id}")
+
+    async def create_channel(
+        self, actor: Actor, name: str, topic: str, member_ids: Sequence[uuid.UUID]
+    ) -> Channel:
+        if not name.strip() or len(name) > MAX_NAME_CHARS:
+            raise InvalidArgument(f"a channel name needs 1 to {MAX_NAME_CHARS} characters")
+        if len(topic) > MAX_TOPIC_CHARS:
+            raise InvalidArgument(f"a topic is at most {MAX_TOPIC_CHARS} characters")
+        members = list(dict.fromkeys([actor.account_id, *member_ids]))
+        if len(members) > MAX_PAGE:
+            raise InvalidArgument(f"a channel starts with at most {MAX_PAGE} members")
+        channel_id = uuid.uuid4()
+        events = _Events()
+        async with self.db.tx(actor.workspace_id) as conn:
+            await self._require_accounts(conn, members)
+            await conn.execute(
+                CHANNELS["insert_channel"],
+                {"id": channel_id, "name": name, "topic": topic, "kind": "channel", "dm_key": None},
+            )
+            for account_id in members:
+                await conn.execute(
+                    CHANNELS["add_member"], {"channel_id": channel_id, "account_id": account_id}
+                )
+            channel = await self._channel_as_member(conn, actor, channel_id)
+            events.channel(channel)
+            await events.append(conn)
+        return channel
+
+    async def list_channels(self, actor: Actor, size: int, token: str) -> Page[Channel]:
+        limit = page_size(size)
+        after_created, after_id = (
+            datetime.datetime.min.replace(tzinfo=datetime.UTC),
+            uuid.UUID(int=0),
+        )
+        if token:
+            created, cid = _decode_token(token, 2)
+            try:
+                after_created, after_id = datetime.datetime.fromisoformat(created), uuid.UUID(cid)
+            except ValueError:
+                raise InvalidArgument("page_token is not one this server issued") from None
+        async with self.db.tx(actor.workspace_id) as conn:
+            cur = await conn.execute(
+                CHANNELS["list_channels"],
+                {
+                    "actor": actor.account_id,
+                    "after_created": after_created,
+                    "after_id": after_id,
+                    "limit": limit + 1,
+                },
+            )
+            rows = await cur.fetchall()
+        items = [_channel(r) for r in rows[:limit]]
+        next_token = ""
+        if len(rows) > limit:
+            last = items[-1]
+            next_token = _encode_token(last.created_at.isoformat(), last.channel_id)
+        return Page(items, next_token)
+
+    async def open_dm(self, actor: Actor, other_id: uuid.UUID) -> Channel:
+        if other_id == actor.account_id:
+            raise InvalidArgument("a DM needs another account")
+        dm_key = ":".join(sorted([str(actor.account_id), str(other_id)]))
+        events = _Events()
+        async with self.db.tx(actor.workspace_id) as conn:
+            await self._require_accounts(conn, [other_id])
+            cur = await conn.execute(
+                CHANNELS["insert_channel"],
+                {"id": uuid.uuid4(), "name": "", "topic": "", "kind": "dm", "dm_key": dm_key},
+            )
+            created = await cur.fetchone()
+            if created is None:
+                row = await (
+                    await conn.execute(CHANNELS["channel_by_dm_key"], {"dm_key": dm_key})
+                ).fetchone()
+                assert row is not None
+                return await self._channel_as_member(conn, actor, row["id"])
+            for account_id in (actor.account_id, other_id):
+                await conn.execute(
+                    CHANNELS["add_member"], {"channel_id": created["id"], "account_id": account_id}
+                )
+            channel = await self._channel_as_member(conn, actor, created["id"])
+            events.channel(channel)
+            await events.append(conn)
+        return channel
+
+    async def add_channel_member(
+        self, actor: Actor, channel_id: uuid.UUID, account_id: uuid.UUID
+    ) -> Channel:
+        events = _Events()
+        async with self.db.tx(actor.workspace_id) as conn:
+            cur = await conn.execute(
+                CHANNELS["lock_channel_as_member"], {"id": channel_id, "actor": actor.account_id}
+            )
+            row = await cur.fetchone()
+            if row is None:
+                raise NotFound(f"no channel {channel_id}")
+            if row["kind"] == ChannelKind.DM:
+                raise InvalidArgument("a DM has exactly two members; create a channel instead")
+            await self._require_accounts(conn, [account_id])
+            added = await (
+                await conn.execute(
+                    CHANNELS["add_member"], {"channel_id": channel_id, "account_id": account_id}
+                )
+            ).fetchone()
+            channel = await self._channel_as_member(conn, actor, channel_id)
+            if added is not None:
+                events.channel(channel)
+                await events.append(conn)
+                # Joining can't open an ask, but it can make one count again.
+                await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": account_id})
+        return channel
+
+    async def update_topic(self, actor: Actor, channel_id: uuid.UUID, topic: str) -> Channel:
+        if len(topic) > MAX_TOPIC_CHARS:
+            raise InvalidArgument(f"a topic is at most {MAX_TOPIC_CHARS} characters")
+        events = _Events()
+        async with self.db.tx(actor.workspace_id) as conn:
+            cur = await conn.execute(
+                CHANNELS["lock_channel_as_member"], {"id": channel_id, "actor": actor.account_id}
+            )
+            row = await cur.fetchone()
+            if row is None:
+                raise NotFound(f"no channel {channel_id}")
+            if row["kind"] == ChannelKind.DM:
+                raise InvalidArgument("a DM has no topic")
+            await conn.execute(CHANNELS["update_topic"], {"id": channel_id, "topic": topic})
+            channel = await self._channel_as_member(conn, actor, channel_id)
+            events.channel(channel)
+            await events.append(conn)
+        return channel
+
+    async def member_channel_ids(self, actor: Actor) -> set[uuid.UUID]:
+        async with self.db.tx(actor.workspace_id) as conn:
+            cur = await conn.execute(CHANNELS["member_channel_ids"], {"actor": actor.account_id})
+            return {r["channel_id"] for r in await cur.fetchall()}
+
+    # --- messages and asks --------------------------------------------------
+
+    async def append_message(
+        self, actor: Actor, channel_id: uuid.UUID, blocks: Sequence[Block]
+    ) -> Message:
+        """Posts blocks as the actor. Mints one ask_id per ask block and drops
+        any inbound server-owned ask state; refuses ask_answer blocks."""
+        stored, ask_ids = blockrules.prepare_for_append(blocks)
+        blocks_json = blockrules.blocks_to_json(stored)
+        blockrules.check_message_size(blocks_json)
+        message_id = uuid.uuid4()
+        events = _Events()
+        async with self.db.tx(actor.workspace_id) as conn:
+            cur = await conn.execute(
+                MESSAGES["is_member"], {"channel_id": channel_id, "actor": actor.account_id}
+            )
+            if await cur.fetchone() is None:
+                raise NotFound(f"no channel {channel_id}")
+            row = await (
+                await conn.execute(
+                    MESSAGES["insert_message"],
+                    {
+                        "id": message_id,
+                        "channel_id": channel_id,
+                        "author_id": actor.account_id,
+                        "blocks": Jsonb(blocks_json),
+                        "search_text": blockrules.search_text(stored),
+                        "ask_ids": ask_ids,
+                    },
+                )
+            ).fetchone()
+            assert row is not None
+            message = Message(
+                message_id=message_id,
+                channel_id=channel_id,
+                author_id=actor.account_id,
+                author_handle=row["author_handle"],
+                blocks=tuple(stored),
+                created_at=row["created_at"],
+                position=row["position"],
+            )
+            events.message(EventKind.MESSAGE_POSTED, message)
+            await events.append(conn)
+            if ask_ids:
+                await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": actor.account_id})
+        return message
+
+    async def _lock_ask(self, conn: Conn, actor: Actor, ask_id: str) -> tuple[Message, Ask]:
+        if not ask_id:
+            raise InvalidArgument("ask_id is required")
+        cur = await conn.execute(
+            MESSAGES["lock_ask_message"], {"ask_id": ask_id, "actor": actor.account_id}
+        )
+        row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"no ask {ask_id!r}")
+        message = _message(row)
+        ask = message.ask(ask_id)
+        if ask is None:
+            raise Corrupt(f"ask {ask_id!r} is indexed but missing from its message")
+        return message, ask
+
+    async def _write_ask(self, conn: Conn, message: Message, ask: Ask) -> Message:
+        blocks = tuple(
+            ask if isinstance(b, Ask) and b.ask_id == ask.ask_id else b for b in message.blocks
+        )
+        await conn.execute(
+            MESSAGES["update_message_blocks"],
+            {"id": message.message_id, "blocks": Jsonb(blockrules.blocks_to_json(blocks))},
+        )
+        return Message(
+            message_id=message.message_id,
+            channel_id=message.channel_id,
+            author_id=message.author_id,
+            author_handle=message.author_handle,
+            blocks=blocks,
+            created_at=message.created_at,
+            position=message.position,
+        )
+
+    async def answer_ask(
+        self, actor: Actor, ask_id: str, answers: Sequence[Answer]
+    ) -> tuple[Message, Message]:
+        """Answers every question at once. Returns the ask's message, now
+        answered, and the new ask_answer message by the actor."""
+        events = _Events()
+        async with self.db.tx(actor.workspace_id) as conn:
+            message, ask = await self._lock_ask(conn, actor, ask_id)
+            if ask.answered:
+                raise Conflict(f"ask {ask_id!r} is already answered")
+            if ask.cancelled:
+                raise Conflict(f"ask {ask_id!r} is cancelled")
+            answered = blockrules.apply_answers(ask, answers)
+            updated = await self._write_ask(conn, message, answered)
+            snapshot = AskAnswerBlock(ask_id, message.message_id, answered.questions)
+            answer_id = uuid.uuid4()
+            snapshot_json = blockrules.blocks_to_json([snapshot])
+            row = await (
+                await conn.execute(
+                    MESSAGES["insert_message"],
+                    {
+                        "id": answer_id,
+                        "channel_id": message.channel_id,
+                        "author_id": actor.account_id,
+                        "blocks": Jsonb(snapshot_json),
+                        "search_text": "",
+                        "ask_ids": [],
+                    },
+                )
+            ).fetchone()
+            assert row is not None
+            answer = Message(
+                message_id=answer_id,
+                channel_id=message.channel_id,
+                author_id=actor.account_id,
+                author_handle=row["author_handle"],
+                blocks=(snapshot,),
+                created_at=row["created_at"],
+                position=row["position"],
+            )
+            events.message(EventKind.MESSAGE_UPDATED, updated)
+            events.message(EventKind.MESSAGE_POSTED, answer)
+            await events.append(conn)
+            await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": message.author_id})
+        return updated, answer
+
+    async def cancel_ask(self, actor: Actor, ask_id: str) -> tuple[Message, bool]:
+        """Withdraws the actor's own ask. Checks run find → author → state; a
+        repeat cancel changes nothing and returns changed=False."""
+        events = _Events()
+        async with self.db.tx(actor.workspace_id) as conn:
+            message, ask = await self._lock_ask(conn, actor, ask_id)
+            if message.author_id != actor.account_id:
+                raise PermissionDenied(f"only the asker can withdraw ask {ask_id!r}")
+            if ask.cancelled:
+                return message, False
+            if ask.answered:
+                raise Conflict(f"ask {ask_id!r} is already answered")
+            withdrawn = Ask(questions=ask.questions, ask_id=ask.ask_id, cancelled=True)
+            updated = await self._write_ask(conn, message, withdrawn)
+            events.message(EventKind.MESSAGE_UPDATED, updated)
+            await events.append(conn)
+            await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": message.author_id})
+        return updated, True
+
+    async def get_message(self, actor: Actor, message_id: uuid.UUID) -> Message:
+        async with self.db.tx(actor.workspace_id) as conn:
+            cur = await conn.execute(
+                MESSAGES["get_message_as_member"], {"id": message_id, "actor": actor.account_id}
+            )
+            row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"no message {message_id}")
+        return _message(row)
+
+    async def list_messages(
+        self, actor: Actor, channel_id: uuid.UUID, size: int, token: str
+    ) -> Page[Message]:
+        limit = page_size(size)
+        before = _position_token(token)
+        async with self.db.tx(actor.workspace_id) as conn:
+            cur = await conn.execute(
+                MESSAGES["is_member"], {"channel_id": channel_id, "actor": actor.account_id}
+            )
+            if await cur.fetchone() is None:
+                raise NotFound(f"no channel {channel_id}")
+            cur = await conn.execute(
+                MESSAGES["list_messages"],
+                {"channel_id": channel_id, "before": before, "limit": limit + 1},
+            )
+            rows = await cur.fetchall()
+        return _message_page(rows, limit)
+
+    async def search_messages(
+        self, actor: Actor, query: str, channel_id: uuid.UUID | None, size: int, token: str
+    ) -> Page[Message]:
+        if not query.strip():
+            raise InvalidArgument("query is required")
+        if len(query) > MAX_QUERY_CHARS:
+            raise InvalidArgument(f"query is at most {MAX_QUERY_CHARS} characters")
+        limit = page_size(size)
+        before = _position_token(token)
+        escaped = query.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        async with self.db.tx(actor.workspace_id) as conn:
+            cur = await conn.execute(
+                MESSAGES["search_messages"],
+                {
+                    "actor": actor.account_id,
+                    "pattern": f"%{escaped}%",
+                    "channel_id": channel_id,
+                    "before": before,
+                    "limit": limit + 1,
+                },
+            )
+            rows = await cur.fetchall()
+        return _message_page(rows, limit)
+
+    # --- presence -------------------------------------------------------------
+
+    async def get_presence(self, actor: Actor, ids: Sequence[uuid.UUID]) -> list[Presence]:
+        async with self.db.tx(actor.workspace_id) as conn:
+            cur = await conn.execute(ACCOUNTS["presence_of"], {"ids": list(ids)})
+            rows = await cur.fetchall()
+        return [
+            Presence(r["id"], PresenceState(r["presence_state"]), r["presence_text"]) for r in rows
+        ]
+
+    async def set_status(self, actor: Actor, state: PresenceState, text: str) -> Presence:
+        if state not in (PresenceState.IDLE, PresenceState.WORKING):
+            raise InvalidArgument("an agent sets its status to idle or working")
+        if len(text) > MAX_STATUS_CHARS:
+            raise InvalidArgument(f"a status text is at most {MAX_STATUS_CHARS} characters")
+        async with self.db.tx(actor.workspace_id) as conn:
+            cur = await conn.execute(
+                ACCOUNTS["set_status"],
+                {"id": actor.account_id, "status": state.value, "status_text": text},
+            )
+            if await cur.fetchone() is None:
+                raise PermissionDenied("only an agent has a status")
+            await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": actor.account_id})
+            cur = await conn.execute(ACCOUNTS["presence_of"], {"ids": [actor.account_id]})
+            row = await cur.fetchone()
+        assert row is not None
+        return Presence(row["id"], PresenceState(row["presence_state"]), row["presence_text"])
+
+    # --- runner sessions and the delivery lane ----------------------------------
+
+    async def bind_session(
+        self, runner: RunnerPrincipal, agent_id: uuid.UUID, server_id: uuid.UUID
+    ) -> SessionBinding:
+        """Binds an agent assigned to this runner; NOT_FOUND for any other."""
+        session_id = uuid.uuid4()
+        async with self.db.tx(runner.workspace_id) as conn:
+            cur = await conn.execute(
+                ACCOUNTS["runner_agent"], {"runner_id": runner.runner_id, "agent_id": agent_id}
+            )
+            if await cur.fetchone() is None:
+                raise NotFound(f"agent {agent_id} is not assigned to this runner")
+            await conn.execute(
+                SESSIONS["insert_session"],
+                {
+                    "id": session_id,
+                    "agent_id": agent_id,
+                    "runner_id": runner.runner_id,
+                    "server_id": server_id,
+                },
+            )
+            row = await (
+                await conn.execute(SESSIONS["acked_cursor"], {"agent_id": agent_id})
+            ).fetchone()
+            assert row is not None
+            await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": agent_id})
+        return SessionBinding(session_id, agent_id, row["acked_event_id"])
+
+    async def unbind_session(self, workspace_id: uuid.UUID, session_id: uuid.UUID) -> None:
+        async with self.db.tx(workspace_id) as conn:
+            row = await (
+                await conn.execute(SESSIONS["delete_session"], {"id": session_id})
+            ).fetchone()
+            if row is not None:
+                await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": row["agent_id"]})
+
+    async def ack_delivery(
+        self, workspace_id: uuid.UUID, agent_id: uuid.UUID, event_id: int
+    ) -> int:
+        async with self.db.tx(workspace_id) as conn:
+            row = await (
+                await conn.execute(SESSIONS["ack"], {"agent_id": agent_id, "event_id": event_id})
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"no delivery lane for agent {agent_id}")
+        return int(row["acked_event_id"])
+
+    # --- the event log ---------------------------------------------------------
+
+    async def read_events(self, workspace_id: uuid.UUID, after: int, limit: int) -> list[Event]:
+        async with self.db.tx(workspace_id) as conn:
+            cur = await conn.execute(EVENTS["read_events"], {"after": after, "limit": limit})
+            rows = await cur.fetchall()
+        return [event_from_row(r) for r in rows]
+
+    async def last_event_id(self, workspace_id: uuid.UUID) -> int:
+        async with self.db.tx(workspace_id) as conn:
+            row = await (await conn.execute(EVENTS["last_event_id"])).fetchone()
+        return int(row["event_seq"]) if row else 0
+
+
+def _position_token(token: str) -> int:
+    if not token:
+        return 2**63 - 1
+    (value,) = _decode_token(token, 1)
+    try:
+        return int(value)
+    except ValueError:
+        raise InvalidArgument("page_token is not one this server issued") from None
+
+
+def _message_page(rows: list[dict[str, Any]], limit: int) -> Page[Message]:
+    items = [_message(r) for r in rows[:limit]]
+    token = _encode_token(items[-1].position) if len(rows) > limit else ""
+    return Page(items, token)

@@ -1,0 +1,67 @@
+"""Fixtures: a real PostgreSQL (COMPASS_TEST_DATABASE_URL or an embedded one)
+with a fresh database per test run, and a fresh workspace per test."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import psycopg
+import pytest
+
+from compass_server.store import Database, Store, migrate
+from compass_server.store.embedded import EmbeddedPostgres
+from tests.world import World
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url() -> Iterator[str]:
+    url = os.environ.get("COMPASS_TEST_DATABASE_URL")
+    if url:
+        yield url
+        return
+    embedded = EmbeddedPostgres(ROOT / ".venv" / "compass-test-pg")
+    yield embedded.start()
+    embedded.stop()
+
+
+def _with_db(url: str, name: str) -> str:
+    info = psycopg.conninfo.conninfo_to_dict(url)
+    info["dbname"] = name
+    return psycopg.conninfo.make_conninfo(**info)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+async def database_url(pg_admin_url: str) -> AsyncIterator[str]:
+    """A database of its own for this run, migrated once."""
+    name = f"compass_test_{uuid.uuid4().hex[:12]}"
+    async with await psycopg.AsyncConnection.connect(pg_admin_url, autocommit=True) as conn:
+        await conn.execute(f'CREATE DATABASE "{name}"'.encode())
+    url = _with_db(pg_admin_url, name)
+    await migrate(url)
+    yield url
+    async with await psycopg.AsyncConnection.connect(pg_admin_url, autocommit=True) as conn:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+
+
+@pytest.fixture(scope="session")
+async def db(database_url: str) -> AsyncIterator[Database]:
+    database = Database(database_url, min_size=2, max_size=24)
+    await database.open()
+    yield database
+    await database.close()
+
+
+@pytest.fixture(scope="session")
+def store(db: Database) -> Store:
+    return Store(db)
+
+
+@pytest.fixture
+async def world(store: Store) -> World:
+    """A fresh workspace with a human, an agent it owns and a shared channel."""
+    return await World.create(store)
