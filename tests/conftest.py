@@ -7,6 +7,7 @@ import os
 import pathlib
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -65,3 +66,41 @@ def store(db: Database) -> Store:
 async def world(store: Store) -> World:
     """A fresh workspace with a human, an agent it owns and a shared channel."""
     return await World.create(store)
+
+
+@pytest.fixture(scope="session")
+async def server(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
+    """One in-process server on loopback ports for the whole run."""
+    from compass_server.app import CompassServer, Settings
+
+    srv = CompassServer(
+        Settings(
+            database_url=database_url,
+            data_dir=tmp_path_factory.mktemp("data"),
+            grpc_listen="127.0.0.1:0",
+            http_listen="127.0.0.1:0",
+        )
+    )
+    await srv.start()
+    yield srv
+    await srv.stop(1.0)
+
+
+@pytest.fixture(scope="session", params=["grpc", "json", "proto"])
+async def client(request: pytest.FixtureRequest, server: Any) -> AsyncIterator[Any]:
+    """The same calls over gRPC, Connect JSON and Connect binary."""
+    from tests.servers import ConnectClient, GrpcClient
+
+    c: Any = (
+        GrpcClient(server.grpc_port)
+        if request.param == "grpc"
+        else ConnectClient(server.http_port, request.param)
+    )
+    yield c
+    await c.close()
+
+
+@pytest.fixture
+async def api_world(server: Any) -> World:
+    """A fresh workspace in the running server's database."""
+    return await World.create(server.store)

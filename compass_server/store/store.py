@@ -315,6 +315,14 @@ class Store:
                 ACCOUNTS["assign_agent"], {"runner_id": runner_id, "agent_id": agent_id}
             )
 
+    async def runner_workspace(self, runner_id: uuid.UUID) -> uuid.UUID:
+        async with self.db.connection() as conn:
+            cur = await conn.execute(ACCOUNTS["runner_workspace"], {"runner_id": runner_id})
+            row = await cur.fetchone()
+        if row is None or row["workspace_id"] is None:
+            raise NotFound(f"no runner {runner_id}")
+        return row["workspace_id"]  # type: ignore[no-any-return]
+
     async def runner_agents(self, runner: RunnerPrincipal) -> list[tuple[uuid.UUID, str]]:
         async with self.db.tx(runner.workspace_id) as conn:
             cur = await conn.execute(ACCOUNTS["runner_agents"], {"runner_id": runner.runner_id})

@@ -253,3 +253,11 @@ BEGIN
   RETURN true;
 END
 $$;
+
+-- The operator's assign-agent names only the runner; this finds its workspace.
+CREATE FUNCTION compass_runner_workspace(runner uuid) RETURNS uuid
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
+  SELECT workspace_id FROM runners WHERE id = runner
+$$;
+REVOKE ALL ON FUNCTION compass_runner_workspace(uuid) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION compass_runner_workspace(uuid) TO compass_app;

@@ -45,3 +45,6 @@ SELECT compass_refresh_presence(%(agent_id)s) AS changed
 SELECT id, presence_state, presence_text FROM accounts
 WHERE kind = 'agent' AND (cardinality(%(ids)s::uuid[]) = 0 OR id = ANY(%(ids)s::uuid[]))
 ORDER BY handle
+
+-- name: runner_workspace
+SELECT compass_runner_workspace(%(runner_id)s) AS workspace_id

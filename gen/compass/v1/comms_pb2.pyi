@@ -327,18 +327,20 @@ class GetPresenceResponse(_message.Message):
     def __init__(self, presences: _Optional[_Iterable[_Union[Presence, _Mapping]]] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("event_id", "ready", "message_posted", "message_updated", "presence_changed")
+    __slots__ = ("event_id", "ready", "message_posted", "message_updated", "presence_changed", "channel_changed")
     EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     READY_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_POSTED_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_UPDATED_FIELD_NUMBER: _ClassVar[int]
     PRESENCE_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    CHANNEL_CHANGED_FIELD_NUMBER: _ClassVar[int]
     event_id: int
     ready: Ready
     message_posted: MessagePosted
     message_updated: MessageUpdated
     presence_changed: PresenceChanged
-    def __init__(self, event_id: _Optional[int] = ..., ready: _Optional[_Union[Ready, _Mapping]] = ..., message_posted: _Optional[_Union[MessagePosted, _Mapping]] = ..., message_updated: _Optional[_Union[MessageUpdated, _Mapping]] = ..., presence_changed: _Optional[_Union[PresenceChanged, _Mapping]] = ...) -> None: ...
+    channel_changed: ChannelChanged
+    def __init__(self, event_id: _Optional[int] = ..., ready: _Optional[_Union[Ready, _Mapping]] = ..., message_posted: _Optional[_Union[MessagePosted, _Mapping]] = ..., message_updated: _Optional[_Union[MessageUpdated, _Mapping]] = ..., presence_changed: _Optional[_Union[PresenceChanged, _Mapping]] = ..., channel_changed: _Optional[_Union[ChannelChanged, _Mapping]] = ...) -> None: ...
 
 class Ready(_message.Message):
     __slots__ = ()
@@ -361,3 +363,9 @@ class PresenceChanged(_message.Message):
     PRESENCE_FIELD_NUMBER: _ClassVar[int]
     presence: Presence
     def __init__(self, presence: _Optional[_Union[Presence, _Mapping]] = ...) -> None: ...
+
+class ChannelChanged(_message.Message):
+    __slots__ = ("channel",)
+    CHANNEL_FIELD_NUMBER: _ClassVar[int]
+    channel: Channel
+    def __init__(self, channel: _Optional[_Union[Channel, _Mapping]] = ...) -> None: ...

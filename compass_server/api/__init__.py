@@ -1,0 +1,1 @@
+"""Servicers: wire ⇄ store mapping, the one error table, sign-in rules."""

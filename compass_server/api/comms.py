@@ -1,0 +1,140 @@
+"""CommsService, once, for every transport: the relay calls these too."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from compass.v1 import comms_pb2 as pb
+from compass_server.api import mapping as wire
+from compass_server.api.errors import ApiError, Status
+from compass_server.events.hub import EventHub
+from compass_server.store import InvalidArgument, PermissionDenied, Store
+from compass_server.store.store import parse_id
+from compass_server.store.types import AccountKind, Actor, Event, EventKind
+
+
+class CommsApi:
+    def __init__(self, store: Store, hub: EventHub) -> None:
+        self.store = store
+        self.hub = hub
+
+    async def create_channel(
+        self, actor: Actor, req: pb.CreateChannelRequest
+    ) -> pb.CreateChannelResponse:
+        members = [parse_id(m, "member_account_ids") for m in req.member_account_ids]
+        channel = await self.store.create_channel(actor, req.name, req.topic, members)
+        return pb.CreateChannelResponse(channel=wire.channel_to_wire(channel))
+
+    async def list_channels(
+        self, actor: Actor, req: pb.ListChannelsRequest
+    ) -> pb.ListChannelsResponse:
+        page = await self.store.list_channels(actor, req.page_size, req.page_token)
+        return pb.ListChannelsResponse(
+            channels=[wire.channel_to_wire(c) for c in page.items],
+            next_page_token=page.next_page_token,
+        )
+
+    async def open_dm(self, actor: Actor, req: pb.OpenDMRequest) -> pb.OpenDMResponse:
+        channel = await self.store.open_dm(actor, parse_id(req.account_id, "account_id"))
+        return pb.OpenDMResponse(channel=wire.channel_to_wire(channel))
+
+    async def add_channel_member(
+        self, actor: Actor, req: pb.AddChannelMemberRequest
+    ) -> pb.AddChannelMemberResponse:
+        channel = await self.store.add_channel_member(
+            actor, parse_id(req.channel_id, "channel_id"), parse_id(req.account_id, "account_id")
+        )
+        return pb.AddChannelMemberResponse(channel=wire.channel_to_wire(channel))
+
+    async def update_topic(
+        self, actor: Actor, req: pb.UpdateTopicRequest
+    ) -> pb.UpdateTopicResponse:
+        channel = await self.store.update_topic(
+            actor, parse_id(req.channel_id, "channel_id"), req.topic
+        )
+        return pb.UpdateTopicResponse(channel=wire.channel_to_wire(channel))
+
+    async def post_message(
+        self, actor: Actor, req: pb.PostMessageRequest
+    ) -> pb.PostMessageResponse:
+        message = await self.store.append_message(
+            actor, parse_id(req.channel_id, "channel_id"), wire.blocks_from_wire(req.blocks)
+        )
+        return pb.PostMessageResponse(message=wire.message_to_wire(message))
+
+    async def list_messages(
+        self, actor: Actor, req: pb.ListMessagesRequest
+    ) -> pb.ListMessagesResponse:
+        page = await self.store.list_messages(
+            actor, parse_id(req.channel_id, "channel_id"), req.page_size, req.page_token
+        )
+        return pb.ListMessagesResponse(
+            messages=[wire.message_to_wire(m) for m in page.items],
+            next_page_token=page.next_page_token,
+        )
+
+    async def get_message(self, actor: Actor, req: pb.GetMessageRequest) -> pb.GetMessageResponse:
+        message = await self.store.get_message(actor, parse_id(req.message_id, "message_id"))
+        return pb.GetMessageResponse(message=wire.message_to_wire(message))
+
+    async def search_messages(
+        self, actor: Actor, req: pb.SearchMessagesRequest
+    ) -> pb.SearchMessagesResponse:
+        page = await self.store.search_messages(
+            actor,
+            req.query,
+            wire.optional_id(req.channel_id, "channel_id"),
+            req.page_size,
+            req.page_token,
+        )
+        return pb.SearchMessagesResponse(
+            messages=[wire.message_to_wire(m) for m in page.items],
+            next_page_token=page.next_page_token,
+        )
+
+    async def respond_to_ask(
+        self, actor: Actor, req: pb.RespondToAskRequest
+    ) -> pb.RespondToAskResponse:
+        if actor.kind is AccountKind.AGENT:
+            raise PermissionDenied("agents never answer asks")
+        if not req.ask_id:
+            raise InvalidArgument("ask_id is required")
+        ask_message, answer = await self.store.answer_ask(
+            actor, req.ask_id, wire.answers_from_wire(req.answers)
+        )
+        return pb.RespondToAskResponse(
+            ask_message=wire.message_to_wire(ask_message),
+            answer_message=wire.message_to_wire(answer),
+        )
+
+    async def get_presence(
+        self, actor: Actor, req: pb.GetPresenceRequest
+    ) -> pb.GetPresenceResponse:
+        ids = [parse_id(a, "account_ids") for a in req.account_ids]
+        presences = await self.store.get_presence(actor, ids)
+        return pb.GetPresenceResponse(presences=[wire.presence_to_wire(p) for p in presences])
+
+    async def subscribe(self, actor: Actor, req: pb.SubscribeRequest) -> AsyncIterator[pb.Event]:
+        """First a ready frame with the cursor, then the caller's events in order."""
+        current = await self.hub.current(actor.workspace_id)
+        if req.after_event_id < 0:
+            raise ApiError(Status.INVALID_ARGUMENT, "after_event_id can't be negative")
+        if req.after_event_id > current:
+            raise ApiError(
+                Status.INVALID_ARGUMENT,
+                f"after_event_id {req.after_event_id} is ahead of this workspace's log ({current})",
+            )
+        cursor = req.after_event_id or current
+        members = await self.store.member_channel_ids(actor)
+
+        def visible(event: Event) -> bool:
+            if event.channel_id is None:
+                return True
+            if event.kind is EventKind.CHANNEL_CHANGED and event.channel is not None:
+                if actor.account_id in event.channel.member_ids:
+                    members.add(event.channel_id)
+            return event.channel_id in members
+
+        yield pb.Event(event_id=cursor, ready=pb.Ready())
+        async for event in self.hub.stream(actor.workspace_id, cursor, visible):
+            yield wire.event_to_wire(event)

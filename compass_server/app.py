@@ -1,0 +1,81 @@
+"""The server: database, event hub, gRPC and HTTP (Connect + the page)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import pathlib
+import uuid
+from dataclasses import dataclass, field
+
+from compass.v1 import comms_connect, comms_pb2
+from compass_server.api.auth import Authenticator
+from compass_server.api.comms import CommsApi
+from compass_server.events.hub import EventHub
+from compass_server.store import Database, Store
+from compass_server.store.embedded import EmbeddedPostgres
+from compass_server.transport.binding import ServiceBinding
+from compass_server.transport.connect_app import HttpServer, apps_for
+from compass_server.transport.grpc_server import GrpcServer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Settings:
+    database_url: str | None = None
+    data_dir: pathlib.Path = pathlib.Path(".compass")
+    grpc_listen: str = "127.0.0.1:50051"
+    http_listen: str = "127.0.0.1:8080"
+    pool_size: int = 20
+    server_id: uuid.UUID = field(default_factory=uuid.uuid4)
+
+
+async def open_database(settings: Settings) -> tuple[str, EmbeddedPostgres | None]:
+    """The configured database, or an embedded one under the data dir."""
+    if settings.database_url:
+        return settings.database_url, None
+    embedded = EmbeddedPostgres(settings.data_dir)
+    url = await asyncio.to_thread(embedded.start)
+    return url, embedded
+
+
+class CompassServer:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.embedded: EmbeddedPostgres | None = None
+        self.grpc_port = 0
+        self.http_port = 0
+
+    async def start(self) -> None:
+        url, self.embedded = await open_database(self.settings)
+        self.database_url = url
+        self.db = Database(url, max_size=self.settings.pool_size)
+        await self.db.open()
+        self.store = Store(self.db)
+        self.hub = EventHub(self.store, url)
+        await self.hub.start()
+        self.auth = Authenticator(self.store)
+        self.comms = CommsApi(self.store, self.hub)
+        comms = ServiceBinding.of(comms_pb2, "CommsService", self.comms, "account")
+        bindings = [comms]
+        connect = [(comms, comms_connect.CommsServiceASGIApplication)]
+        self.grpc = GrpcServer(bindings, self.auth)
+        self.grpc_port = await self.grpc.start(self.settings.grpc_listen)
+        self.http = HttpServer(apps_for(connect, self.auth))
+        self.http_port = await self.http.start(self.settings.http_listen)
+        host = self.settings.grpc_listen.rpartition(":")[0]
+        http_host = self.settings.http_listen.rpartition(":")[0]
+        log.info("gRPC listening on %s:%d", host, self.grpc_port)
+        log.info(
+            "HTTP (Connect and the web page) listening on http://%s:%d", http_host, self.http_port
+        )
+
+    async def stop(self, grace: float = 5.0) -> None:
+        # Streams end first, so the transports can drain without waiting on them.
+        await self.hub.close()
+        await self.grpc.stop(grace)
+        await self.http.stop()
+        await self.db.close()
+        if self.embedded is not None:
+            await asyncio.to_thread(self.embedded.stop)

@@ -1,0 +1,1 @@
+"""The event hub: one LISTEN per process feeding every subscriber from the log."""

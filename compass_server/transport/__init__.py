@@ -1,0 +1,1 @@
+"""Thin adapters that put the servicers on gRPC (grpc.aio) and Connect (ASGI)."""

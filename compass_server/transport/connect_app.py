@@ -1,0 +1,180 @@
+"""The Connect protocol (JSON and binary, HTTP/1.1 and h2c) as one ASGI app,
+with the web page's static files beside it, served by hypercorn."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import mimetypes
+import pathlib
+import socket
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
+from hypercorn.asyncio import serve
+from hypercorn.config import Config
+
+from compass_server.api.auth import Authenticator
+from compass_server.api.errors import ApiError
+from compass_server.transport.binding import Method, ServiceBinding
+from compass_server.transport.grpc_server import MAX_MESSAGE_BYTES, _error
+
+ASGIApp = Callable[[dict[str, Any], Any, Any], Any]
+STATIC = pathlib.Path(__file__).resolve().parents[1] / "web" / "static"
+
+
+def _connect_error(err: ApiError) -> ConnectError:
+    return ConnectError(Code[err.status.name], err.message)
+
+
+def _endpoint(binding: ServiceBinding, method: Method, auth: Authenticator) -> Any:
+    resolve = binding.resolver(auth)
+    fn = getattr(binding.impl, method.attr)
+
+    def header(ctx: Any) -> str | None:
+        value = ctx.request_headers.get("authorization")
+        return value if value is None else str(value)
+
+    if not method.server_streaming:
+
+        async def unary(request: Any, ctx: Any) -> Any:
+            try:
+                principal = await resolve(header(ctx))
+                return await fn(principal, request)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                raise _connect_error(_error(exc)) from None
+
+        return unary
+
+    async def stream(request: Any, ctx: Any) -> AsyncIterator[Any]:
+        try:
+            principal = await resolve(header(ctx))
+            async for item in fn(principal, request):
+                yield item
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise _connect_error(_error(exc)) from None
+
+    return stream
+
+
+class _Adapter:
+    """Looks like a generated Connect service protocol; calls the binding."""
+
+    def __init__(self, binding: ServiceBinding, auth: Authenticator) -> None:
+        for method in binding.methods:
+            setattr(self, method.attr, _endpoint(binding, method, auth))
+
+
+def connect_app(binding: ServiceBinding, auth: Authenticator, app_class: Any) -> ASGIApp:
+    app: ASGIApp = app_class(service=_Adapter(binding, auth), read_max_bytes=MAX_MESSAGE_BYTES)
+    return app
+
+
+class Router:
+    """Routes Connect paths to their service apps and everything else to the page."""
+
+    def __init__(self, apps: dict[str, ASGIApp]) -> None:
+        self.apps = {f"/{name}/": app for name, app in apps.items()}
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        path: str = scope["path"]
+        for prefix, app in self.apps.items():
+            if path.startswith(prefix):
+                await app(scope, receive, send)
+                return
+        await _static(scope, send)
+
+
+async def _plain(send: Any, status: int, body: bytes, content_type: str = "text/plain") -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", content_type.encode()),
+                (b"content-length", str(len(body)).encode()),
+                (b"cache-control", b"no-store"),
+                (b"x-content-type-options", b"nosniff"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _static(scope: dict[str, Any], send: Any) -> None:
+    if scope["method"] not in ("GET", "HEAD"):
+        await _plain(send, 405, b"method not allowed\n")
+        return
+    path = scope["path"]
+    if path == "/healthz":
+        await _plain(send, 200, b"ok\n")
+        return
+    name = "index.html" if path in ("", "/") else path.lstrip("/")
+    target = (STATIC / name).resolve()
+    if not target.is_relative_to(STATIC) or not target.is_file():
+        await _plain(send, 404, b"not found\n")
+        return
+    body = target.read_bytes()
+    kind = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+    if kind.startswith("text/") or kind == "application/javascript":
+        kind += "; charset=utf-8"
+    await _plain(send, 200, body if scope["method"] == "GET" else b"", kind)
+
+
+class HttpServer:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.port = 0
+
+    async def start(self, listen: str) -> int:
+        host, _, port = listen.rpartition(":")
+        sock = socket.socket(socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), int(port)))
+        sock.listen(1024)
+        sock.set_inheritable(True)
+        self._sock = sock
+        self.port = sock.getsockname()[1]
+        config = Config()
+        config.bind = [f"fd://{sock.fileno()}"]
+        # Its default of 1000 sends GOAWAY and fails in-flight HTTP/2 calls.
+        config.keep_alive_max_requests = 2**31 - 1
+        config.graceful_timeout = 5.0
+        config.accesslog = None
+        config.errorlog = "-"
+        config.loglevel = "WARNING"
+        self._task = asyncio.get_running_loop().create_task(
+            serve(self.app, config, shutdown_trigger=self._stop.wait, mode="asgi")  # type: ignore[arg-type]
+        )
+        await asyncio.sleep(0)
+        return self.port
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+        # hypercorn closes the listening socket it was handed; make sure.
+        with contextlib.suppress(OSError):
+            self._sock.close()
+
+
+def apps_for(bindings: Sequence[tuple[ServiceBinding, Any]], auth: Authenticator) -> Router:
+    return Router({b.full_name: connect_app(b, auth, cls) for b, cls in bindings})

@@ -1,0 +1,121 @@
+"""gRPC on grpc.aio, with health and reflection, adapting service bindings."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from compass_server.api.auth import Authenticator
+from compass_server.api.errors import ApiError, Status, to_api_error
+from compass_server.events.hub import Closed
+from compass_server.transport.binding import Method, ServiceBinding
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 1 << 20
+SHUTTING_DOWN = ApiError(
+    Status.UNAVAILABLE, "the server is shutting down; reconnect and resume from your cursor"
+)
+
+
+def _error(exc: BaseException) -> ApiError:
+    return SHUTTING_DOWN if isinstance(exc, Closed) else to_api_error(exc)
+
+
+async def _abort(context: grpc.aio.ServicerContext[Any, Any], err: ApiError) -> None:
+    await context.abort(grpc.StatusCode[err.status.name], err.message)
+
+
+def _authorization(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
+    for key, value in context.invocation_metadata() or ():
+        if key == "authorization":
+            return value if isinstance(value, str) else value.decode()
+    return None
+
+
+def _handler(binding: ServiceBinding, method: Method, auth: Authenticator) -> grpc.RpcMethodHandler:
+    resolve = binding.resolver(auth)
+    fn = getattr(binding.impl, method.attr)
+    kwargs = {
+        "request_deserializer": method.request.FromString,
+        "response_serializer": method.response.SerializeToString,
+    }
+
+    if not method.server_streaming:
+
+        async def unary(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            try:
+                principal = await resolve(_authorization(context))
+                return await fn(principal, request)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                err = _error(exc)
+            await _abort(context, err)
+
+        return grpc.unary_unary_rpc_method_handler(unary, **kwargs)
+
+    async def stream(
+        request: Any, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AsyncIterator[Any]:
+        try:
+            principal = await resolve(_authorization(context))
+            async for item in fn(principal, request):
+                yield item
+            return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            err = _error(exc)
+        await _abort(context, err)
+
+    if method.client_streaming:
+        return grpc.stream_stream_rpc_method_handler(stream, **kwargs)
+    return grpc.unary_stream_rpc_method_handler(stream, **kwargs)
+
+
+class GrpcServer:
+    def __init__(self, bindings: Sequence[ServiceBinding], auth: Authenticator) -> None:
+        self.server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.so_reuseport", 0),
+            ]
+        )
+        for binding in bindings:
+            handlers = {m.name: _handler(binding, m, auth) for m in binding.methods}
+            self.server.add_generic_rpc_handlers(
+                (grpc.method_handlers_generic_handler(binding.full_name, handlers),)
+            )
+        self.health = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        names = [b.full_name for b in bindings]
+        reflection.enable_server_reflection(
+            [
+                *names,
+                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                reflection.SERVICE_NAME,
+            ],
+            self.server,
+        )
+        self._names = names
+        self.port = 0
+
+    async def start(self, listen: str) -> int:
+        self.port = self.server.add_insecure_port(listen)
+        if self.port == 0:
+            raise OSError(f"can't listen for gRPC on {listen}")
+        await self.server.start()
+        for name in ["", *self._names]:
+            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        return self.port
+
+    async def stop(self, grace: float) -> None:
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(grace)

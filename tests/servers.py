@@ -1,0 +1,117 @@
+"""Clients that make the same call over gRPC, Connect binary and Connect JSON."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+from connectrpc.errors import ConnectError
+from google.protobuf.message import Message
+
+from compass.v1 import comms_connect, comms_pb2
+from compass_server.transport.binding import snake
+
+SERVICE = "compass.v1.CommsService"
+
+
+class CallError(Exception):
+    """A call's failure as the client saw it: the status token and message."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+def authorization(token: str | None) -> str | None:
+    """The header for a token; "raw:<value>" sends <value> as it is."""
+    if token is None:
+        return None
+    return token[4:] if token.startswith("raw:") else f"Bearer {token}"
+
+
+def _method(name: str) -> Any:
+    return comms_pb2.DESCRIPTOR.services_by_name["CommsService"].methods_by_name[name]
+
+
+def _response_class(name: str) -> type[Message]:
+    return getattr(comms_pb2, _method(name).output_type.name)  # type: ignore[no-any-return]
+
+
+class GrpcClient:
+    name = "grpc"
+
+    def __init__(self, port: int) -> None:
+        self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+
+    async def close(self) -> None:
+        await self.channel.close()
+
+    @staticmethod
+    def _metadata(token: str | None) -> list[tuple[str, str]]:
+        value = authorization(token)
+        return [("authorization", value)] if value is not None else []
+
+    async def call(self, method: str, request: Message, token: str | None) -> Any:
+        rpc = self.channel.unary_unary(
+            f"/{SERVICE}/{method}",
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=_response_class(method).FromString,
+        )
+        try:
+            return await rpc(request, metadata=self._metadata(token), timeout=30)
+        except grpc.aio.AioRpcError as exc:
+            raise CallError(exc.code().name.lower(), exc.details() or "") from None
+
+    async def stream(self, method: str, request: Message, token: str | None) -> AsyncIterator[Any]:
+        rpc = self.channel.unary_stream(
+            f"/{SERVICE}/{method}",
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=_response_class(method).FromString,
+        )
+        call = rpc(request, metadata=self._metadata(token))
+        try:
+            async for item in call:
+                yield item
+        except grpc.aio.AioRpcError as exc:
+            raise CallError(exc.code().name.lower(), exc.details() or "") from None
+        finally:
+            call.cancel()
+
+
+class ConnectClient:
+    def __init__(self, port: int, codec: str) -> None:
+        from connectrpc.compat import google_protobuf_codecs
+
+        codecs = {c.name(): c for c in google_protobuf_codecs()}
+        self.name = f"connect-{codec}"
+        self.client = comms_connect.CommsServiceClient(
+            f"http://127.0.0.1:{port}", codec=codecs[codec], timeout_ms=30_000
+        )
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    @staticmethod
+    def _headers(token: str | None) -> dict[str, str]:
+        value = authorization(token)
+        return {"authorization": value} if value is not None else {}
+
+    async def call(self, method: str, request: Message, token: str | None) -> Any:
+        try:
+            return await getattr(self.client, snake(method))(request, headers=self._headers(token))
+        except ConnectError as exc:
+            raise CallError(exc.code.value, exc.message) from None
+
+    async def stream(self, method: str, request: Message, token: str | None) -> AsyncIterator[Any]:
+        try:
+            async for item in getattr(self.client, snake(method))(
+                request, headers=self._headers(token)
+            ):
+                yield item
+        except ConnectError as exc:
+            raise CallError(exc.code.value, exc.message) from None
+
+
+Client = GrpcClient | ConnectClient
