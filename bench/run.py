@@ -1,0 +1,390 @@
+"""Run the Compass benchmark rows and print them side by side.
+
+    python -m bench.run [--database-url URL] [--seconds N] [--k 1,16] [--rows a,b] [--rounds R]
+
+The database URL (default $COMPASS_DATABASE_URL, else
+postgresql://postgres@127.0.0.1:5432/postgres) is used only to create a
+throwaway database (default `compass_bench`, dropped at the end); every row
+works inside that one.
+
+Rows run interleaved: for each round, for each K, every selected row in
+registry order (the ceiling first), so a server row and the ceiling it is
+compared with run seconds apart under the same machine conditions. With
+--rounds > 1, the rounds of a (row, K) are pooled into one result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from bench import ceiling, empty_grpc
+from bench.harness import (
+    BenchContext,
+    LoadResult,
+    Measure,
+    Row,
+    default_database_url,
+    machine_idle_now,
+    resolve_loop,
+    run_async,
+)
+
+# ---------------------------------------------------------------------------
+# THE REGISTRY OF ROWS
+#
+# Order matters: within each K, rows are measured in this order, and the
+# ceiling goes first so every other row is compared against a ceiling measured
+# moments earlier. A row is a `bench.harness.Row`:
+#
+#     Row(key="…", title="…", op="what one counted call is", open=opener)
+#
+# where `opener(ctx: BenchContext)` is an async context manager that sets the
+# row up once (start a server subprocess against ctx.database_url, create its
+# schema, …) and yields `measure(k) -> LoadResult`, which sets up what is per
+# K (channels, pools, accounts for K callers) and returns `await ctx.load(call,
+# k)`. See bench/ceiling.py and bench/empty_grpc.py, and bench/README.md.
+#
+# Rows with `open=None` are planned: they show as "pending" in the table until
+# their module exists. To add one, write its opener in its own bench/<name>.py
+# and replace the `None` below.
+# ---------------------------------------------------------------------------
+
+ROWS: tuple[Row, ...] = (
+    ceiling.ROW,
+    Row(
+        key="lifecycle_grpc",
+        title="server lifecycle over gRPC",
+        op="lifecycle: PostMessage(ask) by an agent, then RespondToAsk by a person",
+        open=None,  # bench/server_lifecycle.py: compass-server subprocess on ctx.database_url
+    ),
+    Row(
+        key="lifecycle_connect",
+        title="server lifecycle over Connect",
+        op="lifecycle as above over the Connect protocol (binary, HTTP/2 h2c)",
+        open=None,  # bench/server_lifecycle.py, Connect client instead of grpc.aio
+    ),
+    Row(
+        key="post_grpc",
+        title="PostMessage over gRPC",
+        op="one PostMessage(ask) into the real server",
+        open=None,  # bench/server_post.py
+    ),
+    empty_grpc.ROW,
+    empty_grpc.PAIR_ROW,
+    Row(
+        key="fanout",
+        title="fan-out",
+        op="one posted message delivered to every subscriber (Subscribe streams)",
+        open=None,  # bench/fanout.py
+    ),
+    Row(
+        key="store_growth",
+        title="store growth",
+        op="server lifecycle with the store pre-grown (e.g. 1M messages)",
+        open=None,  # bench/store_growth.py
+    ),
+)
+
+CEILING_KEY = ceiling.ROW.key
+
+# Below this share of idle CPU before the run, the machine is called busy.
+QUIET_IDLE = 0.9
+
+
+# --------------------------------------------------------------------------- database
+
+
+def bench_database_url(admin_url: str, dbname: str) -> str:
+    """The admin URL pointed at another database (URL or key=value conninfo)."""
+    if "://" in admin_url:
+        parts = urlsplit(admin_url)
+        return urlunsplit(parts._replace(path="/" + dbname))
+    return make_conninfo(admin_url, dbname=dbname)
+
+
+async def create_database(admin_url: str, dbname: str) -> None:
+    async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as conn:
+        name = sql.Identifier(dbname)
+        await conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
+        await conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
+
+
+async def drop_database(admin_url: str, dbname: str) -> None:
+    async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as conn:
+        name = sql.Identifier(dbname)
+        await conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
+
+
+async def server_version(url: str) -> str:
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        cur = await conn.execute("SHOW server_version")
+        row = await cur.fetchone()
+        return str(row[0]) if row else "?"
+
+
+# --------------------------------------------------------------------------- machine
+
+
+def cpu_model() -> str:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return platform.processor() or "?"
+    for line in out.splitlines():
+        if line.startswith("Model name:"):
+            return line.split(":", 1)[1].strip()
+    return "?"
+
+
+def machine_lines(
+    started: dt.datetime, pg_version: str, loop_name: str, server_loop: str, idle: float
+) -> list[str]:
+    return [
+        f"date: {started.strftime('%Y-%m-%d %H:%M UTC')}",
+        f"cpus: {len(os.sched_getaffinity(0))} (nproc), model: {cpu_model()}",
+        f"PostgreSQL {pg_version}; Python {platform.python_version()}; "
+        f"client loop {loop_name}; empty-gRPC server loop {server_loop}",
+        f"machine idle just before the run: {idle:.0%}"
+        + ("" if not idle < QUIET_IDLE else "  <-- BUSY: something else is using the CPUs"),
+    ]
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass
+class Cell:
+    results: list[LoadResult] = field(default_factory=list)
+    error: str = ""
+
+    def merged(self) -> LoadResult | None:
+        return LoadResult.merge(self.results) if self.results else None
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+async def run_rows(
+    ctx: BenchContext, rows: list[Row], ks: list[int], rounds: int
+) -> dict[tuple[str, int], Cell]:
+    cells: dict[tuple[str, int], Cell] = {(r.key, k): Cell() for r in rows for k in ks}
+    measures: dict[str, Measure] = {}
+    async with AsyncExitStack() as stack:
+        for row in rows:
+            if row.open is None:
+                continue
+            try:
+                measures[row.key] = await stack.enter_async_context(row.open(ctx))
+            except Exception as exc:  # keep the other rows running
+                log(f"{row.key}: setup failed: {exc!r}")
+                for k in ks:
+                    cells[(row.key, k)].error = f"setup failed: {type(exc).__name__}"
+        for rnd in range(1, rounds + 1):
+            for k in ks:
+                for row in rows:
+                    measure = measures.get(row.key)
+                    cell = cells[(row.key, k)]
+                    if measure is None or cell.error:
+                        continue
+                    try:
+                        result = await measure(k)
+                    except Exception as exc:
+                        log(f"[round {rnd}/{rounds}] {row.key}: failed: {exc!r}")
+                        cell.error = f"failed: {type(exc).__name__}"
+                        continue
+                    cell.results.append(result)
+                    log(f"[round {rnd}/{rounds}] {row.key:<16} {result.summary()}")
+    return cells
+
+
+# --------------------------------------------------------------------------- table
+
+
+def _ms(x: float) -> str:
+    return "—" if math.isnan(x) else f"{x:.2f}"
+
+
+def _ratio(res: Cell, ceil: Cell | None) -> str:
+    """Median over rounds of (row ops/s ÷ ceiling ops/s of the same round): each
+    pair was measured seconds apart, so the ratio survives a disturbed round."""
+    if ceil is None or not ceil.results or not res.results:
+        return "—"
+    if len(res.results) == len(ceil.results):
+        ratios = [
+            r.calls_per_s / c.calls_per_s
+            for r, c in zip(res.results, ceil.results, strict=True)
+            if c.calls_per_s > 0
+        ]
+        return f"{statistics.median(ratios):.2f}" if ratios else "—"
+    a, b = LoadResult.merge(res.results), LoadResult.merge(ceil.results)
+    return f"{a.calls_per_s / b.calls_per_s:.2f}" if b.calls_per_s > 0 else "—"
+
+
+def _ops(cell: Cell) -> str:
+    """ops/s of one round, or the median of the rounds with their range."""
+    rates = [r.calls_per_s for r in cell.results]
+    if len(rates) == 1:
+        return f"{rates[0]:,.0f}"
+    return f"{statistics.median(rates):,.0f} [{min(rates):,.0f}–{max(rates):,.0f}]"
+
+
+def render_table(rows: list[Row], ks: list[int], cells: dict[tuple[str, int], Cell]) -> str:
+    head = ["row"]
+    for k in ks:
+        head += [f"K={k} ops/s", "p50 ms", "p99 ms", "× ceiling", "client µs/op", "idle"]
+    lines = [head]
+    for row in rows:
+        line = [row.title]
+        for k in ks:
+            cell = cells[(row.key, k)]
+            res = cell.merged()
+            if row.open is None:
+                line += ["pending", "", "", "", "", ""]
+            elif res is None:
+                line += [cell.error or "—", "", "", "", "", ""]
+            else:
+                errs = f" ({res.errors} err)" if res.errors else ""
+                line += [
+                    _ops(cell) + errs,
+                    _ms(res.p50_ms),
+                    _ms(res.p99_ms),
+                    _ratio(cell, cells.get((CEILING_KEY, k))),
+                    f"{res.client_cpu_us_per_call:.0f}",
+                    "—" if math.isnan(res.machine_idle) else f"{res.machine_idle:.0%}",
+                ]
+        lines.append(line)
+    widths = [max(len(r[i]) for r in lines) for i in range(len(head))]
+
+    def fmt(cols: list[str]) -> str:
+        padded = [
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(cols, widths, strict=True))
+        ]
+        return "| " + " | ".join(padded) + " |"
+
+    sep = (
+        "|"
+        + "|".join(("-" * (w + 1) + ":") if i else "-" * (w + 2) for i, w in enumerate(widths))
+        + "|"
+    )
+    out = [fmt(lines[0]), sep, *(fmt(r) for r in lines[1:])]
+    out.append("")
+    out.append(
+        "ops/s: completed ops per second (with several rounds: the median round, [min–max]); "
+        "p50/p99: over all rounds' ops; × ceiling: ops/s over the ceiling's at the same K "
+        "(median of per-round ratios); client µs/op: CPU of the load-generating process per "
+        "op; idle: whole-machine idle CPU share during the window (near 0% = CPU-bound)."
+    )
+    out.append("")
+    out.append("one op is:")
+    out += [f"- {row.title}: {row.op}" for row in rows]
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--database-url", default=default_database_url(), help="admin URL")
+    p.add_argument("--bench-database", default="compass_bench", help="throwaway database name")
+    p.add_argument("--keep-database", action="store_true", help="do not drop it at the end")
+    p.add_argument("--seconds", type=float, default=5.0, help="measured seconds per (row, K)")
+    p.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds per (row, K)")
+    p.add_argument("--k", default="1,16", help="comma-separated concurrencies (default 1,16)")
+    p.add_argument("--rounds", type=int, default=1, help="repeat the interleaved sweep")
+    keys = ", ".join(r.key for r in ROWS)
+    p.add_argument(
+        "--rows",
+        default="",
+        help=f"comma-separated row keys (default all; the ceiling is always added): {keys}",
+    )
+    p.add_argument(
+        "--no-ceiling", action="store_true", help="leave the ceiling out (no × ceiling column)"
+    )
+    p.add_argument("--loop", choices=("auto", "uvloop", "asyncio"), default="auto")
+    p.add_argument(
+        "--server-loop",
+        choices=("auto", "uvloop", "asyncio"),
+        default="auto",
+        help="event loop of server subprocesses the bench starts",
+    )
+    return p.parse_args(argv)
+
+
+def select_rows(spec: str, with_ceiling: bool = True) -> list[Row]:
+    """Rows named in spec (all if empty), in registry order; the ceiling is
+    always added unless with_ceiling is false, so ratios are always at hand."""
+    if not spec:
+        wanted = [r.key for r in ROWS]
+    else:
+        wanted = [s.strip() for s in spec.split(",") if s.strip()]
+    if with_ceiling and CEILING_KEY not in wanted:
+        wanted.append(CEILING_KEY)
+    if not with_ceiling:
+        wanted = [w for w in wanted if w != CEILING_KEY]
+    known = {r.key: r for r in ROWS}
+    unknown = [w for w in wanted if w not in known]
+    if unknown:
+        raise SystemExit(f"unknown rows: {', '.join(unknown)} (known: {', '.join(known)})")
+    return [r for r in ROWS if r.key in wanted]  # registry order, ceiling first
+
+
+async def amain(args: argparse.Namespace, loop_name: str) -> int:
+    rows = select_rows(args.rows, with_ceiling=not args.no_ceiling)
+    ks = [int(x) for x in args.k.split(",")]
+    url = bench_database_url(args.database_url, args.bench_database)
+    server_loop = resolve_loop(args.server_loop)
+    ctx = BenchContext(
+        database_url=url,
+        seconds=args.seconds,
+        warmup=args.warmup,
+        loop_name=loop_name,
+        extra={"server_loop": server_loop},
+    )
+    started = dt.datetime.now(dt.UTC)
+    pg = await server_version(args.database_url)
+    idle = await machine_idle_now(2.0)
+    if idle < QUIET_IDLE:
+        log(f"warning: the machine is only {idle:.0%} idle before the run; numbers will be low")
+    await create_database(args.database_url, args.bench_database)
+    log(f"benchmark database {args.bench_database} created; {args.seconds:g} s per row and K")
+    try:
+        cells = await run_rows(ctx, rows, ks, args.rounds)
+    finally:
+        if not args.keep_database:
+            await drop_database(args.database_url, args.bench_database)
+    print("\n".join(machine_lines(started, pg, loop_name, server_loop, idle)))
+    print(
+        f"{args.seconds:g} s measured + {args.warmup:g} s warmup per row and K, "
+        f"{args.rounds} round(s)"
+    )
+    print()
+    print(render_table(rows, ks, cells))
+    failed = any(c.error for c in cells.values())
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    loop_name = resolve_loop(args.loop)
+    sys.exit(run_async(amain(args, loop_name), loop_name))
+
+
+if __name__ == "__main__":
+    main()
