@@ -93,7 +93,6 @@ class Database:
             kwargs={"autocommit": True, "row_factory": dict_row},
             timeout=10.0,
             reconnect_timeout=0,
-            check=psycopg_pool.AsyncConnectionPool.check_connection,
         )
 
     async def open(self) -> None:
@@ -116,18 +115,33 @@ class Database:
     async def tx(self, workspace_id: uuid.UUID) -> AsyncIterator[Conn]:
         """One transaction scoped to a workspace: row-level security shows it
         that workspace's rows and no other's."""
-        async with self.connection() as conn:
-            # BEGIN and the scope go in one round trip; the uuid is formatted, not
-            # interpolated from input.
-            await conn.execute(
-                f"BEGIN; SELECT set_config('compass.workspace_id', '{uuid.UUID(str(workspace_id))}'"
-                ", true)".encode()
-            )
-            try:
-                yield conn
-            except BaseException:
-                if not conn.closed:
-                    with contextlib.suppress(psycopg.Error):
-                        await conn.execute("ROLLBACK")
-                raise
-            await conn.execute("COMMIT")
+        # BEGIN and the scope go in one round trip; the uuid is formatted, not
+        # interpolated from input.
+        begin = (
+            f"BEGIN; SELECT set_config('compass.workspace_id', '{uuid.UUID(str(workspace_id))}'"
+            ", true)"
+        ).encode()
+        try:
+            for attempt in (1, 2):
+                # Connections aren't checked on checkout (a round trip per call);
+                # one that died with a database restart fails at BEGIN, before
+                # anything was sent, and the pool drops it: take another once.
+                async with self.pool.connection() as conn:
+                    try:
+                        await conn.execute(begin)
+                    except psycopg.OperationalError:
+                        if attempt == 2 or not conn.closed:
+                            raise
+                        continue
+                    try:
+                        yield conn
+                    except BaseException:
+                        if not conn.closed:
+                            with contextlib.suppress(psycopg.Error):
+                                await conn.execute("ROLLBACK")
+                        raise
+                    await conn.execute("COMMIT")
+                    return
+        except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+            log.warning("database unavailable: %s", exc)
+            raise Unavailable("the database is unavailable; retry shortly") from exc

@@ -213,7 +213,18 @@ class _Events:
         self.channel_ids.append(c.channel_id)
         self.payloads.append(Jsonb(_channel_payload(c)))
 
+    async def presence(self, conn: Conn, agent_id: uuid.UUID) -> None:
+        """Recomputes an agent's presence; its change is appended with the rest."""
+        cur = await conn.execute(ACCOUNTS["presence_change"], {"agent_id": agent_id})
+        row = await cur.fetchone()
+        if row is not None and row["change"] is not None:
+            self.kinds.append(EventKind.PRESENCE_CHANGED.value)
+            self.channel_ids.append(None)
+            self.payloads.append(Jsonb(row["change"]))
+
     async def append(self, conn: Conn) -> None:
+        """Appends every event; call it last, so the workspace's event lock is
+        the last lock the transaction takes (no lock-order deadlocks)."""
         if self.kinds:
             await conn.execute(
                 EVENTS["append_events"],
@@ -475,9 +486,9 @@ class Store:
             channel = await self._channel_as_member(conn, actor, channel_id)
             if added is not None:
                 events.channel(channel)
-                await events.append(conn)
                 # Joining can't open an ask, but it can make one count again.
-                await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": account_id})
+                await events.presence(conn, account_id)
+                await events.append(conn)
         return channel
 
     async def update_topic(self, actor: Actor, channel_id: uuid.UUID, topic: str) -> Channel:
@@ -517,11 +528,6 @@ class Store:
         message_id = uuid.uuid4()
         events = _Events()
         async with self.db.tx(actor.workspace_id) as conn:
-            cur = await conn.execute(
-                MESSAGES["is_member"], {"channel_id": channel_id, "actor": actor.account_id}
-            )
-            if await cur.fetchone() is None:
-                raise NotFound(f"no channel {channel_id}")
             row = await (
                 await conn.execute(
                     MESSAGES["insert_message"],
@@ -535,7 +541,8 @@ class Store:
                     },
                 )
             ).fetchone()
-            assert row is not None
+            if row is None:
+                raise NotFound(f"no channel {channel_id}")
             message = Message(
                 message_id=message_id,
                 channel_id=channel_id,
@@ -546,9 +553,9 @@ class Store:
                 position=row["position"],
             )
             events.message(EventKind.MESSAGE_POSTED, message)
-            await events.append(conn)
             if ask_ids:
-                await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": actor.account_id})
+                await events.presence(conn, actor.account_id)
+            await events.append(conn)
         return message
 
     async def _lock_ask(self, conn: Conn, actor: Actor, ask_id: str) -> tuple[Message, Ask]:
@@ -626,8 +633,8 @@ class Store:
             )
             events.message(EventKind.MESSAGE_UPDATED, updated)
             events.message(EventKind.MESSAGE_POSTED, answer)
+            await events.presence(conn, message.author_id)
             await events.append(conn)
-            await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": message.author_id})
         return updated, answer
 
     async def cancel_ask(self, actor: Actor, ask_id: str) -> tuple[Message, bool]:
@@ -645,8 +652,8 @@ class Store:
             withdrawn = Ask(questions=ask.questions, ask_id=ask.ask_id, cancelled=True)
             updated = await self._write_ask(conn, message, withdrawn)
             events.message(EventKind.MESSAGE_UPDATED, updated)
+            await events.presence(conn, message.author_id)
             await events.append(conn)
-            await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": message.author_id})
         return updated, True
 
     async def get_message(self, actor: Actor, message_id: uuid.UUID) -> Message:

@@ -213,18 +213,21 @@ BEGIN
 END
 $$;
 
--- Recomputes an agent's presence and appends presence_changed when it moved.
--- WAITING (an open ask it authored in a channel it still belongs to) wins over
--- OFFLINE (no bound session), which wins over its own status.
-CREATE FUNCTION compass_refresh_presence(agent uuid) RETURNS boolean
+-- Recomputes an agent's presence and, when it moved, stores it and returns the
+-- presence_changed payload (NULL otherwise). WAITING (an open ask it authored
+-- in a channel it still belongs to) wins over OFFLINE (no bound session),
+-- which wins over its own status. It appends nothing: a write appends all its
+-- events last, so the workspace's event lock is always the last lock taken.
+CREATE FUNCTION compass_presence_change(agent uuid) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
   acct accounts%ROWTYPE;
   next_state text;
 BEGIN
-  SELECT * INTO acct FROM accounts WHERE id = agent FOR UPDATE;
+  -- NO KEY UPDATE: compatible with the key-share locks of rows referencing it.
+  SELECT * INTO acct FROM accounts WHERE id = agent FOR NO KEY UPDATE;
   IF NOT FOUND OR acct.kind <> 'agent' THEN
-    RETURN false;
+    RETURN NULL;
   END IF;
   IF EXISTS (
     SELECT 1 FROM messages m
@@ -242,14 +245,24 @@ BEGIN
     next_state := acct.status;
   END IF;
   IF next_state = acct.presence_state AND acct.status_text = acct.presence_text THEN
-    RETURN false;
+    RETURN NULL;
   END IF;
   UPDATE accounts SET presence_state = next_state, presence_text = acct.status_text
     WHERE id = agent;
-  PERFORM compass_append_events(
-    ARRAY['presence_changed'], ARRAY[NULL::uuid],
-    ARRAY[jsonb_build_object(
-      'account_id', agent, 'state', next_state, 'status_text', acct.status_text)]);
+  RETURN jsonb_build_object('account_id', agent, 'state', next_state, 'status_text', acct.status_text);
+END
+$$;
+
+-- For a write whose only event is the presence change: recompute and append.
+CREATE FUNCTION compass_refresh_presence(agent uuid) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+  change jsonb := compass_presence_change(agent);
+BEGIN
+  IF change IS NULL THEN
+    RETURN false;
+  END IF;
+  PERFORM compass_append_events(ARRAY['presence_changed'], ARRAY[NULL::uuid], ARRAY[change]);
   RETURN true;
 END
 $$;

@@ -41,6 +41,9 @@ RETURNING id
 -- name: refresh_presence
 SELECT compass_refresh_presence(%(agent_id)s) AS changed
 
+-- name: presence_change
+SELECT compass_presence_change(%(agent_id)s) AS change
+
 -- name: presence_of
 SELECT id, presence_state, presence_text FROM accounts
 WHERE kind = 'agent' AND (cardinality(%(ids)s::uuid[]) = 0 OR id = ANY(%(ids)s::uuid[]))

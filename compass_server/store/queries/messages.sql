@@ -1,12 +1,17 @@
 -- name: insert_message
--- The only INSERT of a message row; asks are indexed by id in the same statement.
+-- The only INSERT of a message row: only by a member of the channel (no row
+-- back otherwise); asks are indexed by id in the same statement.
 WITH m AS (
   INSERT INTO messages (id, workspace_id, channel_id, author_id, blocks, search_text)
-  VALUES (%(id)s, compass_workspace(), %(channel_id)s, %(author_id)s, %(blocks)s, %(search_text)s)
+  SELECT %(id)s, compass_workspace(), %(channel_id)s, %(author_id)s, %(blocks)s, %(search_text)s
+  WHERE EXISTS (
+    SELECT 1 FROM channel_members
+    WHERE channel_id = %(channel_id)s AND account_id = %(author_id)s
+  )
   RETURNING id, position, created_at
 ), a AS (
   INSERT INTO asks (ask_id, workspace_id, message_id)
-  SELECT unnest(%(ask_ids)s::text[]), compass_workspace(), %(id)s
+  SELECT unnest(%(ask_ids)s::text[]), compass_workspace(), m.id FROM m
 )
 SELECT m.id, m.position, m.created_at,
        (SELECT handle FROM accounts WHERE id = %(author_id)s) AS author_handle

@@ -1,0 +1,232 @@
+"""Bad input at volume: malformed bytes, garbage JSON, oversized messages and
+asks. Never INTERNAL, never a crash, nothing written."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compass.v1 import comms_pb2 as pb
+from compass_server.store import blocks as limits
+from tests.world import World
+
+METHODS = [
+    m.name for m in pb.DESCRIPTOR.services_by_name["CommsService"].methods if not m.server_streaming
+]
+REFUSALS = {
+    "invalid_argument",
+    "not_found",
+    "resource_exhausted",
+    "already_exists",
+    "permission_denied",
+    "unimplemented",
+}
+
+
+async def event_count(w: World) -> int:
+    return await w.store.last_event_id(w.workspace_id)
+
+
+async def test_malformed_protobuf_bytes_over_grpc(server: Any, api_world: World) -> None:
+    w = api_world
+    before = await event_count(w)
+    rng = random.Random(7)
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
+        for i in range(300):
+            method = METHODS[i % len(METHODS)]
+            rpc = channel.unary_unary(f"/compass.v1.CommsService/{method}")
+            payload = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64)))
+            try:
+                await rpc(
+                    payload,
+                    metadata=[("authorization", f"Bearer {w.tokens[w.human.account_id]}")],
+                    timeout=10,
+                )
+            except grpc.aio.AioRpcError as exc:
+                assert exc.code() not in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN), (
+                    method,
+                    payload,
+                    exc.details(),
+                )
+        # Still serving.
+        ok = channel.unary_unary(
+            "/compass.v1.CommsService/ListChannels",
+            request_serializer=pb.ListChannelsRequest.SerializeToString,
+            response_deserializer=pb.ListChannelsResponse.FromString,
+        )
+        res = await ok(
+            pb.ListChannelsRequest(),
+            metadata=[("authorization", f"Bearer {w.tokens[w.human.account_id]}")],
+        )
+        assert len(res.channels) == 1
+    assert await event_count(w) == before
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("application/json", b"{"),
+        ("application/json", b"[1,2,3]"),
+        ("application/json", b'{"channelId": 5}'),
+        ("application/json", b'{"blocks": "nope"}'),
+        ("application/json", b'{"unknownField": true}'),
+        ("application/json", b"\xff\xfe\x00"),
+        ("application/proto", b"\xff\xff\xff\xff\x0f"),
+        ("application/proto", b"\x0a\x05ab"),
+        ("text/plain", b"hello"),
+    ],
+)
+async def test_garbage_connect_bodies_are_refused(
+    server: Any, api_world: World, content_type: str, body: bytes
+) -> None:
+    w = api_world
+    before = await event_count(w)
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.http_port}") as http:
+        res = await http.post(
+            "/compass.v1.CommsService/PostMessage",
+            content=body,
+            headers={
+                "content-type": content_type,
+                "authorization": f"Bearer {w.tokens[w.human.account_id]}",
+            },
+        )
+    assert 400 <= res.status_code < 500, (res.status_code, res.text)
+    assert "Traceback" not in res.text
+    assert await event_count(w) == before
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    body=st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.dictionaries(
+                st.sampled_from(
+                    [
+                        "channelId",
+                        "blocks",
+                        "text",
+                        "ask",
+                        "questions",
+                        "questionId",
+                        "options",
+                        "id",
+                        "recommended",
+                        "allowMultiple",
+                        "askId",
+                        "answers",
+                        "chosenOptionIds",
+                        "pageSize",
+                        "pageToken",
+                        "x",
+                    ]
+                ),
+                inner,
+                max_size=5,
+            )
+        ),
+        max_leaves=20,
+    )
+)
+async def test_hypothesis_json_never_internal(server: Any, api_world: World, body: Any) -> None:
+    w = api_world
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.http_port}") as http:
+        for method in ("PostMessage", "RespondToAsk", "ListMessages", "SearchMessages"):
+            res = await http.post(
+                f"/compass.v1.CommsService/{method}",
+                content=json.dumps(body),
+                headers={
+                    "content-type": "application/json",
+                    "authorization": f"Bearer {w.tokens[w.human.account_id]}",
+                },
+            )
+            if res.status_code != 200:
+                assert res.json()["code"] in REFUSALS, (method, body, res.text)
+
+
+def big_ask(**over: Any) -> pb.Ask:
+    q = pb.AskQuestion(question_id="q", question="?", options=[pb.AskOption(id="a", label="a")])
+    ask = pb.Ask(questions=[q])
+    for k, v in over.items():
+        if k == "questions":
+            del ask.questions[:]
+            ask.questions.extend(
+                pb.AskQuestion(question_id=f"q{i}", question="?") for i in range(v)
+            )
+        elif k == "options":
+            del ask.questions[0].options[:]
+            ask.questions[0].options.extend(pb.AskOption(id=f"o{i}", label="x") for i in range(v))
+        else:
+            setattr(ask.questions[0], k, v)
+    return ask
+
+
+@pytest.mark.parametrize(
+    ("block", "code"),
+    [
+        (
+            pb.MessageBlock(text=pb.TextBlock(text="x" * (limits.MAX_TEXT_CHARS + 1))),
+            "invalid_argument",
+        ),
+        (pb.MessageBlock(ask=big_ask(questions=limits.MAX_QUESTIONS + 1)), "invalid_argument"),
+        (pb.MessageBlock(ask=big_ask(options=limits.MAX_OPTIONS + 1)), "invalid_argument"),
+        (
+            pb.MessageBlock(ask=big_ask(question="x" * (limits.MAX_QUESTION_CHARS + 1))),
+            "invalid_argument",
+        ),
+        (
+            pb.MessageBlock(ask=big_ask(question_id="q" * (limits.MAX_ID_CHARS + 1))),
+            "invalid_argument",
+        ),
+        (pb.MessageBlock(), "invalid_argument"),
+    ],
+)
+async def test_oversized_messages_and_asks(
+    client: Any, api_world: World, block: pb.MessageBlock, code: str
+) -> None:
+    from tests.servers import CallError
+
+    w = api_world
+    before = await event_count(w)
+    with pytest.raises(CallError) as info:
+        await client.call(
+            "PostMessage",
+            pb.PostMessageRequest(channel_id=str(w.channel.channel_id), blocks=[block]),
+            w.tokens[w.human.account_id],
+        )
+    assert info.value.code == code
+    assert await event_count(w) == before
+
+
+async def test_too_many_blocks_and_too_large_a_request(client: Any, api_world: World) -> None:
+    from tests.servers import CallError
+
+    w = api_world
+    many = [pb.MessageBlock(text=pb.TextBlock(text="x"))] * (limits.MAX_BLOCKS + 1)
+    with pytest.raises(CallError) as info:
+        await client.call(
+            "PostMessage",
+            pb.PostMessageRequest(channel_id=str(w.channel.channel_id), blocks=many),
+            w.tokens[w.human.account_id],
+        )
+    assert info.value.code == "invalid_argument"
+    # Past the transport's 1 MiB request limit.
+    huge = [pb.MessageBlock(text=pb.TextBlock(text="x" * 30_000))] * 40
+    with pytest.raises(CallError) as info:
+        await client.call(
+            "PostMessage",
+            pb.PostMessageRequest(channel_id=str(w.channel.channel_id), blocks=huge),
+            w.tokens[w.human.account_id],
+        )
+    assert info.value.code in ("resource_exhausted", "invalid_argument")
+    assert info.value.code == "resource_exhausted" or "limit" in info.value.message
