@@ -1,0 +1,228 @@
+// The page: sign-in, the sidebar (channels, DMs, agents) and the open view,
+// kept live from the event stream. Views are picked by the URL hash.
+
+import { ChannelView } from "./channel.js";
+import { h } from "./dom.js";
+import { LiveEvents } from "./live.js";
+import { Model } from "./model.js";
+import { renderAgents } from "./presence.js";
+import { Comms, describe } from "./rpc.js";
+
+const TOKEN_KEY = "compass.token";
+const MAX_ALERTS = 3;
+
+// "#/channel/<id>" → a ChannelView. Another view adds its route here.
+const ROUTES = {
+  channel: (app, id) => (app.model.channels.has(id) ? new ChannelView(app, id) : null),
+};
+
+const $ = (id) => document.getElementById(id);
+
+function parseRoute() {
+  const [, name, ...rest] = location.hash.replace(/^#/, "").split("/");
+  return { name: name || "", arg: decodeURIComponent(rest.join("/")) };
+}
+
+async function listAllChannels(comms) {
+  const channels = [];
+  let pageToken = "";
+  do {
+    const page = await comms.call("ListChannels", { pageSize: 200, pageToken });
+    channels.push(...(page.channels ?? []));
+    pageToken = page.nextPageToken ?? "";
+  } while (pageToken);
+  return channels;
+}
+
+class App {
+  constructor(comms) {
+    this.comms = comms;
+    this.model = new Model();
+    this.view = null;
+    this.route = null;
+    this.loaded = false;
+    this.alert = (text) => showAlert(text);
+    this.reportQuiet = (text) => console.info(text);
+    this.onHash = () => this.navigate();
+    this.unsubscribe = this.model.subscribe((change) => this.onChange(change));
+  }
+
+  start(channels) {
+    this.model.setChannels(channels);
+    window.addEventListener("hashchange", this.onHash);
+    this.navigate();
+    this.live = new LiveEvents(this.comms, {
+      ready: ({ fresh }) => (fresh ? this.loadSnapshots() : undefined),
+      event: (event) => this.model.apply(event),
+      state: (state) => this.onLiveState(state),
+      fatal: (err) => signOut(describe(err, "You were signed out")),
+    });
+    this.live.start();
+  }
+
+  stop() {
+    this.live?.stop();
+    this.view?.close();
+    this.unsubscribe();
+    window.removeEventListener("hashchange", this.onHash);
+  }
+
+  /** Everything shown, read again: at start and after a stream could not resume. */
+  async loadSnapshots() {
+    this.loaded = true;
+    const results = await Promise.allSettled([
+      listAllChannels(this.comms).then((channels) => this.model.setChannels(channels)),
+      this.comms.call("GetPresence", {}).then((r) => this.model.setPresence(r.presences ?? [])),
+      this.view?.reload(),
+    ]);
+    const failed = results.find((r) => r.status === "rejected");
+    if (failed) this.alert(describe(failed.reason, "Couldn't load the workspace"));
+    if (!this.view) this.navigate();
+  }
+
+  onLiveState(state) {
+    const status = $("live-status");
+    status.dataset.state = state;
+    status.textContent = { connecting: "Connecting…", live: "Live", reconnecting: "Reconnecting…" }[state];
+    // Without a stream, still show what can be read.
+    if (state === "reconnecting" && !this.loaded) this.loadSnapshots();
+  }
+
+  onChange(change) {
+    if (change.kind === "channels" || change.kind === "handles") this.renderChannels();
+    // The first channel, or the one the URL names, may arrive live.
+    if (change.kind === "channels" && !this.view) this.navigate();
+    if (change.kind === "presence" || change.kind === "handles") renderAgents(this.model, $("agent-list"));
+  }
+
+  navigate() {
+    let { name, arg } = parseRoute();
+    if (!ROUTES[name]) {
+      const first = this.model.sortedChannels()[0];
+      if (!first) {
+        this.show(null, h("p", { class: "empty" }, "You are not in any channel yet."));
+        return;
+      }
+      [name, arg] = ["channel", first.channelId];
+    }
+    const key = `${name}/${arg}`;
+    if (key === this.route && this.view) return;
+    const view = ROUTES[name](this, arg);
+    if (!view) {
+      this.show(null, h("p", { class: "empty" }, "That page isn't here, or you can't see it."));
+      return;
+    }
+    this.route = key;
+    this.show(view, view.root);
+    view.open();
+    this.renderChannels();
+  }
+
+  show(view, element) {
+    this.view?.close();
+    this.view = view;
+    if (!view) this.route = null;
+    $("view").replaceChildren(element);
+  }
+
+  renderChannels() {
+    const current = this.route;
+    const item = (c) =>
+      h(
+        "li",
+        {},
+        h(
+          "a",
+          {
+            href: `#/channel/${encodeURIComponent(c.channelId)}`,
+            "aria-current": current === `channel/${c.channelId}` ? "page" : null,
+            "data-channel-id": c.channelId,
+          },
+          c.kind === "CHANNEL_KIND_DM" ? this.model.channelTitle(c) : `# ${c.name}`,
+        ),
+      );
+    const all = this.model.sortedChannels();
+    const channels = all.filter((c) => c.kind !== "CHANNEL_KIND_DM");
+    const dms = all.filter((c) => c.kind === "CHANNEL_KIND_DM");
+    $("channel-list").replaceChildren(...channels.map(item));
+    $("dm-list").replaceChildren(...(dms.length ? dms.map(item) : [h("li", { class: "empty" }, "None yet")]));
+  }
+}
+
+// --- alerts ------------------------------------------------------------------
+
+function showAlert(text) {
+  const area = $("alerts");
+  const alert = h(
+    "div",
+    { class: "alert", role: "alert" },
+    h("span", {}, text),
+    h("button", { type: "button", class: "dismiss", "aria-label": "Dismiss", onclick: () => alert.remove() }, "×"),
+  );
+  area.append(alert);
+  while (area.children.length > MAX_ALERTS) area.firstElementChild.remove();
+}
+
+// --- signing in and out ----------------------------------------------------------
+
+let app = null;
+
+async function signIn(token) {
+  const comms = new Comms(token);
+  const channels = await listAllChannels(comms);
+  sessionStorage.setItem(TOKEN_KEY, token);
+  $("sign-in-view").hidden = true;
+  $("app-view").hidden = false;
+  $("sign-out").hidden = false;
+  app = new App(comms);
+  app.start(channels);
+}
+
+function signOut(reason) {
+  app?.stop();
+  app = null;
+  sessionStorage.removeItem(TOKEN_KEY);
+  $("app-view").hidden = true;
+  $("sign-out").hidden = true;
+  $("sign-in-view").hidden = false;
+  $("view").replaceChildren();
+  $("alerts").replaceChildren();
+  const status = $("live-status");
+  status.textContent = "";
+  delete status.dataset.state;
+  setSignInError(reason ?? "");
+  $("token").focus();
+}
+
+function setSignInError(text) {
+  const error = $("sign-in-error");
+  error.textContent = text;
+  error.hidden = !text;
+}
+
+$("sign-in").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const token = $("token").value.trim();
+  if (!token) {
+    setSignInError("Enter your account token.");
+    return;
+  }
+  const button = event.target.querySelector("button");
+  button.disabled = true;
+  setSignInError("");
+  try {
+    await signIn(token);
+    $("token").value = "";
+  } catch (err) {
+    setSignInError(describe(err, "Sign-in failed"));
+  } finally {
+    button.disabled = false;
+  }
+});
+
+$("sign-out").addEventListener("click", () => signOut());
+
+const saved = sessionStorage.getItem(TOKEN_KEY);
+if (saved) {
+  signIn(saved).catch((err) => signOut(describe(err, "Sign-in failed")));
+}

@@ -1,0 +1,201 @@
+// One channel or DM: its messages, oldest at the top, kept live, and a composer.
+
+import { renderAsk, renderAskAnswer } from "./ask.js";
+import { formatTime, h, replaceChildren } from "./dom.js";
+import { presenceBadge, refreshBadges } from "./presence.js";
+import { describe } from "./rpc.js";
+
+const PAGE_SIZE = 50;
+
+export class ChannelView {
+  /** app: { model, comms, alert(text), reportQuiet(text) } */
+  constructor(app, channelId) {
+    this.app = app;
+    this.model = app.model;
+    this.channelId = channelId;
+    this.list = h("ol", { class: "messages", "aria-label": "Messages" });
+    this.older = h("button", { type: "button", class: "older", hidden: true, onclick: () => this.loadOlder() }, "Show older messages");
+    this.header = h("header", { class: "view-header" });
+    this.composer = this.renderComposer();
+    this.root = h(
+      "section",
+      { class: "channel-view", "data-channel-id": channelId },
+      this.header,
+      h("div", { class: "scroller" }, this.older, this.list),
+      this.composer,
+    );
+    this.ctx = {
+      model: this.model,
+      comms: app.comms,
+      refresh: (messageId) => this.refreshMessage(messageId),
+      reportQuiet: app.reportQuiet,
+    };
+    this.unsubscribe = this.model.subscribe((change) => this.onChange(change));
+  }
+
+  async open() {
+    this.renderHeader();
+    if (this.model.isLoaded(this.channelId)) this.renderAll();
+    await this.reload();
+  }
+
+  close() {
+    this.unsubscribe();
+  }
+
+  /** Reads the newest page again; what is already shown is merged, not lost. */
+  async reload() {
+    try {
+      const page = await this.app.comms.call("ListMessages", { channelId: this.channelId, pageSize: PAGE_SIZE });
+      this.model.addPage(this.channelId, page.messages ?? [], page.nextPageToken);
+    } catch (err) {
+      this.app.alert(describe(err, "Couldn't load the messages"));
+    }
+  }
+
+  async loadOlder() {
+    const token = this.model.olderPage.get(this.channelId);
+    if (!token) return;
+    this.older.disabled = true;
+    try {
+      const page = await this.app.comms.call("ListMessages", {
+        channelId: this.channelId,
+        pageSize: PAGE_SIZE,
+        pageToken: token,
+      });
+      this.model.addPage(this.channelId, page.messages ?? [], page.nextPageToken);
+    } catch (err) {
+      this.app.alert(describe(err, "Couldn't load older messages"));
+    } finally {
+      this.older.disabled = false;
+    }
+  }
+
+  onChange(change) {
+    if (change.kind === "channels") this.renderHeader();
+    else if (change.kind === "page" && change.channelId === this.channelId) this.renderAll();
+    else if (change.kind === "message" && change.message.channelId === this.channelId) {
+      if (change.added) this.insertMessage(change.message);
+      else this.refreshMessage(change.message.messageId);
+      // An answer names the ask it answers: its status line names the answerer.
+      for (const block of change.message.blocks ?? []) {
+        if (block.askAnswer) this.refreshMessage(block.askAnswer.askMessageId);
+      }
+    } else if (change.kind === "presence") refreshBadges(this.model, this.root, change.accountId);
+    else if (change.kind === "handles") this.renderHeader();
+  }
+
+  renderHeader() {
+    const channel = this.model.channels.get(this.channelId);
+    if (!channel) {
+      this.header.replaceChildren(h("h2", {}, "Channel"));
+      return;
+    }
+    const dm = channel.kind === "CHANNEL_KIND_DM";
+    const title = dm ? `Direct message · ${this.model.channelTitle(channel)}` : `# ${channel.name}`;
+    replaceChildren(this.header, h("h2", {}, title), channel.topic ? h("p", { class: "topic" }, channel.topic) : null);
+    const label = this.composer.querySelector("label");
+    if (label) label.textContent = dm ? "Message" : `Message #${channel.name}`;
+  }
+
+  renderAll() {
+    const atBottom = this.isAtBottom();
+    this.list.replaceChildren(...this.model.messagesOf(this.channelId).map((m) => this.renderMessage(m)));
+    this.older.hidden = !this.model.olderPage.get(this.channelId);
+    if (atBottom) this.scrollToBottom();
+  }
+
+  insertMessage(message) {
+    const atBottom = this.isAtBottom();
+    const ordered = this.model.messagesOf(this.channelId);
+    const index = ordered.findIndex((m) => m.messageId === message.messageId);
+    const next = ordered[index + 1] && this.elementOf(ordered[index + 1].messageId);
+    this.list.insertBefore(this.renderMessage(message), next ?? null);
+    if (atBottom) this.scrollToBottom();
+  }
+
+  refreshMessage(messageId) {
+    const current = this.elementOf(messageId);
+    const message = this.model.findMessage(messageId);
+    if (current && message) current.replaceWith(this.renderMessage(message));
+  }
+
+  elementOf(messageId) {
+    return this.list.querySelector(`[data-message-id="${CSS.escape(messageId)}"]`);
+  }
+
+  renderMessage(message) {
+    const author = message.authorHandle || this.model.handleOf(message.authorAccountId);
+    const blocks = (message.blocks ?? []).map((block) => {
+      if (block.text) return h("p", { class: "block-text" }, block.text.text);
+      if (block.ask) return renderAsk(block.ask, message, this.ctx);
+      if (block.askAnswer) return renderAskAnswer(block.askAnswer, message, this.ctx);
+      return null;
+    });
+    return h(
+      "li",
+      { class: "message", "data-message-id": message.messageId },
+      h(
+        "div",
+        { class: "message-meta" },
+        h("span", { class: "author" }, author),
+        this.model.isAgent(message.authorAccountId) ? presenceBadge(this.model, message.authorAccountId) : null,
+        h("time", { datetime: message.createdAt }, formatTime(message.createdAt)),
+      ),
+      blocks,
+    );
+  }
+
+  renderComposer() {
+    const input = h("textarea", {
+      id: "composer-text",
+      rows: 2,
+      placeholder: "Write a message (Enter sends, Shift+Enter for a new line)",
+      onkeydown: (e) => {
+        if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+          e.preventDefault();
+          e.target.form.requestSubmit();
+        }
+      },
+    });
+    return h(
+      "form",
+      { class: "composer", onsubmit: (e) => this.post(e) },
+      h("label", { for: "composer-text" }, "Message"),
+      h("div", { class: "composer-row" }, input, h("button", { type: "submit", class: "primary" }, "Send")),
+    );
+  }
+
+  async post(event) {
+    event.preventDefault();
+    const form = event.target;
+    const input = form.querySelector("textarea");
+    const button = form.querySelector("button");
+    const text = input.value;
+    if (!text.trim()) return;
+    button.disabled = true;
+    try {
+      const response = await this.app.comms.call("PostMessage", {
+        channelId: this.channelId,
+        blocks: [{ text: { text } }],
+      });
+      input.value = "";
+      this.model.upsertMessage(response.message);
+    } catch (err) {
+      this.app.alert(describe(err, "Your message wasn't sent"));
+    } finally {
+      button.disabled = false;
+      input.focus();
+    }
+  }
+
+  isAtBottom() {
+    const scroller = this.list.parentElement;
+    return !scroller || scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 40;
+  }
+
+  scrollToBottom() {
+    const scroller = this.list.parentElement;
+    if (scroller) requestAnimationFrame(() => (scroller.scrollTop = scroller.scrollHeight));
+  }
+}

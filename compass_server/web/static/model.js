@@ -1,0 +1,165 @@
+// What the page knows about the workspace: channels, messages, presence and
+// handles, kept current from snapshots and the live event stream.
+
+const PRESENCE = {
+  PRESENCE_STATE_OFFLINE: "offline",
+  PRESENCE_STATE_IDLE: "idle",
+  PRESENCE_STATE_WORKING: "working",
+  PRESENCE_STATE_WAITING: "waiting",
+};
+
+export function askBlocks(message) {
+  return (message.blocks ?? []).filter((b) => b.ask).map((b) => b.ask);
+}
+
+export function isClosed(ask) {
+  return Boolean(ask.answered || ask.cancelled);
+}
+
+// An ask only ever moves from open to closed, so the copy with more closed
+// asks is the newer one, whatever order a snapshot and an event arrive in.
+function closedCount(message) {
+  return askBlocks(message).filter(isClosed).length;
+}
+
+function byCreated(a, b) {
+  return (a.createdAt ?? "").localeCompare(b.createdAt ?? "") || a.messageId.localeCompare(b.messageId);
+}
+
+export class Model {
+  constructor() {
+    this.channels = new Map();
+    this.messages = new Map(); // channelId → Map(messageId → message)
+    this.olderPage = new Map(); // channelId → next page token of ListMessages
+    this.presence = new Map(); // agent accountId → { state, statusText }
+    this.handles = new Map(); // accountId → handle
+    this.asks = new Map(); // askId → messageId
+    this.answers = new Map(); // askId → the ask_answer message
+    this.listeners = new Set();
+  }
+
+  /** listener(change): change.kind is "channels" | "message" | "presence" | "handles". */
+  subscribe(listener) {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  emit(change) {
+    for (const listener of this.listeners) listener(change);
+  }
+
+  // --- channels -----------------------------------------------------------
+
+  setChannels(list) {
+    this.channels = new Map(list.map((c) => [c.channelId, c]));
+    this.emit({ kind: "channels" });
+  }
+
+  upsertChannel(channel) {
+    this.channels.set(channel.channelId, channel);
+    this.emit({ kind: "channels" });
+  }
+
+  sortedChannels() {
+    return [...this.channels.values()].sort(
+      (a, b) => (a.createdAt ?? "").localeCompare(b.createdAt ?? "") || a.channelId.localeCompare(b.channelId),
+    );
+  }
+
+  channelTitle(channel) {
+    if (channel.kind === "CHANNEL_KIND_DM") {
+      const names = (channel.memberAccountIds ?? []).map((id) => this.handleOf(id));
+      return names.join(", ");
+    }
+    return channel.name;
+  }
+
+  // --- messages -----------------------------------------------------------
+
+  isLoaded(channelId) {
+    return this.messages.has(channelId);
+  }
+
+  /** A page of ListMessages (newest first) merged in. */
+  addPage(channelId, messages, nextPageToken) {
+    if (!this.messages.has(channelId)) this.messages.set(channelId, new Map());
+    this.olderPage.set(channelId, nextPageToken || "");
+    for (const message of messages) this.upsertMessage(message, { quiet: true });
+    this.emit({ kind: "page", channelId });
+  }
+
+  upsertMessage(message, { quiet = false } = {}) {
+    const channel = this.messages.get(message.channelId);
+    if (message.authorHandle && this.handles.get(message.authorAccountId) !== message.authorHandle) {
+      this.handles.set(message.authorAccountId, message.authorHandle);
+      if (!quiet) this.emit({ kind: "handles" });
+    }
+    for (const block of message.blocks ?? []) {
+      if (block.ask) this.asks.set(block.ask.askId, message.messageId);
+      if (block.askAnswer) this.answers.set(block.askAnswer.askId, message);
+    }
+    // Channels not on screen are read fresh when opened.
+    if (!channel) return;
+    const existing = channel.get(message.messageId);
+    if (existing && closedCount(existing) > closedCount(message)) return;
+    channel.set(message.messageId, message);
+    if (!quiet) this.emit({ kind: "message", message, added: !existing });
+  }
+
+  messagesOf(channelId) {
+    return [...(this.messages.get(channelId)?.values() ?? [])].sort(byCreated);
+  }
+
+  findMessage(messageId) {
+    for (const channel of this.messages.values()) {
+      const found = channel.get(messageId);
+      if (found) return found;
+    }
+    return undefined;
+  }
+
+  /** The latest copy of an ask, with the id of the message that holds it. */
+  ask(askId) {
+    const messageId = this.asks.get(askId);
+    const message = messageId && this.findMessage(messageId);
+    const ask = message && askBlocks(message).find((a) => a.askId === askId);
+    return ask ? { ask, message } : undefined;
+  }
+
+  answerOf(askId) {
+    return this.answers.get(askId);
+  }
+
+  // --- presence and names ---------------------------------------------------
+
+  setPresence(list) {
+    this.presence = new Map(list.map((p) => [p.accountId, toPresence(p)]));
+    this.emit({ kind: "presence" });
+  }
+
+  updatePresence(p) {
+    this.presence.set(p.accountId, toPresence(p));
+    this.emit({ kind: "presence", accountId: p.accountId });
+  }
+
+  isAgent(accountId) {
+    return this.presence.has(accountId);
+  }
+
+  handleOf(accountId) {
+    return this.handles.get(accountId) ?? `account ${accountId.slice(0, 8)}`;
+  }
+
+  // --- the live stream ------------------------------------------------------
+
+  apply(event) {
+    if (event.messagePosted) this.upsertMessage(event.messagePosted.message);
+    else if (event.messageUpdated) this.upsertMessage(event.messageUpdated.message);
+    else if (event.presenceChanged) this.updatePresence(event.presenceChanged.presence);
+    else if (event.channelChanged) this.upsertChannel(event.channelChanged.channel);
+  }
+}
+
+function toPresence(p) {
+  return { state: PRESENCE[p.state] ?? "offline", statusText: p.statusText ?? "" };
+}

@@ -1,0 +1,327 @@
+"""The web page where people answer, in a real Chromium against the real server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import struct
+from typing import Any
+
+import httpx
+import pytest
+from playwright.async_api import expect
+
+from compass_server.store.types import Answer, Ask, AskOption, AskQuestion, TextBlock
+from tests.browser import (
+    ARTIFACTS,
+    ask_form,
+    presence_badge,
+    question,
+    sign_in,
+)
+from tests.world import World
+
+pytestmark = pytest.mark.browser
+
+WITHDRAWN = "Withdrawn by the asker — no longer taking answers."
+RESPOND = "**/compass.v1.CommsService/RespondToAsk"
+SUBSCRIBE = "**/compass.v1.CommsService/Subscribe"
+
+
+def design_ask() -> Ask:
+    """A single-select question with descriptions, a preview and a recommendation,
+    and a multi-select one."""
+    return Ask(
+        questions=(
+            AskQuestion(
+                question_id="db",
+                question="Which database should the service use?",
+                header="Storage",
+                options=(
+                    AskOption(
+                        "pg",
+                        "PostgreSQL",
+                        "Row locks and LISTEN/NOTIFY, already in production.",
+                        "CREATE TABLE asks (id uuid PRIMARY KEY, blocks jsonb);",
+                    ),
+                    AskOption("my", "MySQL", "What the billing team runs."),
+                ),
+                recommended=0,
+            ),
+            AskQuestion(
+                question_id="langs",
+                question="Which languages should the SDK ship in?",
+                header="SDK",
+                options=(AskOption("py", "Python"), AskOption("go", "Go"), AskOption("ts", "TS")),
+                allow_multiple=True,
+            ),
+        )
+    )
+
+
+async def post_ask(world: World) -> tuple[Any, str]:
+    message = await world.store.append_message(
+        world.agent, world.channel.channel_id, [design_ask()]
+    )
+    ask = message.blocks[0]
+    assert isinstance(ask, Ask)
+    return message, ask.ask_id
+
+
+async def stage_picks(form: Any) -> None:
+    await question(form, "db").get_by_label("PostgreSQL").check()
+    langs = question(form, "langs")
+    await langs.get_by_label("Python").check()
+    await langs.get_by_label("Go").check()
+    await langs.get_by_label("Other").fill("Rust, later")
+
+
+async def expect_withdrawn_and_empty(page: Any, form: Any) -> None:
+    await expect(form.get_by_role("status")).to_have_text(WITHDRAWN)
+    await expect(form).to_have_attribute("aria-busy", "false")
+    await expect(form).to_have_class("block-ask cancelled")
+    await expect(form.get_by_role("button", name="Submit answers")).to_have_count(0)
+    await expect(page.get_by_role("alert")).to_have_count(0)
+    choices = form.locator("input[type=radio], input[type=checkbox]")
+    assert await choices.count() == 5
+    for i in range(5):
+        await expect(choices.nth(i)).to_be_disabled()
+        await expect(choices.nth(i)).not_to_be_checked()
+    for qid in ("db", "langs"):
+        other = question(form, qid).locator("input[type=text]")
+        await expect(other).to_be_disabled()
+        await expect(other).to_have_value("")
+
+
+async def messages_in(world: World) -> list[Any]:
+    page_ = await world.store.list_messages(world.human, world.channel.channel_id, 50, "")
+    return page_.items
+
+
+async def test_answering_a_two_question_ask(page: Any, api_world: World) -> None:
+    world = api_world
+    message, ask_id = await post_ask(world)
+    await sign_in(page, world.tokens[world.human.account_id])
+
+    form = ask_form(page, ask_id)
+    await expect(form).to_be_visible()
+    await expect(presence_badge(page, world.agent.account_id)).to_have_text("WAITING")
+    db = question(form, "db")
+    await expect(db.locator("legend")).to_contain_text("Storage")
+    await expect(db.locator("legend")).to_contain_text("Which database should the service use?")
+    await expect(db.locator(".ask-option.recommended")).to_contain_text("PostgreSQL")
+    await expect(db.locator(".ask-option.recommended")).to_contain_text("Recommended")
+    await expect(db).to_contain_text("Row locks and LISTEN/NOTIFY, already in production.")
+    await expect(db.locator("pre")).to_have_text(
+        "CREATE TABLE asks (id uuid PRIMARY KEY, blocks jsonb);"
+    )
+    await expect(db.locator("input[type=radio]")).to_have_count(2)
+    await expect(question(form, "langs").locator("input[type=checkbox]")).to_have_count(3)
+
+    await stage_picks(form)
+    ARTIFACTS.mkdir(exist_ok=True)
+    await page.screenshot(path=str(ARTIFACTS / "web-ask-form.png"), full_page=True)
+    # Enter in a field submits the whole form.
+    await question(form, "langs").get_by_label("Other").press("Enter")
+
+    answer = page.locator(f'.block-ask-answer[data-ask-id="{ask_id}"]')
+    await expect(answer).to_contain_text("ada answered scout's ask")
+    await expect(answer.locator("dd").nth(0)).to_have_text("PostgreSQL")
+    await expect(answer.locator("dd").nth(1)).to_have_text("Python, Go, “Rust, later”")
+    await expect(form.get_by_role("status")).to_have_text("Answered by ada.")
+    await expect(form.locator("input:enabled")).to_have_count(0)
+    await expect(presence_badge(page, world.agent.account_id)).to_have_text("offline")
+    await page.screenshot(path=str(ARTIFACTS / "web-ask-answered.png"), full_page=True)
+
+    stored = (await world.store.get_message(world.human, message.message_id)).ask(ask_id)
+    assert stored is not None and stored.answered and not stored.cancelled
+    assert [(q.chosen_option_ids, q.custom_text) for q in stored.questions] == [
+        (("pg",), ""),
+        (("py", "go"), "Rust, later"),
+    ]
+    assert len(await messages_in(world)) == 2
+
+
+async def test_withdrawn_while_the_answer_is_in_flight(page: Any, api_world: World) -> None:
+    """The cancel's push arrives while the submit is held, then the submit is refused."""
+    world = api_world
+    message, ask_id = await post_ask(world)
+    held: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    await page.route(RESPOND, lambda route: held.set_result(route))
+    await sign_in(page, world.tokens[world.human.account_id])
+    form = ask_form(page, ask_id)
+    await stage_picks(form)
+
+    await form.get_by_role("button", name="Submit answers").click()
+    respond = await asyncio.wait_for(held, 10)
+    await expect(form).to_have_attribute("aria-busy", "true")
+    await world.store.cancel_ask(world.agent, ask_id)
+    await expect(form.get_by_role("status")).to_have_text(WITHDRAWN)
+    await expect(presence_badge(page, world.agent.account_id)).to_have_text("offline")
+
+    async with page.expect_response(RESPOND) as refused:
+        await respond.continue_()
+    assert (await refused.value).status == 409
+    await expect_withdrawn_and_empty(page, form)
+
+    stored = (await world.store.get_message(world.human, message.message_id)).ask(ask_id)
+    assert stored is not None and stored.cancelled and not stored.answered
+    assert len(await messages_in(world)) == 1
+
+
+async def ready_frame(port: int, token: str) -> bytes:
+    """The server's first Subscribe envelope (the ready frame with the cursor)."""
+    body = b'{"afterEventId": "0"}'
+    async with (
+        httpx.AsyncClient() as http,
+        http.stream(
+            "POST",
+            f"http://127.0.0.1:{port}/compass.v1.CommsService/Subscribe",
+            headers={
+                "content-type": "application/connect+json",
+                "authorization": f"Bearer {token}",
+            },
+            content=b"\0" + struct.pack(">I", len(body)) + body,
+        ) as response,
+    ):
+        buffer = b""
+        async for chunk in response.aiter_bytes():
+            buffer += chunk
+            if len(buffer) >= 5 and len(buffer) >= 5 + struct.unpack(">I", buffer[1:5])[0]:
+                return buffer[: 5 + struct.unpack(">I", buffer[1:5])[0]]
+    raise AssertionError("the stream ended before its ready frame")
+
+
+async def test_withdrawn_before_the_push_arrives(page: Any, api_world: World, server: Any) -> None:
+    """The submit is refused as cancelled first; the cancel's push arrives after."""
+    world = api_world
+    token = world.tokens[world.human.account_id]
+    _, ask_id = await post_ask(world)
+    # A proxy on the stream: the first passes the server's ready frame and then
+    # drops; the page's resume is held until the refusal has been seen.
+    ready = await ready_frame(server.http_port, token)
+    cursor = json.loads(ready[5:])["eventId"]
+    resumed: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    streams: list[Any] = []
+
+    async def on_subscribe(route: Any) -> None:
+        streams.append(route)
+        if len(streams) == 1:
+            await route.fulfill(
+                status=200, headers={"content-type": "application/connect+json"}, body=ready
+            )
+        elif not resumed.done():
+            resumed.set_result(route)
+        else:
+            await route.continue_()
+
+    await page.route(SUBSCRIBE, on_subscribe)
+    await page.goto("/")
+    await page.get_by_label("Account token").fill(token)
+    await page.get_by_role("button", name="Sign in").click()
+    form = ask_form(page, ask_id)
+    await expect(form).to_be_visible()
+    resume = await asyncio.wait_for(resumed, 10)
+    await expect(page.locator("#live-status")).to_have_attribute("data-state", "reconnecting")
+    envelope = resume.request.post_data_buffer
+    assert json.loads(envelope[5:]) == {"afterEventId": cursor}
+
+    await stage_picks(form)
+    await world.store.cancel_ask(world.agent, ask_id)
+    async with page.expect_response(RESPOND) as refused:
+        await form.get_by_role("button", name="Submit answers").click()
+    response = await refused.value
+    assert response.status == 409
+    assert (await response.json())["message"] == f"ask {ask_id!r} is cancelled"
+    await expect_withdrawn_and_empty(page, form)
+    # Nothing pushed yet: the presence change comes with the resumed stream.
+    await expect(presence_badge(page, world.agent.account_id)).to_have_text("WAITING")
+
+    await resume.continue_()
+    await expect(page.locator("#live-status")).to_have_attribute("data-state", "live")
+    await expect(presence_badge(page, world.agent.account_id)).to_have_text("offline")
+    await expect_withdrawn_and_empty(page, form)
+    ARTIFACTS.mkdir(exist_ok=True)
+    await page.screenshot(path=str(ARTIFACTS / "web-ask-withdrawn.png"), full_page=True)
+    assert len(await messages_in(world)) == 1
+
+
+async def test_an_answered_ask_is_read_only(page: Any, api_world: World) -> None:
+    world = api_world
+    _, ask_id = await post_ask(world)
+    await world.store.answer_ask(
+        world.human,
+        ask_id,
+        [Answer("db", ("my",), "only if ops agrees"), Answer("langs", ("ts",))],
+    )
+    await sign_in(page, world.tokens[world.human.account_id])
+
+    form = ask_form(page, ask_id)
+    await expect(form.get_by_role("status")).to_have_text("Answered by ada.")
+    await expect(form).to_have_class("block-ask answered")
+    await expect(form.get_by_role("button", name="Submit answers")).to_have_count(0)
+    await expect(form.locator("input:enabled")).to_have_count(0)
+    await expect(question(form, "db").get_by_label("MySQL")).to_be_checked()
+    await expect(question(form, "db").get_by_label("PostgreSQL")).not_to_be_checked()
+    await expect(question(form, "db").get_by_label("Other")).to_have_value("only if ops agrees")
+    await expect(question(form, "langs").get_by_label("TS")).to_be_checked()
+    await expect(question(form, "langs").get_by_label("Python")).not_to_be_checked()
+    answer = page.locator(f'.block-ask-answer[data-ask-id="{ask_id}"]')
+    await expect(answer).to_contain_text("ada answered scout's ask")
+    await expect(answer.locator("dd")).to_have_text(["MySQL, “only if ops agrees”", "TS"])
+    await expect(presence_badge(page, world.agent.account_id)).to_have_text("offline")
+
+
+async def test_server_errors_are_shown_readable(page: Any, api_world: World) -> None:
+    world = api_world
+    await page.goto("/")
+    await page.get_by_label("Account token").fill("not-a-token")
+    await page.get_by_label("Account token").press("Enter")
+    await expect(page.get_by_role("alert")).to_have_text("Sign-in failed: the token is not valid.")
+
+    _, ask_id = await post_ask(world)
+    await sign_in(page, world.tokens[world.human.account_id])
+    form = ask_form(page, ask_id)
+    await question(form, "db").get_by_label("MySQL").check()
+    await question(form, "langs").get_by_label("Other").fill("x" * 10_001)
+    await form.get_by_role("button", name="Submit answers").click()
+    await expect(form.get_by_role("alert")).to_have_text(
+        "Your answers weren't sent: question 'langs' answer text is 10001 characters;"
+        " the limit is 10000."
+    )
+    # The picks stay staged so the answer can be fixed and sent again.
+    await expect(question(form, "db").get_by_label("MySQL")).to_be_checked()
+    await question(form, "langs").get_by_label("Other").fill("short")
+    await form.get_by_role("button", name="Submit answers").click()
+    await expect(form.get_by_role("status")).to_have_text("Answered by ada.")
+    await expect(page.get_by_role("alert")).to_have_count(0)
+
+
+async def test_channels_and_messages_stay_live(page: Any, api_world: World) -> None:
+    world = api_world
+    await world.post_text(world.human, "first")
+    await world.post_text(world.agent, "second")
+    await sign_in(page, world.tokens[world.human.account_id])
+    texts = page.locator(".messages .block-text")
+    await expect(texts).to_have_text(["first", "second"])
+    await expect(page.locator(".view-header")).to_have_text("# general")
+
+    composer = page.get_by_label("Message #general")
+    await composer.fill("third, from the page")
+    await composer.press("Enter")
+    await expect(texts).to_have_text(["first", "second", "third, from the page"])
+    await world.store.append_message(world.agent, world.channel.channel_id, [TextBlock("fourth")])
+    await expect(texts).to_have_text(["first", "second", "third, from the page", "fourth"])
+    assert [
+        b.text
+        for m in reversed(await messages_in(world))
+        for b in m.blocks
+        if isinstance(b, TextBlock)
+    ] == ["first", "second", "third, from the page", "fourth"]
+
+    await world.store.create_channel(world.agent, "ops", "deploys", [world.human.account_id])
+    ops = page.locator("#channel-list a", has_text="# ops")
+    await expect(ops).to_be_visible()
+    await ops.click()
+    await expect(page.get_by_role("heading", level=2, name="# ops")).to_be_visible()
+    await expect(page.locator(".view-header .topic")).to_have_text("deploys")
