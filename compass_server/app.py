@@ -8,10 +8,13 @@ import pathlib
 import uuid
 from dataclasses import dataclass, field
 
-from compass.v1 import comms_connect, comms_pb2
+from compass.v1 import agent_gateway_connect, agent_gateway_pb2, comms_connect, comms_pb2
+from compass_server.api.agent import AgentApi
 from compass_server.api.auth import Authenticator
 from compass_server.api.comms import CommsApi
+from compass_server.api.errors import ApiError, Status
 from compass_server.events.hub import EventHub
+from compass_server.relay import AgentGateway, Dispatcher, Heartbeat, arms_for
 from compass_server.store import Database, Store
 from compass_server.store.embedded import EmbeddedPostgres
 from compass_server.transport.binding import ServiceBinding
@@ -58,8 +61,27 @@ class CompassServer:
         self.auth = Authenticator(self.store)
         self.comms = CommsApi(self.store, self.hub)
         comms = ServiceBinding.of(comms_pb2, "CommsService", self.comms, "account")
-        bindings = [comms]
-        connect = [(comms, comms_connect.CommsServiceASGIApplication)]
+        self.agent_api = AgentApi(self.store, self.comms)
+        self.gateway = AgentGateway(
+            self.store,
+            self.hub,
+            Dispatcher(arms_for(self.comms, self.agent_api)),
+            self.settings.server_id,
+        )
+        self.heartbeat = Heartbeat(
+            self.store,
+            self.settings.server_id,
+            lambda: self.gateway.end_all(
+                ApiError(Status.UNAVAILABLE, "the server lost its registration; reconnect")
+            ),
+        )
+        await self.heartbeat.start()
+        relay = ServiceBinding.of(agent_gateway_pb2, "AgentGatewayService", self.gateway, "runner")
+        bindings = [comms, relay]
+        connect = [
+            (comms, comms_connect.CommsServiceASGIApplication),
+            (relay, agent_gateway_connect.AgentGatewayServiceASGIApplication),
+        ]
         self.grpc = GrpcServer(bindings, self.auth)
         self.grpc_port = await self.grpc.start(self.settings.grpc_listen)
         self.http = HttpServer(apps_for(connect, self.auth))
@@ -72,7 +94,10 @@ class CompassServer:
         )
 
     async def stop(self, grace: float = 5.0) -> None:
-        # Streams end first, so the transports can drain without waiting on them.
+        # Streams end first, so the transports can drain without waiting on them;
+        # relay sessions unbind first, so their agents go OFFLINE.
+        await self.gateway.close()
+        await self.heartbeat.stop()
         await self.hub.close()
         await self.grpc.stop(grace)
         await self.http.stop()

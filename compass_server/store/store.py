@@ -791,6 +791,38 @@ class Store:
             raise NotFound(f"no delivery lane for agent {agent_id}")
         return int(row["acked_event_id"])
 
+    async def delivery_channels(self, actor: Actor) -> dict[uuid.UUID, datetime.datetime]:
+        """The actor's channels and when it joined each: it hears what came after."""
+        async with self.db.tx(actor.workspace_id) as conn:
+            cur = await conn.execute(SESSIONS["delivery_channels"], {"agent_id": actor.account_id})
+            return {r["channel_id"]: r["joined_at"] for r in await cur.fetchall()}
+
+    # --- server liveness --------------------------------------------------------
+
+    async def heartbeat(self, server_id: uuid.UUID) -> bool:
+        """Marks the server alive; False when its row was gone (it was reaped)."""
+        async with self.db.connection() as conn:
+            row = await (await conn.execute(SESSIONS["heartbeat"], {"id": server_id})).fetchone()
+        assert row is not None
+        return not row["inserted"]
+
+    async def remove_server(self, server_id: uuid.UUID) -> None:
+        async with self.db.connection() as conn:
+            await conn.execute(SESSIONS["remove_server"], {"id": server_id})
+
+    async def reap_stale_servers(
+        self, stale_after: datetime.timedelta
+    ) -> list[tuple[uuid.UUID, uuid.UUID]]:
+        """Removes servers silent for longer than stale_after and their sessions,
+        and recomputes those agents' presence, in one transaction."""
+        async with self.db.connection() as conn, conn.transaction():
+            cur = await conn.execute(SESSIONS["reap_stale_sessions"], {"stale": stale_after})
+            reaped = sorted({(r["workspace_id"], r["agent_id"]) for r in await cur.fetchall()})
+            for workspace_id, agent_id in reaped:
+                await conn.execute(SESSIONS["scope_workspace"], {"workspace_id": str(workspace_id)})
+                await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": agent_id})
+        return reaped
+
     # --- the event log ---------------------------------------------------------
 
     async def read_events(self, workspace_id: uuid.UUID, after: int, limit: int) -> list[Event]:

@@ -14,3 +14,20 @@ RETURNING acked_event_id
 UPDATE delivery_cursors SET acked_event_id = greatest(acked_event_id, %(event_id)s)
 WHERE agent_id = %(agent_id)s
 RETURNING acked_event_id
+
+-- name: delivery_channels
+SELECT channel_id, joined_at FROM channel_members WHERE account_id = %(agent_id)s
+
+-- name: heartbeat
+INSERT INTO servers (id) VALUES (%(id)s)
+ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()
+RETURNING (xmax = 0) AS inserted
+
+-- name: remove_server
+DELETE FROM servers WHERE id = %(id)s
+
+-- name: reap_stale_sessions
+SELECT workspace_id, agent_id FROM compass_reap_stale_sessions(%(stale)s)
+
+-- name: scope_workspace
+SELECT set_config('compass.workspace_id', %(workspace_id)s, true)

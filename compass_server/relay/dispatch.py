@@ -1,0 +1,74 @@
+"""The relay's arm table: each CommsCallRequest arm → the api coroutine that
+serves it, run as the session's bound agent.
+
+To add an arm: add it to both oneofs in agent_gateway.proto under the same
+name (the result arm carries that call's response), add one entry to
+`arms_for`, and add its row to the relay's arm-coverage test. The rules stay
+in the api and store layers; this table only routes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from google.protobuf.message import Message
+
+from compass.v1 import agent_gateway_pb2 as gw
+from compass_server.api.agent import AgentApi
+from compass_server.api.comms import CommsApi
+from compass_server.api.errors import ApiError, Status, to_api_error
+from compass_server.store.types import Actor
+
+Arm = Callable[[Actor, Any], Awaitable[Message]]
+
+
+def arms_for(comms: CommsApi, agent: AgentApi) -> dict[str, Arm]:
+    """Arm name (the same on CommsCallRequest.call and CommsCallResult.result)
+    → the api method that runs it."""
+    return {
+        "post_message": comms.post_message,
+        "post_ask": agent.post_ask,
+        "list_messages": comms.list_messages,
+        "list_channels": comms.list_channels,
+        "get_message": comms.get_message,
+        "search_messages": comms.search_messages,
+        "open_dm": comms.open_dm,
+        "create_channel": comms.create_channel,
+        "add_channel_member": comms.add_channel_member,
+        "update_topic": comms.update_topic,
+        "set_status": agent.set_status,
+        "cancel_ask": agent.cancel_ask,
+    }
+
+
+def error_result(err: ApiError) -> gw.CommsCallResult:
+    return gw.CommsCallResult(error=gw.CommsCallError(code=err.status.token, message=err.message))
+
+
+class Dispatcher:
+    def __init__(self, arms: Mapping[str, Arm]) -> None:
+        self.arms = dict(arms)
+
+    async def call(self, actor: Actor, request: gw.CommsCallRequest) -> gw.CommsCallResult:
+        """Exactly one result: the matching arm, or the in-band error the same
+        call would get as a status over gRPC."""
+        arm = request.WhichOneof("call")
+        run = self.arms.get(arm) if arm is not None else None
+        if arm is None or run is None:
+            return error_result(
+                ApiError(
+                    Status.INVALID_ARGUMENT,
+                    "the call sets no arm this server knows; set one of: " + ", ".join(self.arms),
+                )
+            )
+        try:
+            response = await run(actor, getattr(request, arm))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return error_result(to_api_error(exc))
+        result = gw.CommsCallResult()
+        getattr(result, arm).CopyFrom(response)
+        return result

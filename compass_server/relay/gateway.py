@@ -1,0 +1,410 @@
+"""AgentGatewayService.Relay: one bidirectional stream per runner process,
+carrying many agent sessions.
+
+A stream reads frames in order (binds, unbinds and acks take effect before
+the next frame is read), runs calls concurrently, and writes every outgoing
+frame through one bounded outbox that the stream's generator drains. Each
+bound session pulls its deliveries from the event log after the agent's acked
+cursor, with at most `window` unacked in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import datetime
+import logging
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from compass.v1 import agent_gateway_pb2 as gw
+from compass_server.api import mapping as wire
+from compass_server.api.errors import ApiError, Status, to_api_error
+from compass_server.events.hub import Closed, EventHub
+from compass_server.relay.dispatch import Dispatcher, error_result
+from compass_server.store import InvalidArgument, NotFound, Store
+from compass_server.store.store import parse_id
+from compass_server.store.types import (
+    AccountKind,
+    Actor,
+    Ask,
+    Event,
+    EventKind,
+    RunnerPrincipal,
+    SessionBinding,
+)
+
+log = logging.getLogger(__name__)
+
+# Unacked deliveries in flight per session: a runner that stops acking holds
+# a cursor, not a growing buffer.
+WINDOW = 256
+# Calls running at once per stream; the next call frame waits for a slot.
+MAX_CALLS = 64
+OUTBOX = 1024
+
+
+class Session:
+    """A runner-chosen session id bound to one agent on one stream."""
+
+    def __init__(self, name: str, binding: SessionBinding, actor: Actor, window: int) -> None:
+        self.name = name
+        self.binding = binding
+        self.actor = actor
+        self.window = window
+        self.in_flight: collections.deque[int] = collections.deque()
+        self.last_sent = binding.acked_event_id
+        self._freed = asyncio.Event()
+        self.deliveries: asyncio.Task[None] | None = None
+
+    async def room(self) -> None:
+        while len(self.in_flight) >= self.window:
+            self._freed.clear()
+            await self._freed.wait()
+
+    def sent(self, event_id: int) -> None:
+        self.in_flight.append(event_id)
+        self.last_sent = event_id
+
+    def acked(self, event_id: int) -> None:
+        while self.in_flight and self.in_flight[0] <= event_id:
+            self.in_flight.popleft()
+        self._freed.set()
+
+
+def hears(
+    agent_id: uuid.UUID, channels: dict[uuid.UUID, datetime.datetime]
+) -> Callable[[Event], bool]:
+    """What the agent's delivery lane carries: messages by others in its
+    channels since it joined, and updates of its own asks (answered or
+    withdrawn). `channels` grows as the log shows the agent joining."""
+
+    def visible(event: Event) -> bool:
+        if event.kind is EventKind.CHANNEL_CHANGED:
+            channel = event.channel
+            if channel is not None and agent_id in channel.member_ids:
+                if channel.channel_id not in channels and event.created_at is not None:
+                    channels[channel.channel_id] = event.created_at
+            return False
+        message = event.message
+        if message is None:
+            return False
+        if event.kind is EventKind.MESSAGE_UPDATED:
+            return message.author_id == agent_id and any(isinstance(b, Ask) for b in message.blocks)
+        joined = channels.get(message.channel_id)
+        return (
+            message.author_id != agent_id
+            and joined is not None
+            and (event.created_at is None or event.created_at >= joined)
+        )
+
+    return visible
+
+
+class RelayStream:
+    def __init__(self, gateway: AgentGateway, runner: RunnerPrincipal) -> None:
+        self.gateway = gateway
+        self.runner = runner
+        self.sessions: dict[str, Session] = {}
+        self.outbox: asyncio.Queue[gw.HubFrame | None] = asyncio.Queue(OUTBOX)
+        self.calls: set[asyncio.Task[None]] = set()
+        self.slots = asyncio.Semaphore(MAX_CALLS)
+        self.failure: BaseException | None = None
+        self.ended = False
+        self._reader: asyncio.Task[None] | None = None
+
+    # --- the stream's lifetime ------------------------------------------------
+
+    async def run(self, frames: AsyncIterator[gw.RunnerFrame]) -> AsyncIterator[gw.HubFrame]:
+        self._reader = asyncio.get_running_loop().create_task(self._read(frames))
+        try:
+            while True:
+                frame = await self.outbox.get()
+                if frame is None:
+                    if self.failure is not None:
+                        raise self.failure
+                    return
+                yield frame
+        finally:
+            self.ended = True
+            self._stop_producers()
+
+    def end(self, failure: BaseException | None) -> None:
+        """Ends the stream from the server's side; pending frames are dropped."""
+        if self.ended:
+            return
+        self.ended = True
+        self.failure = failure
+        self._stop_producers()
+        while True:
+            try:
+                self.outbox.put_nowait(None)
+                return
+            except asyncio.QueueFull:
+                self.outbox.get_nowait()
+
+    def _stop_producers(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+        for task in list(self.calls):
+            task.cancel()
+        for session in self.sessions.values():
+            if session.deliveries is not None:
+                session.deliveries.cancel()
+
+    async def _read(self, frames: AsyncIterator[gw.RunnerFrame]) -> None:
+        try:
+            async for frame in frames:
+                await self._handle(frame)
+            # The runner half-closed: finish the calls it made, then end.
+            while self.calls:
+                await asyncio.gather(*self.calls, return_exceptions=True)
+            await self.outbox.put(None)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # The transport failed underneath us; the runner will reconnect.
+            log.info("relay stream of runner %s ended: %s", self.runner.runner_id, exc)
+            self.end(None)
+
+    async def send(self, frame: gw.HubFrame) -> None:
+        await self.outbox.put(frame)
+
+    async def unbind_all(self) -> None:
+        sessions, self.sessions = list(self.sessions.values()), {}
+        for session in sessions:
+            if session.deliveries is not None:
+                session.deliveries.cancel()
+            # Logged where it failed; the next sessions still unbind.
+            with contextlib.suppress(Exception):
+                await self.gateway.unbind(session)
+
+    # --- frames ---------------------------------------------------------------
+
+    async def _handle(self, frame: gw.RunnerFrame) -> None:
+        kind = frame.WhichOneof("frame")
+        if kind == "call":
+            await self._call(frame.call)
+            return
+        session_id = ""
+        try:
+            if kind == "bind":
+                session_id = frame.bind.session_id
+                await self._bind(frame.bind)
+            elif kind == "unbind":
+                session_id = frame.unbind.session_id
+                await self._unbind(session_id)
+            elif kind == "ack":
+                session_id = frame.ack.session_id
+                await self._ack(frame.ack)
+            else:
+                raise InvalidArgument("a runner frame sets one of: bind, unbind, call, ack")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            err = to_api_error(exc)
+            await self.send(
+                gw.HubFrame(
+                    session_error=gw.SessionError(
+                        session_id=session_id,
+                        error=gw.CommsCallError(code=err.status.token, message=err.message),
+                    )
+                )
+            )
+
+    def _session(self, session_id: str) -> Session:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise NotFound(f"no session {session_id!r} is bound on this stream")
+        return session
+
+    async def _bind(self, bind: gw.BindSession) -> None:
+        if not bind.session_id:
+            raise InvalidArgument("session_id is required")
+        if bind.session_id in self.sessions:
+            raise ApiError(
+                Status.ALREADY_EXISTS,
+                f"session {bind.session_id!r} is already bound on this stream",
+            )
+        agent_id = parse_id(bind.agent_account_id, "agent_account_id")
+        binding = await self.gateway.bind(self.runner, agent_id)
+        actor = Actor(self.runner.workspace_id, agent_id, AccountKind.AGENT)
+        session = Session(bind.session_id, binding, actor, self.gateway.window)
+        self.sessions[session.name] = session
+        await self.send(
+            gw.HubFrame(
+                bound=gw.SessionBound(
+                    session_id=session.name,
+                    agent_account_id=str(agent_id),
+                    acked_event_id=binding.acked_event_id,
+                )
+            )
+        )
+        session.deliveries = asyncio.get_running_loop().create_task(self._deliver(session))
+
+    async def _unbind(self, session_id: str) -> None:
+        session = self._session(session_id)
+        del self.sessions[session_id]
+        if session.deliveries is not None:
+            session.deliveries.cancel()
+        await self.gateway.unbind(session)
+        await self.send(gw.HubFrame(unbound=gw.SessionUnbound(session_id=session_id)))
+
+    async def _ack(self, ack: gw.DeliveryAck) -> None:
+        session = self._session(ack.session_id)
+        if ack.event_id < 0:
+            raise InvalidArgument("event_id can't be negative")
+        if ack.event_id > session.last_sent:
+            raise InvalidArgument(
+                f"event {ack.event_id} is past the last delivery ({session.last_sent}) "
+                f"of session {ack.session_id!r}"
+            )
+        actor = session.actor
+        await self.gateway.store.ack_delivery(actor.workspace_id, actor.account_id, ack.event_id)
+        session.acked(ack.event_id)
+
+    async def _call(self, call: gw.RelayCommsCallRequest) -> None:
+        # Resolved now, in frame order: a call sent before an unbind still runs.
+        session = self.sessions.get(call.session_id)
+        await self.slots.acquire()
+        task = asyncio.get_running_loop().create_task(self._run_call(call, session))
+        self.calls.add(task)
+
+        def done(t: asyncio.Task[None]) -> None:
+            self.calls.discard(t)
+            self.slots.release()
+
+        task.add_done_callback(done)
+
+    async def _run_call(self, call: gw.RelayCommsCallRequest, session: Session | None) -> None:
+        if session is None:
+            result = error_result(
+                ApiError(
+                    Status.NOT_FOUND, f"no session {call.session_id!r} is bound on this stream"
+                )
+            )
+        else:
+            result = await self.gateway.dispatcher.call(session.actor, call.call)
+        await self.send(
+            gw.HubFrame(
+                result=gw.RelayCommsCallResult(
+                    session_id=call.session_id, call_id=call.call_id, result=result
+                )
+            )
+        )
+
+    # --- the delivery lane ----------------------------------------------------
+
+    async def _deliver(self, session: Session) -> None:
+        actor = session.actor
+        try:
+            channels = await self.gateway.store.delivery_channels(actor)
+            events = self.gateway.hub.stream(
+                actor.workspace_id,
+                session.binding.acked_event_id,
+                hears(actor.account_id, channels),
+            )
+            async for event in events:
+                await session.room()
+                session.sent(event.event_id)
+                await self.send(
+                    gw.HubFrame(
+                        delivery=gw.Delivery(
+                            session_id=session.name, event=wire.event_to_wire(event)
+                        )
+                    )
+                )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # The log can't be read (or the hub is closing): end the stream so
+            # the runner reconnects and resumes from its acked cursor.
+            self.end(exc)
+
+
+class AgentGateway:
+    """The AgentGatewayService implementation; principal "runner"."""
+
+    def __init__(
+        self,
+        store: Store,
+        hub: EventHub,
+        dispatcher: Dispatcher,
+        server_id: uuid.UUID,
+        *,
+        window: int = WINDOW,
+    ) -> None:
+        self.store = store
+        self.hub = hub
+        self.dispatcher = dispatcher
+        self.server_id = server_id
+        self.window = window
+        self.streams: set[RelayStream] = set()
+        self.closed = False
+        self._cleanups: set[asyncio.Task[Any]] = set()
+
+    async def relay(
+        self, runner: RunnerPrincipal, frames: AsyncIterator[gw.RunnerFrame]
+    ) -> AsyncIterator[gw.HubFrame]:
+        if self.closed:
+            raise Closed
+        stream = RelayStream(self, runner)
+        self.streams.add(stream)
+        try:
+            async for frame in stream.run(frames):
+                yield frame
+        finally:
+            self.streams.discard(stream)
+            # Runs to the end even when the stream was cancelled by a disconnect.
+            await self._finish(stream.unbind_all())
+
+    async def bind(self, runner: RunnerPrincipal, agent_id: uuid.UUID) -> SessionBinding:
+        task = asyncio.get_running_loop().create_task(
+            self.store.bind_session(runner, agent_id, self.server_id)
+        )
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            # The stream went away mid-bind: a committed binding must not outlive it.
+            task.add_done_callback(lambda t: self._undo_bind(runner, t))
+            raise
+
+    def _undo_bind(self, runner: RunnerPrincipal, task: asyncio.Task[SessionBinding]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            binding = task.result()
+            self._track(self.store.unbind_session(runner.workspace_id, binding.session_id))
+
+    async def unbind(self, session: Session) -> None:
+        await self._finish(
+            self.store.unbind_session(session.actor.workspace_id, session.binding.session_id)
+        )
+
+    def _track(self, work: Awaitable[Any]) -> asyncio.Task[Any]:
+        task = asyncio.ensure_future(work)
+        self._cleanups.add(task)
+        task.add_done_callback(self._finished)
+        return task
+
+    def _finished(self, task: asyncio.Task[Any]) -> None:
+        self._cleanups.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("unbinding a relay session failed: %s", task.exception())
+
+    async def _finish(self, work: Awaitable[Any]) -> None:
+        await asyncio.shield(self._track(work))
+
+    def end_all(self, failure: BaseException) -> None:
+        for stream in list(self.streams):
+            stream.end(failure)
+
+    async def close(self) -> None:
+        """Ends every stream and unbinds its sessions, so its agents go OFFLINE."""
+        self.closed = True
+        streams = list(self.streams)
+        self.end_all(Closed())
+        for stream in streams:
+            await self._finish(stream.unbind_all())
+        while self._cleanups:
+            await asyncio.gather(*self._cleanups, return_exceptions=True)

@@ -1,0 +1,186 @@
+"""The delivery lane: what an agent hears, in order, at least once, resumed
+after its acked cursor, with a bounded number of unacked deliveries."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from compass.v1 import agent_gateway_pb2 as gw
+from compass.v1 import comms_pb2 as pb
+from compass_server.relay.gateway import WINDOW
+from compass_server.store.types import TextBlock
+from tests.relay_client import RelayClient, relay, runner_for
+from tests.servers import GrpcClient
+from tests.test_api_comms import GOOD, ask_pb
+from tests.world import World
+
+
+@pytest.fixture
+async def grpc(server: Any) -> AsyncIterator[GrpcClient]:
+    client = GrpcClient(server.grpc_port)
+    yield client
+    await client.close()
+
+
+def text_of(event: pb.Event) -> str:
+    return event.message_posted.message.blocks[0].text.text
+
+
+async def settle(r: RelayClient, session: str) -> None:
+    """Frames are handled in order: once a later call has its result, every
+    earlier ack is stored."""
+    await r.ok(session, "list_channels", pb.ListChannelsRequest())
+
+
+async def test_the_answer_reaches_the_asking_agent(
+    server: Any, api_world: World, grpc: GrpcClient
+) -> None:
+    w = api_world
+    elsewhere = await w.store.create_channel(w.human, "people", "", [w.other_human.account_id])
+    async with relay(server.grpc_port, await runner_for(w)) as r:
+        bound = await r.bound("s1", w.agent)
+        assert bound.acked_event_id == 0
+        posted = await r.ok(
+            "s1",
+            "post_ask",
+            gw.PostAskRequest(channel_id=str(w.channel.channel_id), ask=ask_pb()),
+        )
+        await w.store.append_message(w.human, elsewhere.channel_id, [TextBlock("not for you")])
+        await r.no_delivery("s1")
+        answered = await grpc.call(
+            "RespondToAsk",
+            pb.RespondToAskRequest(ask_id=posted.ask_id, answers=GOOD),
+            w.tokens[w.human.account_id],
+        )
+        updated = await r.delivery("s1")
+        assert updated.WhichOneof("kind") == "message_updated"
+        ask = updated.message_updated.message.blocks[0].ask
+        assert (ask.ask_id, ask.answered) == (posted.ask_id, True)
+        answer = await r.delivery("s1")
+        assert answer.WhichOneof("kind") == "message_posted"
+        message = answer.message_posted.message
+        assert message.message_id == answered.answer_message.message_id
+        assert message.author_account_id == str(w.human.account_id)
+        block = message.blocks[0].ask_answer
+        assert block.ask_id == posted.ask_id
+        assert [list(q.chosen_option_ids) for q in block.questions] == [["pg"], ["py", "go"]]
+        assert answer.event_id == updated.event_id + 1
+        await r.no_delivery("s1")
+
+
+async def test_the_agent_hears_its_channels_from_when_it_joined(
+    server: Any, api_world: World
+) -> None:
+    w = api_world
+    store = w.store
+    later = await store.create_channel(w.human, "later", "", [])
+    await store.append_message(w.human, later.channel_id, [TextBlock("before you came")])
+    async with relay(server.grpc_port, await runner_for(w)) as r:
+        await r.bound("s1", w.agent)
+        await store.append_message(w.agent, w.channel.channel_id, [TextBlock("my own")])
+        await store.add_channel_member(w.human, later.channel_id, w.agent.account_id)
+        await store.append_message(w.human, later.channel_id, [TextBlock("welcome")])
+        first = await r.delivery("s1")
+        assert text_of(first) == "welcome"
+        await r.no_delivery("s1")
+    # A new stream joins from the stored membership, with the same rule.
+    async with relay(server.grpc_port, await runner_for(w)) as r:
+        await r.bound("s2", w.agent)
+        again = await r.delivery("s2")
+        assert text_of(again) == "welcome"
+        await r.no_delivery("s2")
+
+
+@pytest.mark.timeout(60)
+async def test_a_dropped_runner_resumes_after_its_last_ack(server: Any, api_world: World) -> None:
+    w = api_world
+    token = await runner_for(w)
+    for i in range(30):
+        await w.post_text(w.human, f"m{i}")
+    r = RelayClient.grpc(server.grpc_port, token)
+    try:
+        await r.bound("s1", w.agent)
+        seen = [await r.delivery("s1") for _ in range(12)]
+        assert [text_of(e) for e in seen] == [f"m{i}" for i in range(12)]
+        await r.ack("s1", seen[9].event_id)
+        await settle(r, "s1")
+    finally:
+        # Dropped mid-delivery: m10 and m11 arrived but were never acked.
+        await r.close()
+    for i in range(30, 35):
+        await w.post_text(w.human, f"m{i}")
+    async with relay(server.grpc_port, token) as r2:
+        bound = await r2.bound("s1", w.agent)
+        assert bound.acked_event_id == seen[9].event_id
+        rest = [await r2.delivery("s1") for _ in range(25)]
+        assert [text_of(e) for e in rest] == [f"m{i}" for i in range(10, 35)]
+        ids = [e.event_id for e in rest]
+        assert ids == sorted(ids) and ids[0] > seen[9].event_id
+        await r2.ack("s1", ids[-1])
+        await settle(r2, "s1")
+        await r2.no_delivery("s1")
+    async with relay(server.grpc_port, token) as r3:
+        bound = await r3.bound("s1", w.agent)
+        assert bound.acked_event_id == ids[-1]
+        await r3.no_delivery("s1")
+
+
+@pytest.mark.timeout(60)
+async def test_unacked_deliveries_in_flight_are_bounded(server: Any, api_world: World) -> None:
+    w = api_world
+    extra = 20
+    for i in range(WINDOW + extra):
+        await w.post_text(w.human, f"m{i}")
+    async with relay(server.grpc_port, await runner_for(w)) as r:
+        await r.bound("s1", w.agent)
+        first = [await r.delivery("s1") for _ in range(WINDOW)]
+        await r.no_delivery("s1", 0.5)
+        await r.ack("s1", first[9].event_id)
+        more = [await r.delivery("s1") for _ in range(10)]
+        await r.no_delivery("s1", 0.3)
+        await r.ack("s1", more[-1].event_id)
+        rest = [await r.delivery("s1") for _ in range(extra - 10)]
+        texts = [text_of(e) for e in first + more + rest]
+        assert texts == [f"m{i}" for i in range(WINDOW + extra)]
+
+
+async def test_acks_are_checked(server: Any, api_world: World) -> None:
+    w = api_world
+    await w.post_text(w.human, "one")
+    async with relay(server.grpc_port, await runner_for(w)) as r:
+        await r.bound("s1", w.agent)
+        event = await r.delivery("s1")
+        for session, event_id, code in [
+            ("s1", event.event_id + 1, "invalid_argument"),
+            ("s1", -1, "invalid_argument"),
+            ("nobody", event.event_id, "not_found"),
+        ]:
+            await r.ack(session, event_id)
+            frame = await r.session_frame(session)
+            assert frame.session_error.error.code == code, frame
+        await r.ack("s1", event.event_id)
+        await settle(r, "s1")
+        # Acking less than the cursor never moves it back.
+        await r.ack("s1", 0)
+        await settle(r, "s1")
+    async with relay(server.grpc_port, await runner_for(w)) as r:
+        assert (await r.bound("s1", w.agent)).acked_event_id == event.event_id
+
+
+async def test_the_agent_hears_its_own_ask_withdrawn(server: Any, api_world: World) -> None:
+    w = api_world
+    async with relay(server.grpc_port, await runner_for(w)) as r:
+        await r.bound("s1", w.agent)
+        posted = await r.ok(
+            "s1",
+            "post_ask",
+            gw.PostAskRequest(channel_id=str(w.channel.channel_id), ask=ask_pb()),
+        )
+        await r.ok("s1", "cancel_ask", gw.CancelAskRequest(ask_id=posted.ask_id))
+        event = await r.delivery("s1")
+        blocks = event.message_updated.message.blocks
+        assert [b.ask.cancelled for b in blocks] == [True]
+        await r.no_delivery("s1")
