@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import pathlib
 import uuid
 from dataclasses import dataclass, field
@@ -32,6 +33,10 @@ class Settings:
     http_listen: str = "127.0.0.1:8080"
     pool_size: int = 20
     server_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    # A stream whose client doesn't take a message for this long is closed.
+    slow_stream_seconds: float = field(
+        default_factory=lambda: float(os.environ.get("COMPASS_SLOW_STREAM_SECONDS", "30"))
+    )
 
 
 async def open_database(settings: Settings) -> tuple[str, EmbeddedPostgres | None]:
@@ -82,7 +87,9 @@ class CompassServer:
             (comms, comms_connect.CommsServiceASGIApplication),
             (relay, agent_gateway_connect.AgentGatewayServiceASGIApplication),
         ]
-        self.grpc = GrpcServer(bindings, self.auth)
+        self.grpc = GrpcServer(
+            bindings, self.auth, slow_stream_seconds=self.settings.slow_stream_seconds
+        )
         self.grpc_port = await self.grpc.start(self.settings.grpc_listen)
         self.http = HttpServer(apps_for(connect, self.auth))
         self.http_port = await self.http.start(self.settings.http_listen)

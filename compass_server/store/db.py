@@ -43,6 +43,10 @@ def migrations() -> list[tuple[int, str, str]]:
         m = re.match(r"^(\d+)_(\w+)\.sql$", entry.name)
         if m:
             found.append((int(m.group(1)), m.group(2), entry.read_text()))
+    versions = [v for v, _, _ in found]
+    if len(set(versions)) != len(versions):
+        dupes = sorted({v for v in versions if versions.count(v) > 1})
+        raise RuntimeError(f"two migrations share a number: {dupes}")
     return sorted(found)
 
 

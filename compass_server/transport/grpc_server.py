@@ -20,6 +20,11 @@ from compass_server.transport.binding import Method, ServiceBinding
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 1 << 20
+FELL_BEHIND = ApiError(
+    Status.RESOURCE_EXHAUSTED,
+    "the stream fell behind (the client stopped reading); reconnect and resume from the last"
+    " event id you received",
+)
 SHUTTING_DOWN = ApiError(
     Status.UNAVAILABLE, "the server is shutting down; reconnect and resume from your cursor"
 )
@@ -59,7 +64,9 @@ async def _parsed(requests: AsyncIterator[bytes], parse: Any) -> AsyncIterator[A
         yield parse(data)
 
 
-def _handler(binding: ServiceBinding, method: Method, auth: Authenticator) -> grpc.RpcMethodHandler:
+def _handler(
+    binding: ServiceBinding, method: Method, auth: Authenticator, slow_stream_seconds: float
+) -> grpc.RpcMethodHandler:
     resolve = binding.resolver(auth)
     fn = getattr(binding.impl, method.attr)
     parse = _parser(method)
@@ -82,15 +89,20 @@ def _handler(binding: ServiceBinding, method: Method, auth: Authenticator) -> gr
 
         return grpc.unary_unary_rpc_method_handler(unary, **kwargs)
 
-    async def stream(
-        request: Any, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> AsyncIterator[Any]:
+    async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
         try:
             principal = await resolve(_authorization(context))
             arg = _parsed(request, parse) if method.client_streaming else parse(request)
             async for item in fn(principal, arg):
-                yield item
-            return
+                # A client that stops reading holds a write here; past the limit
+                # its stream is closed, so it can't pin server memory.
+                try:
+                    await asyncio.wait_for(context.write(item), slow_stream_seconds)
+                except TimeoutError:
+                    err = FELL_BEHIND
+                    break
+            else:
+                return
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -103,7 +115,13 @@ def _handler(binding: ServiceBinding, method: Method, auth: Authenticator) -> gr
 
 
 class GrpcServer:
-    def __init__(self, bindings: Sequence[ServiceBinding], auth: Authenticator) -> None:
+    def __init__(
+        self,
+        bindings: Sequence[ServiceBinding],
+        auth: Authenticator,
+        *,
+        slow_stream_seconds: float = 30.0,
+    ) -> None:
         self.server = grpc.aio.server(
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -111,7 +129,9 @@ class GrpcServer:
             ]
         )
         for binding in bindings:
-            handlers = {m.name: _handler(binding, m, auth) for m in binding.methods}
+            handlers = {
+                m.name: _handler(binding, m, auth, slow_stream_seconds) for m in binding.methods
+            }
             self.server.add_generic_rpc_handlers(
                 (grpc.method_handlers_generic_handler(binding.full_name, handlers),)
             )
