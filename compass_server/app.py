@@ -9,15 +9,24 @@ import pathlib
 import uuid
 from dataclasses import dataclass, field
 
-from compass.v1 import agent_gateway_connect, agent_gateway_pb2, comms_connect, comms_pb2
+from compass.v1 import (
+    agent_gateway_connect,
+    agent_gateway_pb2,
+    comms_connect,
+    comms_pb2,
+    inbox_connect,
+    inbox_pb2,
+)
 from compass_server.api.agent import AgentApi
 from compass_server.api.auth import Authenticator
 from compass_server.api.comms import CommsApi
 from compass_server.api.errors import ApiError, Status
+from compass_server.api.inbox import InboxApi
 from compass_server.events.hub import EventHub
 from compass_server.relay import AgentGateway, Dispatcher, Heartbeat, arms_for
 from compass_server.store import Database, Store
 from compass_server.store.embedded import EmbeddedPostgres
+from compass_server.store.inbox import InboxStore
 from compass_server.transport.binding import ServiceBinding
 from compass_server.transport.connect_app import HttpServer, apps_for
 from compass_server.transport.grpc_server import GrpcServer
@@ -66,6 +75,8 @@ class CompassServer:
         self.auth = Authenticator(self.store)
         self.comms = CommsApi(self.store, self.hub)
         comms = ServiceBinding.of(comms_pb2, "CommsService", self.comms, "account")
+        self.inbox = InboxStore(self.db)
+        inbox = ServiceBinding.of(inbox_pb2, "InboxService", InboxApi(self.inbox), "account")
         self.agent_api = AgentApi(self.store, self.comms)
         self.gateway = AgentGateway(
             self.store,
@@ -82,9 +93,10 @@ class CompassServer:
         )
         await self.heartbeat.start()
         relay = ServiceBinding.of(agent_gateway_pb2, "AgentGatewayService", self.gateway, "runner")
-        bindings = [comms, relay]
+        bindings = [comms, inbox, relay]
         connect = [
             (comms, comms_connect.CommsServiceASGIApplication),
+            (inbox, inbox_connect.InboxServiceASGIApplication),
             (relay, agent_gateway_connect.AgentGatewayServiceASGIApplication),
         ]
         self.grpc = GrpcServer(

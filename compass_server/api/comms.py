@@ -128,6 +128,8 @@ class CommsApi:
         members = await self.store.member_channel_ids(actor)
 
         def visible(event: Event) -> bool:
+            if event.inbox is not None:
+                return actor.account_id in event.inbox.audience
             if event.channel_id is None:
                 return True
             if event.kind is EventKind.CHANNEL_CHANGED and event.channel is not None:

@@ -161,6 +161,39 @@ def message_to_wire(m: st.Message) -> pb.Message:
     )
 
 
+def inbox_message_to_message(m: st.InboxMessage) -> pb.Message:
+    """A thread message as a compass.v1.Message; it belongs to no channel."""
+    return pb.Message(
+        message_id=str(m.message_id),
+        author_account_id=str(m.author_id),
+        author_handle=m.author_handle,
+        blocks=[block_to_wire(b) for b in m.blocks],
+        created_at=timestamp(m.created_at),
+    )
+
+
+INBOX_STATUS_TO_WIRE = {
+    st.InboxStatus.OPEN: pb.INBOX_ITEM_STATUS_OPEN,
+    st.InboxStatus.ANSWERED: pb.INBOX_ITEM_STATUS_ANSWERED,
+    st.InboxStatus.CLOSED: pb.INBOX_ITEM_STATUS_CLOSED,
+    st.InboxStatus.NOTE: pb.INBOX_ITEM_STATUS_NOTE,
+}
+
+
+def inbox_change_to_wire(c: st.InboxChange) -> pb.InboxItemChanged:
+    out = pb.InboxItemChanged(
+        item_id=str(c.item_id),
+        agent_account_id=str(c.agent_id),
+        key=c.key,
+        revision=c.revision,
+        status=INBOX_STATUS_TO_WIRE[c.status],
+        actor_account_id=str(c.actor_id),
+    )
+    if c.message is not None:
+        out.message.CopyFrom(inbox_message_to_message(c.message))
+    return out
+
+
 def channel_to_wire(c: st.Channel) -> pb.Channel:
     return pb.Channel(
         channel_id=str(c.channel_id),
@@ -184,6 +217,8 @@ def event_to_wire(e: st.Event) -> pb.Event:
         if e.kind is st.EventKind.MESSAGE_POSTED:
             return pb.Event(event_id=e.event_id, message_posted=pb.MessagePosted(message=msg))
         return pb.Event(event_id=e.event_id, message_updated=pb.MessageUpdated(message=msg))
+    if e.inbox is not None:
+        return pb.Event(event_id=e.event_id, inbox_item_changed=inbox_change_to_wire(e.inbox))
     if e.presence is not None:
         return pb.Event(
             event_id=e.event_id,

@@ -34,11 +34,16 @@ from compass_server.store.types import (
     Actor,
     Answer,
     Ask,
+    AskStatus,
+    Attachment,
     Block,
     Channel,
     ChannelKind,
     Event,
     EventKind,
+    InboxChange,
+    InboxMessage,
+    InboxStatus,
     Message,
     Page,
     Presence,
@@ -163,12 +168,72 @@ def _channel_payload(c: Channel) -> dict[str, Any]:
     }
 
 
+def inbox_message_payload(m: InboxMessage) -> dict[str, Any]:
+    return {
+        "message_id": str(m.message_id),
+        "item_id": str(m.item_id),
+        "author_id": str(m.author_id),
+        "author_handle": m.author_handle,
+        "blocks": blockrules.blocks_to_json(m.blocks),
+        "created_at": m.created_at.isoformat(),
+        "position": m.position,
+        "ask_status": m.ask_status.value if m.ask_status else None,
+        "withdrawn_reason": m.withdrawn_reason,
+        "attachments": [
+            [str(a.attachment_id), a.name, a.content_type, a.size_bytes] for a in m.attachments
+        ],
+    }
+
+
+def _inbox_message_from_payload(p: dict[str, Any]) -> InboxMessage:
+    return InboxMessage(
+        message_id=uuid.UUID(p["message_id"]),
+        item_id=uuid.UUID(p["item_id"]),
+        author_id=uuid.UUID(p["author_id"]),
+        author_handle=p["author_handle"],
+        blocks=blockrules.blocks_from_json(p["blocks"]),
+        created_at=datetime.datetime.fromisoformat(p["created_at"]),
+        position=p["position"],
+        ask_status=AskStatus(p["ask_status"]) if p["ask_status"] else None,
+        withdrawn_reason=p["withdrawn_reason"],
+        attachments=tuple(Attachment(uuid.UUID(a[0]), a[1], a[2], a[3]) for a in p["attachments"]),
+    )
+
+
+def _inbox_change_payload(c: InboxChange) -> dict[str, Any]:
+    return {
+        "item_id": str(c.item_id),
+        "agent_id": str(c.agent_id),
+        "key": c.key,
+        "revision": c.revision,
+        "status": c.status.value,
+        "actor_id": str(c.actor_id),
+        "audience": [str(a) for a in c.audience],
+        "message": inbox_message_payload(c.message) if c.message else None,
+    }
+
+
+def _inbox_change_from_payload(p: dict[str, Any]) -> InboxChange:
+    return InboxChange(
+        item_id=uuid.UUID(p["item_id"]),
+        agent_id=uuid.UUID(p["agent_id"]),
+        key=p["key"],
+        revision=p["revision"],
+        status=InboxStatus(p["status"]),
+        actor_id=uuid.UUID(p["actor_id"]),
+        audience=tuple(uuid.UUID(a) for a in p["audience"]),
+        message=_inbox_message_from_payload(p["message"]) if p["message"] else None,
+    )
+
+
 def event_from_row(row: dict[str, Any]) -> Event:
     kind = EventKind(row["kind"])
     p = row["payload"]
-    message = presence = channel = None
+    message = presence = channel = inbox = None
     if kind in (EventKind.MESSAGE_POSTED, EventKind.MESSAGE_UPDATED):
         message = _message_from_payload(p)
+    elif kind is EventKind.INBOX_ITEM_CHANGED:
+        inbox = _inbox_change_from_payload(p)
     elif kind is EventKind.PRESENCE_CHANGED:
         presence = Presence(
             account_id=uuid.UUID(p["account_id"]),
@@ -192,6 +257,7 @@ def event_from_row(row: dict[str, Any]) -> Event:
         presence=presence,
         channel=channel,
         created_at=row["created_at"],
+        inbox=inbox,
     )
 
 
@@ -212,6 +278,12 @@ class _Events:
         self.kinds.append(EventKind.CHANNEL_CHANGED.value)
         self.channel_ids.append(c.channel_id)
         self.payloads.append(Jsonb(_channel_payload(c)))
+
+    def inbox(self, c: InboxChange) -> None:
+        # Workspace-wide like presence; its audience travels in the payload.
+        self.kinds.append(EventKind.INBOX_ITEM_CHANGED.value)
+        self.channel_ids.append(None)
+        self.payloads.append(Jsonb(_inbox_change_payload(c)))
 
     async def presence(self, conn: Conn, agent_id: uuid.UUID) -> None:
         """Recomputes an agent's presence; its change is appended with the rest."""

@@ -31,6 +31,7 @@ class EventKind(enum.StrEnum):
     MESSAGE_UPDATED = "message_updated"
     PRESENCE_CHANGED = "presence_changed"
     CHANNEL_CHANGED = "channel_changed"
+    INBOX_ITEM_CHANGED = "inbox_item_changed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +178,77 @@ class Event:
     presence: Presence | None = None
     channel: Channel | None = None
     created_at: datetime.datetime | None = None
+    inbox: InboxChange | None = None
+
+
+class InboxStatus(enum.StrEnum):
+    """Where an inbox item stands, from its newest ask."""
+
+    OPEN = "open"
+    ANSWERED = "answered"
+    CLOSED = "closed"
+    # Posted without an ask under a new key: waits on nobody.
+    NOTE = "note"
+
+
+class AskStatus(enum.StrEnum):
+    """The standing of an ask in an inbox thread."""
+
+    OPEN = "open"
+    # A later post with an ask took its place.
+    REPLACED = "replaced"
+    ANSWERED = "answered"
+    WITHDRAWN = "withdrawn"
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A picture's metadata; its bytes are fetched by (item, attachment id)."""
+
+    attachment_id: uuid.UUID
+    name: str
+    content_type: str
+    size_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class InboxMessage:
+    """One message of an inbox thread: text, then an ask or an answered snapshot."""
+
+    message_id: uuid.UUID
+    item_id: uuid.UUID
+    author_id: uuid.UUID
+    author_handle: str
+    # The ask block's answered/cancelled follow ask_status.
+    blocks: tuple[Block, ...]
+    created_at: datetime.datetime
+    position: int = 0
+    ask_status: AskStatus | None = None
+    withdrawn_reason: str = ""
+    attachments: tuple[Attachment, ...] = ()
+
+    @property
+    def ask(self) -> Ask | None:
+        return next((b for b in self.blocks if isinstance(b, Ask)), None)
+
+    @property
+    def answer(self) -> AskAnswerBlock | None:
+        return next((b for b in self.blocks if isinstance(b, AskAnswerBlock)), None)
+
+
+@dataclass(frozen=True, slots=True)
+class InboxChange:
+    """An inbox item changed; heard by `audience` (the agent, its owner, grantees)."""
+
+    item_id: uuid.UUID
+    agent_id: uuid.UUID
+    key: str
+    revision: int
+    status: InboxStatus
+    actor_id: uuid.UUID
+    audience: tuple[uuid.UUID, ...]
+    # The message the change wrote; None for a close or a take-back.
+    message: InboxMessage | None = None
 
 
 T = TypeVar("T")

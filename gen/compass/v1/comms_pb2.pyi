@@ -23,6 +23,14 @@ class PresenceState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PRESENCE_STATE_IDLE: _ClassVar[PresenceState]
     PRESENCE_STATE_WORKING: _ClassVar[PresenceState]
     PRESENCE_STATE_WAITING: _ClassVar[PresenceState]
+
+class InboxItemStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    INBOX_ITEM_STATUS_UNSPECIFIED: _ClassVar[InboxItemStatus]
+    INBOX_ITEM_STATUS_OPEN: _ClassVar[InboxItemStatus]
+    INBOX_ITEM_STATUS_ANSWERED: _ClassVar[InboxItemStatus]
+    INBOX_ITEM_STATUS_CLOSED: _ClassVar[InboxItemStatus]
+    INBOX_ITEM_STATUS_NOTE: _ClassVar[InboxItemStatus]
 CHANNEL_KIND_UNSPECIFIED: ChannelKind
 CHANNEL_KIND_CHANNEL: ChannelKind
 CHANNEL_KIND_DM: ChannelKind
@@ -31,6 +39,11 @@ PRESENCE_STATE_OFFLINE: PresenceState
 PRESENCE_STATE_IDLE: PresenceState
 PRESENCE_STATE_WORKING: PresenceState
 PRESENCE_STATE_WAITING: PresenceState
+INBOX_ITEM_STATUS_UNSPECIFIED: InboxItemStatus
+INBOX_ITEM_STATUS_OPEN: InboxItemStatus
+INBOX_ITEM_STATUS_ANSWERED: InboxItemStatus
+INBOX_ITEM_STATUS_CLOSED: InboxItemStatus
+INBOX_ITEM_STATUS_NOTE: InboxItemStatus
 
 class Channel(_message.Message):
     __slots__ = ("channel_id", "name", "topic", "kind", "member_account_ids", "created_at")
@@ -327,20 +340,22 @@ class GetPresenceResponse(_message.Message):
     def __init__(self, presences: _Optional[_Iterable[_Union[Presence, _Mapping]]] = ...) -> None: ...
 
 class Event(_message.Message):
-    __slots__ = ("event_id", "ready", "message_posted", "message_updated", "presence_changed", "channel_changed")
+    __slots__ = ("event_id", "ready", "message_posted", "message_updated", "presence_changed", "channel_changed", "inbox_item_changed")
     EVENT_ID_FIELD_NUMBER: _ClassVar[int]
     READY_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_POSTED_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_UPDATED_FIELD_NUMBER: _ClassVar[int]
     PRESENCE_CHANGED_FIELD_NUMBER: _ClassVar[int]
     CHANNEL_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    INBOX_ITEM_CHANGED_FIELD_NUMBER: _ClassVar[int]
     event_id: int
     ready: Ready
     message_posted: MessagePosted
     message_updated: MessageUpdated
     presence_changed: PresenceChanged
     channel_changed: ChannelChanged
-    def __init__(self, event_id: _Optional[int] = ..., ready: _Optional[_Union[Ready, _Mapping]] = ..., message_posted: _Optional[_Union[MessagePosted, _Mapping]] = ..., message_updated: _Optional[_Union[MessageUpdated, _Mapping]] = ..., presence_changed: _Optional[_Union[PresenceChanged, _Mapping]] = ..., channel_changed: _Optional[_Union[ChannelChanged, _Mapping]] = ...) -> None: ...
+    inbox_item_changed: InboxItemChanged
+    def __init__(self, event_id: _Optional[int] = ..., ready: _Optional[_Union[Ready, _Mapping]] = ..., message_posted: _Optional[_Union[MessagePosted, _Mapping]] = ..., message_updated: _Optional[_Union[MessageUpdated, _Mapping]] = ..., presence_changed: _Optional[_Union[PresenceChanged, _Mapping]] = ..., channel_changed: _Optional[_Union[ChannelChanged, _Mapping]] = ..., inbox_item_changed: _Optional[_Union[InboxItemChanged, _Mapping]] = ...) -> None: ...
 
 class Ready(_message.Message):
     __slots__ = ()
@@ -369,3 +384,21 @@ class ChannelChanged(_message.Message):
     CHANNEL_FIELD_NUMBER: _ClassVar[int]
     channel: Channel
     def __init__(self, channel: _Optional[_Union[Channel, _Mapping]] = ...) -> None: ...
+
+class InboxItemChanged(_message.Message):
+    __slots__ = ("item_id", "agent_account_id", "key", "revision", "status", "actor_account_id", "message")
+    ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    item_id: str
+    agent_account_id: str
+    key: str
+    revision: int
+    status: InboxItemStatus
+    actor_account_id: str
+    message: Message
+    def __init__(self, item_id: _Optional[str] = ..., agent_account_id: _Optional[str] = ..., key: _Optional[str] = ..., revision: _Optional[int] = ..., status: _Optional[_Union[InboxItemStatus, str]] = ..., actor_account_id: _Optional[str] = ..., message: _Optional[_Union[Message, _Mapping]] = ...) -> None: ...

@@ -1,0 +1,1 @@
+"""The inbox's rules that are not SQL: bounds, item transitions, pictures."""
