@@ -21,7 +21,7 @@ from compass_server.api.agent import AgentApi
 from compass_server.api.auth import Authenticator
 from compass_server.api.comms import CommsApi
 from compass_server.api.errors import ApiError, Status
-from compass_server.api.inbox import InboxApi
+from compass_server.api.inbox import AgentInboxApi, InboxApi
 from compass_server.events.hub import EventHub
 from compass_server.relay import AgentGateway, Dispatcher, Heartbeat, arms_for
 from compass_server.store import Database, Store
@@ -81,7 +81,7 @@ class CompassServer:
         self.gateway = AgentGateway(
             self.store,
             self.hub,
-            Dispatcher(arms_for(self.comms, self.agent_api)),
+            Dispatcher(arms_for(self.comms, self.agent_api, AgentInboxApi(self.inbox))),
             self.settings.server_id,
         )
         self.heartbeat = Heartbeat(

@@ -4,6 +4,7 @@ effect shows the agent whose session made the call, never the other."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +13,8 @@ import pytest
 
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
+from compass.v1 import inbox_pb2 as ib
+from compass_server.store.inbox import InboxStore
 from compass_server.store.types import AccountKind, Actor, Channel, TextBlock
 from tests.relay_client import RelayClient, relay, runner_for
 from tests.servers import GrpcClient
@@ -170,6 +173,44 @@ async def cancel_ask(c: Ctx, me: Agent, other: Agent) -> None:
     assert got.message.blocks[0].ask.cancelled
 
 
+async def inbox_thread(c: Ctx, item_id: str) -> Any:
+    """The item and its thread as ada, who owns both agents, reads them."""
+    return await InboxStore(c.w.store.db).read_thread(c.w.human, uuid.UUID(item_id))
+
+
+async def inbox_post(c: Ctx, me: Agent, other: Agent) -> None:
+    req = gw.InboxPostRequest(key="deploy", title="Deploy?", body=f"{me.handle} asks", ask=ask_pb())
+    res = await c.r.ok(me.session, "inbox_post", req)
+    assert res.item.agent_account_id == me.id and res.item.key == "deploy"
+    assert res.message.ask_status == ib.INBOX_ASK_STATUS_OPEN
+    thread = await inbox_thread(c, res.item.item_id)
+    assert thread.item.agent_id == me.actor.account_id
+    assert [m.author_id for m in thread.messages] == [me.actor.account_id]
+
+
+async def inbox_reply(c: Ctx, me: Agent, other: Agent) -> None:
+    key = f"reply-{me.handle}"
+    posted = await c.r.ok(me.session, "inbox_post", gw.InboxPostRequest(key=key, body="hi"))
+    req = gw.InboxReplyRequest(key=key, text=f"more from {me.handle}")
+    # Keys are the agent's own: the other agent has no item under this one.
+    assert code(await c.r.call(other.session, "inbox_reply", req)) == "not_found"
+    res = await c.r.ok(me.session, "inbox_reply", req)
+    assert res.item.item_id == posted.item.item_id
+    thread = await inbox_thread(c, res.item.item_id)
+    assert [m.author_id for m in thread.messages] == [me.actor.account_id] * 2
+
+
+async def inbox_close(c: Ctx, me: Agent, other: Agent) -> None:
+    key = f"close-{me.handle}"
+    await c.r.ok(me.session, "inbox_post", gw.InboxPostRequest(key=key, ask=ask_pb()))
+    req = gw.InboxCloseRequest(key=key, reason=f"{me.handle} found it")
+    assert code(await c.r.call(other.session, "inbox_close", req)) == "not_found"
+    res = await c.r.ok(me.session, "inbox_close", req)
+    assert res.item.status == pb.INBOX_ITEM_STATUS_CLOSED and res.item.revision == 2
+    assert res.item.closed_by_account_id == me.id
+    assert res.item.close_reason == f"{me.handle} found it"
+
+
 Row = Callable[[Ctx, Agent, Agent], Awaitable[None]]
 ROWS: dict[str, Row] = {
     "post_message": post_message,
@@ -184,6 +225,9 @@ ROWS: dict[str, Row] = {
     "update_topic": update_topic,
     "set_status": set_status,
     "cancel_ask": cancel_ask,
+    "inbox_post": inbox_post,
+    "inbox_reply": inbox_reply,
+    "inbox_close": inbox_close,
 }
 
 CALL = gw.CommsCallRequest.DESCRIPTOR.oneofs_by_name["call"]

@@ -1,9 +1,11 @@
-"""InboxService: people read and answer agents' inboxes, on every transport."""
+"""InboxService: people read and answer agents' inboxes, on every transport;
+and the relay arms an agent posts, replies and closes with."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import inbox_pb2 as ib
 from compass_server.api import mapping as wire
 from compass_server.inbox.pictures import Picture
@@ -189,3 +191,32 @@ class InboxApi:
             parse_id(req.attachment_id, "attachment_id"),
         )
         return ib.GetInboxAttachmentResponse(attachment=attachment_to_wire(attachment), data=data)
+
+
+class AgentInboxApi:
+    """The agent's side of its inbox, through the relay: post, reply, close,
+    each under the agent's own key."""
+
+    def __init__(self, inbox: InboxStore) -> None:
+        self.inbox = inbox
+
+    async def inbox_post(self, actor: Actor, req: gw.InboxPostRequest) -> gw.InboxPostResponse:
+        item, message = await self.inbox.post(
+            actor,
+            req.key,
+            req.title,
+            req.body,
+            wire.ask_from_wire(req.ask) if req.HasField("ask") else None,
+            files_from_wire(req.pictures),
+        )
+        return gw.InboxPostResponse(item=item_to_wire(item), message=message_to_wire(message))
+
+    async def inbox_reply(self, actor: Actor, req: gw.InboxReplyRequest) -> gw.InboxReplyResponse:
+        item, message = await self.inbox.reply_as_agent(
+            actor, req.key, req.text, files_from_wire(req.pictures)
+        )
+        return gw.InboxReplyResponse(item=item_to_wire(item), message=message_to_wire(message))
+
+    async def inbox_close(self, actor: Actor, req: gw.InboxCloseRequest) -> gw.InboxCloseResponse:
+        item, _ = await self.inbox.close_as_agent(actor, req.key, req.reason)
+        return gw.InboxCloseResponse(item=item_to_wire(item))

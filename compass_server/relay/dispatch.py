@@ -19,12 +19,13 @@ from compass.v1 import agent_gateway_pb2 as gw
 from compass_server.api.agent import AgentApi
 from compass_server.api.comms import CommsApi
 from compass_server.api.errors import ApiError, Status, to_api_error
+from compass_server.api.inbox import AgentInboxApi
 from compass_server.store.types import Actor
 
 Arm = Callable[[Actor, Any], Awaitable[Message]]
 
 
-def arms_for(comms: CommsApi, agent: AgentApi) -> dict[str, Arm]:
+def arms_for(comms: CommsApi, agent: AgentApi, inbox: AgentInboxApi) -> dict[str, Arm]:
     """Arm name (the same on CommsCallRequest.call and CommsCallResult.result)
     → the api method that runs it."""
     return {
@@ -40,6 +41,9 @@ def arms_for(comms: CommsApi, agent: AgentApi) -> dict[str, Arm]:
         "update_topic": comms.update_topic,
         "set_status": agent.set_status,
         "cancel_ask": agent.cancel_ask,
+        "inbox_post": inbox.inbox_post,
+        "inbox_reply": inbox.inbox_reply,
+        "inbox_close": inbox.inbox_close,
     }
 
 

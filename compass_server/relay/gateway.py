@@ -78,10 +78,13 @@ def hears(
     agent_id: uuid.UUID, channels: dict[uuid.UUID, datetime.datetime]
 ) -> Callable[[Event], bool]:
     """What the agent's delivery lane carries: messages by others in its
-    channels since it joined, and updates of its own asks (answered or
-    withdrawn). `channels` grows as the log shows the agent joining."""
+    channels since it joined, updates of its own asks (answered or
+    withdrawn), and changes others make to its inbox items (answers, replies,
+    closes, take-backs). `channels` grows as the log shows the agent joining."""
 
     def visible(event: Event) -> bool:
+        if event.inbox is not None:
+            return event.inbox.agent_id == agent_id and event.inbox.actor_id != agent_id
         if event.kind is EventKind.CHANNEL_CHANGED:
             channel = event.channel
             if channel is not None and agent_id in channel.member_ids:

@@ -23,55 +23,68 @@ _sym_db = _symbol_database.Default()
 
 
 from compass.v1 import comms_pb2 as compass_dot_v1_dot_comms__pb2
+from compass.v1 import inbox_pb2 as compass_dot_v1_dot_inbox__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x63ompass/v1/agent_gateway.proto\x12\ncompass.v1\x1a\x16\x63ompass/v1/comms.proto\"\xe0\x01\n\x0bRunnerFrame\x12-\n\x04\x62ind\x18\x01 \x01(\x0b\x32\x17.compass.v1.BindSessionH\x00R\x04\x62ind\x12\x33\n\x06unbind\x18\x02 \x01(\x0b\x32\x19.compass.v1.UnbindSessionH\x00R\x06unbind\x12\x37\n\x04\x63\x61ll\x18\x03 \x01(\x0b\x32!.compass.v1.RelayCommsCallRequestH\x00R\x04\x63\x61ll\x12+\n\x03\x61\x63k\x18\x04 \x01(\x0b\x32\x17.compass.v1.DeliveryAckH\x00R\x03\x61\x63kB\x07\n\x05\x66rame\"\xae\x02\n\x08HubFrame\x12\x30\n\x05\x62ound\x18\x01 \x01(\x0b\x32\x18.compass.v1.SessionBoundH\x00R\x05\x62ound\x12?\n\rsession_error\x18\x02 \x01(\x0b\x32\x18.compass.v1.SessionErrorH\x00R\x0csessionError\x12:\n\x06result\x18\x03 \x01(\x0b\x32 .compass.v1.RelayCommsCallResultH\x00R\x06result\x12\x32\n\x08\x64\x65livery\x18\x04 \x01(\x0b\x32\x14.compass.v1.DeliveryH\x00R\x08\x64\x65livery\x12\x36\n\x07unbound\x18\x05 \x01(\x0b\x32\x1a.compass.v1.SessionUnboundH\x00R\x07unboundB\x07\n\x05\x66rame\"V\n\x0b\x42indSession\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12(\n\x10\x61gent_account_id\x18\x02 \x01(\tR\x0e\x61gentAccountId\".\n\rUnbindSession\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\"}\n\x0cSessionBound\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12(\n\x10\x61gent_account_id\x18\x02 \x01(\tR\x0e\x61gentAccountId\x12$\n\x0e\x61\x63ked_event_id\x18\x03 \x01(\x03R\x0c\x61\x63kedEventId\"/\n\x0eSessionUnbound\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\"_\n\x0cSessionError\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x30\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x1a.compass.v1.CommsCallErrorR\x05\x65rror\"R\n\x08\x44\x65livery\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\'\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x11.compass.v1.EventR\x05\x65vent\"G\n\x0b\x44\x65liveryAck\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n\x08\x65vent_id\x18\x02 \x01(\x03R\x07\x65ventId\"\x81\x01\n\x15RelayCommsCallRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x17\n\x07\x63\x61ll_id\x18\x02 \x01(\tR\x06\x63\x61llId\x12\x30\n\x04\x63\x61ll\x18\x03 \x01(\x0b\x32\x1c.compass.v1.CommsCallRequestR\x04\x63\x61ll\"\x83\x01\n\x14RelayCommsCallResult\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x17\n\x07\x63\x61ll_id\x18\x02 \x01(\tR\x06\x63\x61llId\x12\x33\n\x06result\x18\x03 \x01(\x0b\x32\x1b.compass.v1.CommsCallResultR\x06result\"\x87\x07\n\x10\x43ommsCallRequest\x12\x43\n\x0cpost_message\x18\x01 \x01(\x0b\x32\x1e.compass.v1.PostMessageRequestH\x00R\x0bpostMessage\x12\x37\n\x08post_ask\x18\x02 \x01(\x0b\x32\x1a.compass.v1.PostAskRequestH\x00R\x07postAsk\x12\x46\n\rlist_messages\x18\x03 \x01(\x0b\x32\x1f.compass.v1.ListMessagesRequestH\x00R\x0clistMessages\x12\x46\n\rlist_channels\x18\x04 \x01(\x0b\x32\x1f.compass.v1.ListChannelsRequestH\x00R\x0clistChannels\x12@\n\x0bget_message\x18\x05 \x01(\x0b\x32\x1d.compass.v1.GetMessageRequestH\x00R\ngetMessage\x12L\n\x0fsearch_messages\x18\x06 \x01(\x0b\x32!.compass.v1.SearchMessagesRequestH\x00R\x0esearchMessages\x12\x34\n\x07open_dm\x18\x07 \x01(\x0b\x32\x19.compass.v1.OpenDMRequestH\x00R\x06openDm\x12I\n\x0e\x63reate_channel\x18\x08 \x01(\x0b\x32 .compass.v1.CreateChannelRequestH\x00R\rcreateChannel\x12S\n\x12\x61\x64\x64_channel_member\x18\t \x01(\x0b\x32#.compass.v1.AddChannelMemberRequestH\x00R\x10\x61\x64\x64\x43hannelMember\x12\x43\n\x0cupdate_topic\x18\x0b \x01(\x0b\x32\x1e.compass.v1.UpdateTopicRequestH\x00R\x0bupdateTopic\x12\x42\n\nset_status\x18\x0c \x01(\x0b\x32!.compass.v1.SetAgentStatusRequestH\x00R\tsetStatus\x12=\n\ncancel_ask\x18\r \x01(\x0b\x32\x1c.compass.v1.CancelAskRequestH\x00R\tcancelAsk\x12/\n\x13trigger_traceparent\x18\n \x01(\tR\x12triggerTraceparentB\x06\n\x04\x63\x61ll\"\x97\x07\n\x0f\x43ommsCallResult\x12\x44\n\x0cpost_message\x18\x01 \x01(\x0b\x32\x1f.compass.v1.PostMessageResponseH\x00R\x0bpostMessage\x12\x38\n\x08post_ask\x18\x02 \x01(\x0b\x32\x1b.compass.v1.PostAskResponseH\x00R\x07postAsk\x12G\n\rlist_messages\x18\x03 \x01(\x0b\x32 .compass.v1.ListMessagesResponseH\x00R\x0clistMessages\x12G\n\rlist_channels\x18\x04 \x01(\x0b\x32 .compass.v1.ListChannelsResponseH\x00R\x0clistChannels\x12\x41\n\x0bget_message\x18\x05 \x01(\x0b\x32\x1e.compass.v1.GetMessageResponseH\x00R\ngetMessage\x12M\n\x0fsearch_messages\x18\x06 \x01(\x0b\x32\".compass.v1.SearchMessagesResponseH\x00R\x0esearchMessages\x12\x35\n\x07open_dm\x18\x07 \x01(\x0b\x32\x1a.compass.v1.OpenDMResponseH\x00R\x06openDm\x12J\n\x0e\x63reate_channel\x18\x08 \x01(\x0b\x32!.compass.v1.CreateChannelResponseH\x00R\rcreateChannel\x12T\n\x12\x61\x64\x64_channel_member\x18\t \x01(\x0b\x32$.compass.v1.AddChannelMemberResponseH\x00R\x10\x61\x64\x64\x43hannelMember\x12\x32\n\x05\x65rror\x18\n \x01(\x0b\x32\x1a.compass.v1.CommsCallErrorH\x00R\x05\x65rror\x12\x44\n\x0cupdate_topic\x18\x0b \x01(\x0b\x32\x1f.compass.v1.UpdateTopicResponseH\x00R\x0bupdateTopic\x12\x43\n\nset_status\x18\x0c \x01(\x0b\x32\".compass.v1.SetAgentStatusResponseH\x00R\tsetStatus\x12>\n\ncancel_ask\x18\r \x01(\x0b\x32\x1d.compass.v1.CancelAskResponseH\x00R\tcancelAskB\x08\n\x06result\">\n\x0e\x43ommsCallError\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\x12\x18\n\x07message\x18\x02 \x01(\tR\x07message\"f\n\x0ePostAskRequest\x12\x1d\n\nchannel_id\x18\x01 \x01(\tR\tchannelId\x12\x12\n\x04text\x18\x02 \x01(\tR\x04text\x12!\n\x03\x61sk\x18\x03 \x01(\x0b\x32\x0f.compass.v1.AskR\x03\x61sk\"W\n\x0fPostAskResponse\x12-\n\x07message\x18\x01 \x01(\x0b\x32\x13.compass.v1.MessageR\x07message\x12\x15\n\x06\x61sk_id\x18\x02 \x01(\tR\x05\x61skId\"\\\n\x15SetAgentStatusRequest\x12/\n\x05state\x18\x01 \x01(\x0e\x32\x19.compass.v1.PresenceStateR\x05state\x12\x12\n\x04text\x18\x02 \x01(\tR\x04text\"J\n\x16SetAgentStatusResponse\x12\x30\n\x08presence\x18\x01 \x01(\x0b\x32\x14.compass.v1.PresenceR\x08presence\")\n\x10\x43\x61ncelAskRequest\x12\x15\n\x06\x61sk_id\x18\x01 \x01(\tR\x05\x61skId\"\x13\n\x11\x43\x61ncelAskResponse2Q\n\x13\x41gentGatewayService\x12:\n\x05Relay\x12\x17.compass.v1.RunnerFrame\x1a\x14.compass.v1.HubFrame(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x63ompass/v1/agent_gateway.proto\x12\ncompass.v1\x1a\x16\x63ompass/v1/comms.proto\x1a\x16\x63ompass/v1/inbox.proto\"\xe0\x01\n\x0bRunnerFrame\x12-\n\x04\x62ind\x18\x01 \x01(\x0b\x32\x17.compass.v1.BindSessionH\x00R\x04\x62ind\x12\x33\n\x06unbind\x18\x02 \x01(\x0b\x32\x19.compass.v1.UnbindSessionH\x00R\x06unbind\x12\x37\n\x04\x63\x61ll\x18\x03 \x01(\x0b\x32!.compass.v1.RelayCommsCallRequestH\x00R\x04\x63\x61ll\x12+\n\x03\x61\x63k\x18\x04 \x01(\x0b\x32\x17.compass.v1.DeliveryAckH\x00R\x03\x61\x63kB\x07\n\x05\x66rame\"\xae\x02\n\x08HubFrame\x12\x30\n\x05\x62ound\x18\x01 \x01(\x0b\x32\x18.compass.v1.SessionBoundH\x00R\x05\x62ound\x12?\n\rsession_error\x18\x02 \x01(\x0b\x32\x18.compass.v1.SessionErrorH\x00R\x0csessionError\x12:\n\x06result\x18\x03 \x01(\x0b\x32 .compass.v1.RelayCommsCallResultH\x00R\x06result\x12\x32\n\x08\x64\x65livery\x18\x04 \x01(\x0b\x32\x14.compass.v1.DeliveryH\x00R\x08\x64\x65livery\x12\x36\n\x07unbound\x18\x05 \x01(\x0b\x32\x1a.compass.v1.SessionUnboundH\x00R\x07unboundB\x07\n\x05\x66rame\"V\n\x0b\x42indSession\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12(\n\x10\x61gent_account_id\x18\x02 \x01(\tR\x0e\x61gentAccountId\".\n\rUnbindSession\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\"}\n\x0cSessionBound\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12(\n\x10\x61gent_account_id\x18\x02 \x01(\tR\x0e\x61gentAccountId\x12$\n\x0e\x61\x63ked_event_id\x18\x03 \x01(\x03R\x0c\x61\x63kedEventId\"/\n\x0eSessionUnbound\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\"_\n\x0cSessionError\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x30\n\x05\x65rror\x18\x02 \x01(\x0b\x32\x1a.compass.v1.CommsCallErrorR\x05\x65rror\"R\n\x08\x44\x65livery\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\'\n\x05\x65vent\x18\x02 \x01(\x0b\x32\x11.compass.v1.EventR\x05\x65vent\"G\n\x0b\x44\x65liveryAck\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n\x08\x65vent_id\x18\x02 \x01(\x03R\x07\x65ventId\"\x81\x01\n\x15RelayCommsCallRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x17\n\x07\x63\x61ll_id\x18\x02 \x01(\tR\x06\x63\x61llId\x12\x30\n\x04\x63\x61ll\x18\x03 \x01(\x0b\x32\x1c.compass.v1.CommsCallRequestR\x04\x63\x61ll\"\x83\x01\n\x14RelayCommsCallResult\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x17\n\x07\x63\x61ll_id\x18\x02 \x01(\tR\x06\x63\x61llId\x12\x33\n\x06result\x18\x03 \x01(\x0b\x32\x1b.compass.v1.CommsCallResultR\x06result\"\xca\x08\n\x10\x43ommsCallRequest\x12\x43\n\x0cpost_message\x18\x01 \x01(\x0b\x32\x1e.compass.v1.PostMessageRequestH\x00R\x0bpostMessage\x12\x37\n\x08post_ask\x18\x02 \x01(\x0b\x32\x1a.compass.v1.PostAskRequestH\x00R\x07postAsk\x12\x46\n\rlist_messages\x18\x03 \x01(\x0b\x32\x1f.compass.v1.ListMessagesRequestH\x00R\x0clistMessages\x12\x46\n\rlist_channels\x18\x04 \x01(\x0b\x32\x1f.compass.v1.ListChannelsRequestH\x00R\x0clistChannels\x12@\n\x0bget_message\x18\x05 \x01(\x0b\x32\x1d.compass.v1.GetMessageRequestH\x00R\ngetMessage\x12L\n\x0fsearch_messages\x18\x06 \x01(\x0b\x32!.compass.v1.SearchMessagesRequestH\x00R\x0esearchMessages\x12\x34\n\x07open_dm\x18\x07 \x01(\x0b\x32\x19.compass.v1.OpenDMRequestH\x00R\x06openDm\x12I\n\x0e\x63reate_channel\x18\x08 \x01(\x0b\x32 .compass.v1.CreateChannelRequestH\x00R\rcreateChannel\x12S\n\x12\x61\x64\x64_channel_member\x18\t \x01(\x0b\x32#.compass.v1.AddChannelMemberRequestH\x00R\x10\x61\x64\x64\x43hannelMember\x12\x43\n\x0cupdate_topic\x18\x0b \x01(\x0b\x32\x1e.compass.v1.UpdateTopicRequestH\x00R\x0bupdateTopic\x12\x42\n\nset_status\x18\x0c \x01(\x0b\x32!.compass.v1.SetAgentStatusRequestH\x00R\tsetStatus\x12=\n\ncancel_ask\x18\r \x01(\x0b\x32\x1c.compass.v1.CancelAskRequestH\x00R\tcancelAsk\x12=\n\ninbox_post\x18\x0e \x01(\x0b\x32\x1c.compass.v1.InboxPostRequestH\x00R\tinboxPost\x12@\n\x0binbox_reply\x18\x0f \x01(\x0b\x32\x1d.compass.v1.InboxReplyRequestH\x00R\ninboxReply\x12@\n\x0binbox_close\x18\x10 \x01(\x0b\x32\x1d.compass.v1.InboxCloseRequestH\x00R\ninboxClose\x12/\n\x13trigger_traceparent\x18\n \x01(\tR\x12triggerTraceparentB\x06\n\x04\x63\x61ll\"\xdd\x08\n\x0f\x43ommsCallResult\x12\x44\n\x0cpost_message\x18\x01 \x01(\x0b\x32\x1f.compass.v1.PostMessageResponseH\x00R\x0bpostMessage\x12\x38\n\x08post_ask\x18\x02 \x01(\x0b\x32\x1b.compass.v1.PostAskResponseH\x00R\x07postAsk\x12G\n\rlist_messages\x18\x03 \x01(\x0b\x32 .compass.v1.ListMessagesResponseH\x00R\x0clistMessages\x12G\n\rlist_channels\x18\x04 \x01(\x0b\x32 .compass.v1.ListChannelsResponseH\x00R\x0clistChannels\x12\x41\n\x0bget_message\x18\x05 \x01(\x0b\x32\x1e.compass.v1.GetMessageResponseH\x00R\ngetMessage\x12M\n\x0fsearch_messages\x18\x06 \x01(\x0b\x32\".compass.v1.SearchMessagesResponseH\x00R\x0esearchMessages\x12\x35\n\x07open_dm\x18\x07 \x01(\x0b\x32\x1a.compass.v1.OpenDMResponseH\x00R\x06openDm\x12J\n\x0e\x63reate_channel\x18\x08 \x01(\x0b\x32!.compass.v1.CreateChannelResponseH\x00R\rcreateChannel\x12T\n\x12\x61\x64\x64_channel_member\x18\t \x01(\x0b\x32$.compass.v1.AddChannelMemberResponseH\x00R\x10\x61\x64\x64\x43hannelMember\x12\x32\n\x05\x65rror\x18\n \x01(\x0b\x32\x1a.compass.v1.CommsCallErrorH\x00R\x05\x65rror\x12\x44\n\x0cupdate_topic\x18\x0b \x01(\x0b\x32\x1f.compass.v1.UpdateTopicResponseH\x00R\x0bupdateTopic\x12\x43\n\nset_status\x18\x0c \x01(\x0b\x32\".compass.v1.SetAgentStatusResponseH\x00R\tsetStatus\x12>\n\ncancel_ask\x18\r \x01(\x0b\x32\x1d.compass.v1.CancelAskResponseH\x00R\tcancelAsk\x12>\n\ninbox_post\x18\x0e \x01(\x0b\x32\x1d.compass.v1.InboxPostResponseH\x00R\tinboxPost\x12\x41\n\x0binbox_reply\x18\x0f \x01(\x0b\x32\x1e.compass.v1.InboxReplyResponseH\x00R\ninboxReply\x12\x41\n\x0binbox_close\x18\x10 \x01(\x0b\x32\x1e.compass.v1.InboxCloseResponseH\x00R\ninboxCloseB\x08\n\x06result\">\n\x0e\x43ommsCallError\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\x12\x18\n\x07message\x18\x02 \x01(\tR\x07message\"f\n\x0ePostAskRequest\x12\x1d\n\nchannel_id\x18\x01 \x01(\tR\tchannelId\x12\x12\n\x04text\x18\x02 \x01(\tR\x04text\x12!\n\x03\x61sk\x18\x03 \x01(\x0b\x32\x0f.compass.v1.AskR\x03\x61sk\"W\n\x0fPostAskResponse\x12-\n\x07message\x18\x01 \x01(\x0b\x32\x13.compass.v1.MessageR\x07message\x12\x15\n\x06\x61sk_id\x18\x02 \x01(\tR\x05\x61skId\"\\\n\x15SetAgentStatusRequest\x12/\n\x05state\x18\x01 \x01(\x0e\x32\x19.compass.v1.PresenceStateR\x05state\x12\x12\n\x04text\x18\x02 \x01(\tR\x04text\"J\n\x16SetAgentStatusResponse\x12\x30\n\x08presence\x18\x01 \x01(\x0b\x32\x14.compass.v1.PresenceR\x08presence\")\n\x10\x43\x61ncelAskRequest\x12\x15\n\x06\x61sk_id\x18\x01 \x01(\tR\x05\x61skId\"\x13\n\x11\x43\x61ncelAskResponse\"\xa4\x01\n\x10InboxPostRequest\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05title\x18\x02 \x01(\tR\x05title\x12\x12\n\x04\x62ody\x18\x03 \x01(\tR\x04\x62ody\x12!\n\x03\x61sk\x18\x04 \x01(\x0b\x32\x0f.compass.v1.AskR\x03\x61sk\x12\x31\n\x08pictures\x18\x05 \x03(\x0b\x32\x15.compass.v1.InboxFileR\x08pictures\"r\n\x11InboxPostResponse\x12)\n\x04item\x18\x01 \x01(\x0b\x32\x15.compass.v1.InboxItemR\x04item\x12\x32\n\x07message\x18\x02 \x01(\x0b\x32\x18.compass.v1.InboxMessageR\x07message\"l\n\x11InboxReplyRequest\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n\x04text\x18\x02 \x01(\tR\x04text\x12\x31\n\x08pictures\x18\x03 \x03(\x0b\x32\x15.compass.v1.InboxFileR\x08pictures\"s\n\x12InboxReplyResponse\x12)\n\x04item\x18\x01 \x01(\x0b\x32\x15.compass.v1.InboxItemR\x04item\x12\x32\n\x07message\x18\x02 \x01(\x0b\x32\x18.compass.v1.InboxMessageR\x07message\"=\n\x11InboxCloseRequest\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\"?\n\x12InboxCloseResponse\x12)\n\x04item\x18\x01 \x01(\x0b\x32\x15.compass.v1.InboxItemR\x04item2Q\n\x13\x41gentGatewayService\x12:\n\x05Relay\x12\x17.compass.v1.RunnerFrame\x1a\x14.compass.v1.HubFrame(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'compass.v1.agent_gateway_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_RUNNERFRAME']._serialized_start=71
-  _globals['_RUNNERFRAME']._serialized_end=295
-  _globals['_HUBFRAME']._serialized_start=298
-  _globals['_HUBFRAME']._serialized_end=600
-  _globals['_BINDSESSION']._serialized_start=602
-  _globals['_BINDSESSION']._serialized_end=688
-  _globals['_UNBINDSESSION']._serialized_start=690
-  _globals['_UNBINDSESSION']._serialized_end=736
-  _globals['_SESSIONBOUND']._serialized_start=738
-  _globals['_SESSIONBOUND']._serialized_end=863
-  _globals['_SESSIONUNBOUND']._serialized_start=865
-  _globals['_SESSIONUNBOUND']._serialized_end=912
-  _globals['_SESSIONERROR']._serialized_start=914
-  _globals['_SESSIONERROR']._serialized_end=1009
-  _globals['_DELIVERY']._serialized_start=1011
-  _globals['_DELIVERY']._serialized_end=1093
-  _globals['_DELIVERYACK']._serialized_start=1095
-  _globals['_DELIVERYACK']._serialized_end=1166
-  _globals['_RELAYCOMMSCALLREQUEST']._serialized_start=1169
-  _globals['_RELAYCOMMSCALLREQUEST']._serialized_end=1298
-  _globals['_RELAYCOMMSCALLRESULT']._serialized_start=1301
-  _globals['_RELAYCOMMSCALLRESULT']._serialized_end=1432
-  _globals['_COMMSCALLREQUEST']._serialized_start=1435
-  _globals['_COMMSCALLREQUEST']._serialized_end=2338
-  _globals['_COMMSCALLRESULT']._serialized_start=2341
-  _globals['_COMMSCALLRESULT']._serialized_end=3260
-  _globals['_COMMSCALLERROR']._serialized_start=3262
-  _globals['_COMMSCALLERROR']._serialized_end=3324
-  _globals['_POSTASKREQUEST']._serialized_start=3326
-  _globals['_POSTASKREQUEST']._serialized_end=3428
-  _globals['_POSTASKRESPONSE']._serialized_start=3430
-  _globals['_POSTASKRESPONSE']._serialized_end=3517
-  _globals['_SETAGENTSTATUSREQUEST']._serialized_start=3519
-  _globals['_SETAGENTSTATUSREQUEST']._serialized_end=3611
-  _globals['_SETAGENTSTATUSRESPONSE']._serialized_start=3613
-  _globals['_SETAGENTSTATUSRESPONSE']._serialized_end=3687
-  _globals['_CANCELASKREQUEST']._serialized_start=3689
-  _globals['_CANCELASKREQUEST']._serialized_end=3730
-  _globals['_CANCELASKRESPONSE']._serialized_start=3732
-  _globals['_CANCELASKRESPONSE']._serialized_end=3751
-  _globals['_AGENTGATEWAYSERVICE']._serialized_start=3753
-  _globals['_AGENTGATEWAYSERVICE']._serialized_end=3834
+  _globals['_RUNNERFRAME']._serialized_start=95
+  _globals['_RUNNERFRAME']._serialized_end=319
+  _globals['_HUBFRAME']._serialized_start=322
+  _globals['_HUBFRAME']._serialized_end=624
+  _globals['_BINDSESSION']._serialized_start=626
+  _globals['_BINDSESSION']._serialized_end=712
+  _globals['_UNBINDSESSION']._serialized_start=714
+  _globals['_UNBINDSESSION']._serialized_end=760
+  _globals['_SESSIONBOUND']._serialized_start=762
+  _globals['_SESSIONBOUND']._serialized_end=887
+  _globals['_SESSIONUNBOUND']._serialized_start=889
+  _globals['_SESSIONUNBOUND']._serialized_end=936
+  _globals['_SESSIONERROR']._serialized_start=938
+  _globals['_SESSIONERROR']._serialized_end=1033
+  _globals['_DELIVERY']._serialized_start=1035
+  _globals['_DELIVERY']._serialized_end=1117
+  _globals['_DELIVERYACK']._serialized_start=1119
+  _globals['_DELIVERYACK']._serialized_end=1190
+  _globals['_RELAYCOMMSCALLREQUEST']._serialized_start=1193
+  _globals['_RELAYCOMMSCALLREQUEST']._serialized_end=1322
+  _globals['_RELAYCOMMSCALLRESULT']._serialized_start=1325
+  _globals['_RELAYCOMMSCALLRESULT']._serialized_end=1456
+  _globals['_COMMSCALLREQUEST']._serialized_start=1459
+  _globals['_COMMSCALLREQUEST']._serialized_end=2557
+  _globals['_COMMSCALLRESULT']._serialized_start=2560
+  _globals['_COMMSCALLRESULT']._serialized_end=3677
+  _globals['_COMMSCALLERROR']._serialized_start=3679
+  _globals['_COMMSCALLERROR']._serialized_end=3741
+  _globals['_POSTASKREQUEST']._serialized_start=3743
+  _globals['_POSTASKREQUEST']._serialized_end=3845
+  _globals['_POSTASKRESPONSE']._serialized_start=3847
+  _globals['_POSTASKRESPONSE']._serialized_end=3934
+  _globals['_SETAGENTSTATUSREQUEST']._serialized_start=3936
+  _globals['_SETAGENTSTATUSREQUEST']._serialized_end=4028
+  _globals['_SETAGENTSTATUSRESPONSE']._serialized_start=4030
+  _globals['_SETAGENTSTATUSRESPONSE']._serialized_end=4104
+  _globals['_CANCELASKREQUEST']._serialized_start=4106
+  _globals['_CANCELASKREQUEST']._serialized_end=4147
+  _globals['_CANCELASKRESPONSE']._serialized_start=4149
+  _globals['_CANCELASKRESPONSE']._serialized_end=4168
+  _globals['_INBOXPOSTREQUEST']._serialized_start=4171
+  _globals['_INBOXPOSTREQUEST']._serialized_end=4335
+  _globals['_INBOXPOSTRESPONSE']._serialized_start=4337
+  _globals['_INBOXPOSTRESPONSE']._serialized_end=4451
+  _globals['_INBOXREPLYREQUEST']._serialized_start=4453
+  _globals['_INBOXREPLYREQUEST']._serialized_end=4561
+  _globals['_INBOXREPLYRESPONSE']._serialized_start=4563
+  _globals['_INBOXREPLYRESPONSE']._serialized_end=4678
+  _globals['_INBOXCLOSEREQUEST']._serialized_start=4680
+  _globals['_INBOXCLOSEREQUEST']._serialized_end=4741
+  _globals['_INBOXCLOSERESPONSE']._serialized_start=4743
+  _globals['_INBOXCLOSERESPONSE']._serialized_end=4806
+  _globals['_AGENTGATEWAYSERVICE']._serialized_start=4808
+  _globals['_AGENTGATEWAYSERVICE']._serialized_end=4889
 # @@protoc_insertion_point(module_scope)

@@ -1,7 +1,9 @@
 from compass.v1 import comms_pb2 as _comms_pb2
+from compass.v1 import inbox_pb2 as _inbox_pb2
+from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Mapping as _Mapping
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -107,7 +109,7 @@ class RelayCommsCallResult(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., call_id: _Optional[str] = ..., result: _Optional[_Union[CommsCallResult, _Mapping]] = ...) -> None: ...
 
 class CommsCallRequest(_message.Message):
-    __slots__ = ("post_message", "post_ask", "list_messages", "list_channels", "get_message", "search_messages", "open_dm", "create_channel", "add_channel_member", "update_topic", "set_status", "cancel_ask", "trigger_traceparent")
+    __slots__ = ("post_message", "post_ask", "list_messages", "list_channels", "get_message", "search_messages", "open_dm", "create_channel", "add_channel_member", "update_topic", "set_status", "cancel_ask", "inbox_post", "inbox_reply", "inbox_close", "trigger_traceparent")
     POST_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     POST_ASK_FIELD_NUMBER: _ClassVar[int]
     LIST_MESSAGES_FIELD_NUMBER: _ClassVar[int]
@@ -120,6 +122,9 @@ class CommsCallRequest(_message.Message):
     UPDATE_TOPIC_FIELD_NUMBER: _ClassVar[int]
     SET_STATUS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_ASK_FIELD_NUMBER: _ClassVar[int]
+    INBOX_POST_FIELD_NUMBER: _ClassVar[int]
+    INBOX_REPLY_FIELD_NUMBER: _ClassVar[int]
+    INBOX_CLOSE_FIELD_NUMBER: _ClassVar[int]
     TRIGGER_TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
     post_message: _comms_pb2.PostMessageRequest
     post_ask: PostAskRequest
@@ -133,11 +138,14 @@ class CommsCallRequest(_message.Message):
     update_topic: _comms_pb2.UpdateTopicRequest
     set_status: SetAgentStatusRequest
     cancel_ask: CancelAskRequest
+    inbox_post: InboxPostRequest
+    inbox_reply: InboxReplyRequest
+    inbox_close: InboxCloseRequest
     trigger_traceparent: str
-    def __init__(self, post_message: _Optional[_Union[_comms_pb2.PostMessageRequest, _Mapping]] = ..., post_ask: _Optional[_Union[PostAskRequest, _Mapping]] = ..., list_messages: _Optional[_Union[_comms_pb2.ListMessagesRequest, _Mapping]] = ..., list_channels: _Optional[_Union[_comms_pb2.ListChannelsRequest, _Mapping]] = ..., get_message: _Optional[_Union[_comms_pb2.GetMessageRequest, _Mapping]] = ..., search_messages: _Optional[_Union[_comms_pb2.SearchMessagesRequest, _Mapping]] = ..., open_dm: _Optional[_Union[_comms_pb2.OpenDMRequest, _Mapping]] = ..., create_channel: _Optional[_Union[_comms_pb2.CreateChannelRequest, _Mapping]] = ..., add_channel_member: _Optional[_Union[_comms_pb2.AddChannelMemberRequest, _Mapping]] = ..., update_topic: _Optional[_Union[_comms_pb2.UpdateTopicRequest, _Mapping]] = ..., set_status: _Optional[_Union[SetAgentStatusRequest, _Mapping]] = ..., cancel_ask: _Optional[_Union[CancelAskRequest, _Mapping]] = ..., trigger_traceparent: _Optional[str] = ...) -> None: ...
+    def __init__(self, post_message: _Optional[_Union[_comms_pb2.PostMessageRequest, _Mapping]] = ..., post_ask: _Optional[_Union[PostAskRequest, _Mapping]] = ..., list_messages: _Optional[_Union[_comms_pb2.ListMessagesRequest, _Mapping]] = ..., list_channels: _Optional[_Union[_comms_pb2.ListChannelsRequest, _Mapping]] = ..., get_message: _Optional[_Union[_comms_pb2.GetMessageRequest, _Mapping]] = ..., search_messages: _Optional[_Union[_comms_pb2.SearchMessagesRequest, _Mapping]] = ..., open_dm: _Optional[_Union[_comms_pb2.OpenDMRequest, _Mapping]] = ..., create_channel: _Optional[_Union[_comms_pb2.CreateChannelRequest, _Mapping]] = ..., add_channel_member: _Optional[_Union[_comms_pb2.AddChannelMemberRequest, _Mapping]] = ..., update_topic: _Optional[_Union[_comms_pb2.UpdateTopicRequest, _Mapping]] = ..., set_status: _Optional[_Union[SetAgentStatusRequest, _Mapping]] = ..., cancel_ask: _Optional[_Union[CancelAskRequest, _Mapping]] = ..., inbox_post: _Optional[_Union[InboxPostRequest, _Mapping]] = ..., inbox_reply: _Optional[_Union[InboxReplyRequest, _Mapping]] = ..., inbox_close: _Optional[_Union[InboxCloseRequest, _Mapping]] = ..., trigger_traceparent: _Optional[str] = ...) -> None: ...
 
 class CommsCallResult(_message.Message):
-    __slots__ = ("post_message", "post_ask", "list_messages", "list_channels", "get_message", "search_messages", "open_dm", "create_channel", "add_channel_member", "error", "update_topic", "set_status", "cancel_ask")
+    __slots__ = ("post_message", "post_ask", "list_messages", "list_channels", "get_message", "search_messages", "open_dm", "create_channel", "add_channel_member", "error", "update_topic", "set_status", "cancel_ask", "inbox_post", "inbox_reply", "inbox_close")
     POST_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     POST_ASK_FIELD_NUMBER: _ClassVar[int]
     LIST_MESSAGES_FIELD_NUMBER: _ClassVar[int]
@@ -151,6 +159,9 @@ class CommsCallResult(_message.Message):
     UPDATE_TOPIC_FIELD_NUMBER: _ClassVar[int]
     SET_STATUS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_ASK_FIELD_NUMBER: _ClassVar[int]
+    INBOX_POST_FIELD_NUMBER: _ClassVar[int]
+    INBOX_REPLY_FIELD_NUMBER: _ClassVar[int]
+    INBOX_CLOSE_FIELD_NUMBER: _ClassVar[int]
     post_message: _comms_pb2.PostMessageResponse
     post_ask: PostAskResponse
     list_messages: _comms_pb2.ListMessagesResponse
@@ -164,7 +175,10 @@ class CommsCallResult(_message.Message):
     update_topic: _comms_pb2.UpdateTopicResponse
     set_status: SetAgentStatusResponse
     cancel_ask: CancelAskResponse
-    def __init__(self, post_message: _Optional[_Union[_comms_pb2.PostMessageResponse, _Mapping]] = ..., post_ask: _Optional[_Union[PostAskResponse, _Mapping]] = ..., list_messages: _Optional[_Union[_comms_pb2.ListMessagesResponse, _Mapping]] = ..., list_channels: _Optional[_Union[_comms_pb2.ListChannelsResponse, _Mapping]] = ..., get_message: _Optional[_Union[_comms_pb2.GetMessageResponse, _Mapping]] = ..., search_messages: _Optional[_Union[_comms_pb2.SearchMessagesResponse, _Mapping]] = ..., open_dm: _Optional[_Union[_comms_pb2.OpenDMResponse, _Mapping]] = ..., create_channel: _Optional[_Union[_comms_pb2.CreateChannelResponse, _Mapping]] = ..., add_channel_member: _Optional[_Union[_comms_pb2.AddChannelMemberResponse, _Mapping]] = ..., error: _Optional[_Union[CommsCallError, _Mapping]] = ..., update_topic: _Optional[_Union[_comms_pb2.UpdateTopicResponse, _Mapping]] = ..., set_status: _Optional[_Union[SetAgentStatusResponse, _Mapping]] = ..., cancel_ask: _Optional[_Union[CancelAskResponse, _Mapping]] = ...) -> None: ...
+    inbox_post: InboxPostResponse
+    inbox_reply: InboxReplyResponse
+    inbox_close: InboxCloseResponse
+    def __init__(self, post_message: _Optional[_Union[_comms_pb2.PostMessageResponse, _Mapping]] = ..., post_ask: _Optional[_Union[PostAskResponse, _Mapping]] = ..., list_messages: _Optional[_Union[_comms_pb2.ListMessagesResponse, _Mapping]] = ..., list_channels: _Optional[_Union[_comms_pb2.ListChannelsResponse, _Mapping]] = ..., get_message: _Optional[_Union[_comms_pb2.GetMessageResponse, _Mapping]] = ..., search_messages: _Optional[_Union[_comms_pb2.SearchMessagesResponse, _Mapping]] = ..., open_dm: _Optional[_Union[_comms_pb2.OpenDMResponse, _Mapping]] = ..., create_channel: _Optional[_Union[_comms_pb2.CreateChannelResponse, _Mapping]] = ..., add_channel_member: _Optional[_Union[_comms_pb2.AddChannelMemberResponse, _Mapping]] = ..., error: _Optional[_Union[CommsCallError, _Mapping]] = ..., update_topic: _Optional[_Union[_comms_pb2.UpdateTopicResponse, _Mapping]] = ..., set_status: _Optional[_Union[SetAgentStatusResponse, _Mapping]] = ..., cancel_ask: _Optional[_Union[CancelAskResponse, _Mapping]] = ..., inbox_post: _Optional[_Union[InboxPostResponse, _Mapping]] = ..., inbox_reply: _Optional[_Union[InboxReplyResponse, _Mapping]] = ..., inbox_close: _Optional[_Union[InboxCloseResponse, _Mapping]] = ...) -> None: ...
 
 class CommsCallError(_message.Message):
     __slots__ = ("code", "message")
@@ -215,3 +229,57 @@ class CancelAskRequest(_message.Message):
 class CancelAskResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class InboxPostRequest(_message.Message):
+    __slots__ = ("key", "title", "body", "ask", "pictures")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    BODY_FIELD_NUMBER: _ClassVar[int]
+    ASK_FIELD_NUMBER: _ClassVar[int]
+    PICTURES_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    title: str
+    body: str
+    ask: _comms_pb2.Ask
+    pictures: _containers.RepeatedCompositeFieldContainer[_inbox_pb2.InboxFile]
+    def __init__(self, key: _Optional[str] = ..., title: _Optional[str] = ..., body: _Optional[str] = ..., ask: _Optional[_Union[_comms_pb2.Ask, _Mapping]] = ..., pictures: _Optional[_Iterable[_Union[_inbox_pb2.InboxFile, _Mapping]]] = ...) -> None: ...
+
+class InboxPostResponse(_message.Message):
+    __slots__ = ("item", "message")
+    ITEM_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    item: _inbox_pb2.InboxItem
+    message: _inbox_pb2.InboxMessage
+    def __init__(self, item: _Optional[_Union[_inbox_pb2.InboxItem, _Mapping]] = ..., message: _Optional[_Union[_inbox_pb2.InboxMessage, _Mapping]] = ...) -> None: ...
+
+class InboxReplyRequest(_message.Message):
+    __slots__ = ("key", "text", "pictures")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    PICTURES_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    text: str
+    pictures: _containers.RepeatedCompositeFieldContainer[_inbox_pb2.InboxFile]
+    def __init__(self, key: _Optional[str] = ..., text: _Optional[str] = ..., pictures: _Optional[_Iterable[_Union[_inbox_pb2.InboxFile, _Mapping]]] = ...) -> None: ...
+
+class InboxReplyResponse(_message.Message):
+    __slots__ = ("item", "message")
+    ITEM_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    item: _inbox_pb2.InboxItem
+    message: _inbox_pb2.InboxMessage
+    def __init__(self, item: _Optional[_Union[_inbox_pb2.InboxItem, _Mapping]] = ..., message: _Optional[_Union[_inbox_pb2.InboxMessage, _Mapping]] = ...) -> None: ...
+
+class InboxCloseRequest(_message.Message):
+    __slots__ = ("key", "reason")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    reason: str
+    def __init__(self, key: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class InboxCloseResponse(_message.Message):
+    __slots__ = ("item",)
+    ITEM_FIELD_NUMBER: _ClassVar[int]
+    item: _inbox_pb2.InboxItem
+    def __init__(self, item: _Optional[_Union[_inbox_pb2.InboxItem, _Mapping]] = ...) -> None: ...
