@@ -19,7 +19,8 @@ from compass_server.transport.binding import Method, ServiceBinding
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_BYTES = 1 << 20
+# Inbox pictures ride in requests; one request carries at most this much.
+MAX_MESSAGE_BYTES = 8 << 20
 FELL_BEHIND = ApiError(
     Status.RESOURCE_EXHAUSTED,
     "the stream fell behind (the client stopped reading); reconnect and resume from the last"
