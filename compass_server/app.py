@@ -103,7 +103,9 @@ class CompassServer:
             bindings, self.auth, slow_stream_seconds=self.settings.slow_stream_seconds
         )
         self.grpc_port = await self.grpc.start(self.settings.grpc_listen)
-        self.http = HttpServer(apps_for(connect, self.auth))
+        self.http = HttpServer(
+            apps_for(connect, self.auth, slow_stream_seconds=self.settings.slow_stream_seconds)
+        )
         self.http_port = await self.http.start(self.settings.http_listen)
         host = self.settings.grpc_listen.rpartition(":")[0]
         http_host = self.settings.http_listen.rpartition(":")[0]

@@ -30,7 +30,7 @@ class ServerProcess:
         self.log: list[str] = []
 
     def start(self) -> ServerProcess:
-        env = dict(os.environ, COMPASS_LOG_LEVEL="WARNING", **self.extra_env)
+        env = {**os.environ, "COMPASS_LOG_LEVEL": "WARNING", **self.extra_env}
         env.pop("COMPASS_DATABASE_URL", None)
         self.proc = subprocess.Popen(
             [

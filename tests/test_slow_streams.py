@@ -4,6 +4,8 @@ stream is closed with a clear status and it resumes from its cursor."""
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
 
 import pytest
 
@@ -55,4 +57,38 @@ async def test_a_stalled_subscriber_is_closed_and_resumes_with_nothing_lost(
         await resumed.aclose()  # type: ignore[attr-defined]
     finally:
         await client.close()
+        assert server.stop() == 0
+
+
+async def test_a_stalled_connect_subscriber_is_let_go(database_url: str, store: Store) -> None:
+    """Over Connect the stream is ended once a send waits past the limit (a
+    client that doesn't read can't be told more); memory stays bounded."""
+    w = await World.create(store)
+    server = ServerProcess(
+        database_url, env={"COMPASS_SLOW_STREAM_SECONDS": "2", "COMPASS_LOG_LEVEL": "INFO"}
+    ).start()
+    sock = socket.create_connection(("127.0.0.1", server.http_port))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    try:
+        body = b"{}"
+        envelope = b"\x00" + struct.pack(">I", len(body)) + body
+        token = w.tokens[w.human.account_id]
+        sock.sendall(
+            b"POST /compass.v1.CommsService/Subscribe HTTP/1.1\r\nHost: t\r\n"
+            b"Content-Type: application/connect+json\r\n"
+            + f"Authorization: Bearer {token}\r\nContent-Length: {len(envelope)}\r\n\r\n".encode()
+            + envelope
+        )
+        await asyncio.sleep(0.5)
+        rss_before = server.rss_kib()
+        text = "x" * 4000
+        for start in range(0, 1500, 50):
+            await asyncio.gather(
+                *(w.post_text(w.human, f"{i} {text}") for i in range(start, start + 50))
+            )
+        await asyncio.sleep(4)
+        assert (server.rss_kib() - rss_before) / 1024 < 40
+        assert any("closed a stalled stream" in line for line in server.log), server.log[-5:]
+    finally:
+        sock.close()
         assert server.stop() == 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import itertools
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -23,7 +24,9 @@ from compass_server.store.types import Event
 log = logging.getLogger(__name__)
 
 CHANNEL = "compass_events"
+# The shared window of recent events per workspace, bounded by count and size.
 WINDOW = 4096
+WINDOW_BYTES = 16 << 20
 BATCH = 500
 # A missed NOTIFY (a dropped listener) is caught up by this re-check.
 RECHECK_SECONDS = 5.0
@@ -40,7 +43,8 @@ class Feed:
         self.store = store
         self.workspace_id = workspace_id
         self.head = head
-        self.window: collections.deque[Event] = collections.deque(maxlen=WINDOW)
+        self.window: collections.deque[Event] = collections.deque()
+        self.window_bytes = 0
         self.users = 0
         self._changed = asyncio.Event()
         self._loading: asyncio.Task[None] | None = None
@@ -58,7 +62,13 @@ class Feed:
                 batch = await self.store.read_events(self.workspace_id, self.head, BATCH)
                 if not batch:
                     break
-                self.window.extend(batch)
+                for event in batch:
+                    self.window.append(event)
+                    self.window_bytes += event.size
+                while len(self.window) > WINDOW or (
+                    self.window_bytes > WINDOW_BYTES and len(self.window) > 1
+                ):
+                    self.window_bytes -= self.window.popleft().size
                 self.head = batch[-1].event_id
                 self._wake()
         except Exception:
@@ -77,7 +87,7 @@ class Feed:
         window = self.window
         if window and window[0].event_id <= cursor + 1 and cursor < self.head:
             start = cursor + 1 - window[0].event_id
-            return [window[i] for i in range(start, min(len(window), start + BATCH))]
+            return list(itertools.islice(window, start, start + BATCH))
         if cursor >= self.head:
             return []
         # Further behind than the window: read the log itself.

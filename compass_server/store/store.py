@@ -258,6 +258,7 @@ def event_from_row(row: dict[str, Any]) -> Event:
         channel=channel,
         created_at=row["created_at"],
         inbox=inbox,
+        size=row.get("size", 0),
     )
 
 

@@ -179,6 +179,8 @@ class Event:
     channel: Channel | None = None
     created_at: datetime.datetime | None = None
     inbox: InboxChange | None = None
+    # The stored payload's size in bytes, for memory bounds.
+    size: int = 0
 
 
 class InboxStatus(enum.StrEnum):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import mimetypes
 import pathlib
 import socket
@@ -20,6 +21,8 @@ from compass_server.api.auth import Authenticator
 from compass_server.api.errors import ApiError
 from compass_server.transport.binding import Method, ServiceBinding
 from compass_server.transport.grpc_server import MAX_MESSAGE_BYTES, _error
+
+log = logging.getLogger(__name__)
 
 ASGIApp = Callable[[dict[str, Any], Any, Any], Any]
 STATIC = pathlib.Path(__file__).resolve().parents[1] / "web" / "static"
@@ -79,8 +82,9 @@ def connect_app(binding: ServiceBinding, auth: Authenticator, app_class: Any) ->
 class Router:
     """Routes Connect paths to their service apps and everything else to the page."""
 
-    def __init__(self, apps: dict[str, ASGIApp]) -> None:
+    def __init__(self, apps: dict[str, ASGIApp], slow_stream_seconds: float = 30.0) -> None:
         self.apps = {f"/{name}/": app for name, app in apps.items()}
+        self.slow_stream_seconds = slow_stream_seconds
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -96,9 +100,23 @@ class Router:
         path: str = scope["path"]
         for prefix, app in self.apps.items():
             if path.startswith(prefix):
-                await app(scope, receive, send)
+                try:
+                    await app(scope, receive, self._timed(send))
+                except TimeoutError:
+                    # Returning mid-body makes hypercorn close the connection.
+                    log.info("closed a stalled stream on %s", path)
                 return
         await _static(scope, send)
+
+    def _timed(self, send: Any) -> Any:
+        """A client that stops reading holds a send (hypercorn waits for the
+        socket to drain); past the limit the response fails and the connection
+        closes, so a stalled stream can't pin server memory."""
+
+        async def timed(message: dict[str, Any]) -> None:
+            await asyncio.wait_for(send(message), self.slow_stream_seconds)
+
+        return timed
 
 
 async def _plain(send: Any, status: int, body: bytes, content_type: str = "text/plain") -> None:
@@ -176,5 +194,11 @@ class HttpServer:
             self._sock.close()
 
 
-def apps_for(bindings: Sequence[tuple[ServiceBinding, Any]], auth: Authenticator) -> Router:
-    return Router({b.full_name: connect_app(b, auth, cls) for b, cls in bindings})
+def apps_for(
+    bindings: Sequence[tuple[ServiceBinding, Any]],
+    auth: Authenticator,
+    slow_stream_seconds: float = 30.0,
+) -> Router:
+    return Router(
+        {b.full_name: connect_app(b, auth, cls) for b, cls in bindings}, slow_stream_seconds
+    )

@@ -2,7 +2,8 @@
 SELECT compass_append_events(%(kinds)s::text[], %(channel_ids)s::uuid[], %(payloads)s::jsonb[]) AS last_id
 
 -- name: read_events
-SELECT id, kind, channel_id, payload, created_at FROM events
+SELECT id, kind, channel_id, payload, created_at, octet_length(payload::text) AS size
+FROM events
 WHERE id > %(after)s ORDER BY id LIMIT %(limit)s
 
 -- name: last_event_id
