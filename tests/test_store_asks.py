@@ -381,3 +381,51 @@ async def test_text_blocks_round_trip(world: World) -> None:
     message = await world.post_text(world.human, "hello")
     again = await world.store.get_message(world.human, message.message_id)
     assert again.blocks == (TextBlock("hello"),)
+
+
+# --- the stored shape -----------------------------------------------------------------
+
+
+def test_marshal_rejects_an_ask_both_answered_and_cancelled() -> None:
+    from compass_server.store.blocks import block_to_json
+
+    both = Ask(questions=(AskQuestion("q", "?"),), ask_id="ask_x", answered=True, cancelled=True)
+    with pytest.raises(InvalidArgument, match="both answered and cancelled"):
+        block_to_json(both)
+
+
+def test_reading_an_ask_both_answered_and_cancelled_is_corrupt() -> None:
+    from compass_server.store import Corrupt
+    from compass_server.store.blocks import block_from_json
+
+    raw = {
+        "kind": "ask",
+        "ask": {
+            "ask_id": "ask_x",
+            "answered": True,
+            "cancelled": True,
+            "questions": [{"question_id": "q", "question": "?"}],
+        },
+    }
+    with pytest.raises(Corrupt, match="both answered and cancelled"):
+        block_from_json(raw)
+    with pytest.raises(Corrupt, match="no questions"):
+        block_from_json({"kind": "ask", "ask": {"ask_id": "ask_x", "questions": []}})
+    with pytest.raises(Corrupt):
+        block_from_json({"kind": "video"})
+
+
+async def test_a_corrupt_row_is_internal_not_a_wrong_answer(world: World, db: object) -> None:
+    """A stored ask both answered and cancelled fails loudly on read."""
+    from compass_server.store import Corrupt, Database
+
+    assert isinstance(db, Database)
+    message = await world.post_ask()
+    async with db.tx(world.workspace_id) as conn:
+        await conn.execute(
+            "UPDATE messages SET blocks = jsonb_set(jsonb_set(blocks, '{0,ask,answered}', 'true'),"
+            " '{0,ask,cancelled}', 'true') WHERE id = %s",
+            (message.message_id,),
+        )
+    with pytest.raises(Corrupt):
+        await world.store.get_message(world.human, message.message_id)
