@@ -1,8 +1,9 @@
-// The page: sign-in, the sidebar (channels, DMs, agents) and the open view,
-// kept live from the event stream. Views are picked by the URL hash.
+// The page: sign-in, the sidebar (inbox, channels, DMs, agents) and the open
+// view, kept live from the event stream. Views are picked by the URL hash.
 
 import { ChannelView } from "./channel.js";
 import { h } from "./dom.js";
+import { InboxView, listOpenInboxItems } from "./inbox.js";
 import { LiveEvents } from "./live.js";
 import { Model } from "./model.js";
 import { renderAgents } from "./presence.js";
@@ -14,6 +15,8 @@ const MAX_ALERTS = 3;
 // "#/channel/<id>" → a ChannelView. Another view adds its route here.
 const ROUTES = {
   channel: (app, id) => (app.model.channels.has(id) ? new ChannelView(app, id) : null),
+  // "#/inbox" → the list; "#/inbox/<item id>" → the list and that item's thread.
+  inbox: (app, itemId) => new InboxView(app, itemId),
 };
 
 const $ = (id) => document.getElementById(id);
@@ -41,6 +44,7 @@ class App {
     this.view = null;
     this.route = null;
     this.loaded = false;
+    this.inboxFilter = "open";
     this.alert = (text) => showAlert(text);
     this.reportQuiet = (text) => console.info(text);
     this.onHash = () => this.navigate();
@@ -49,6 +53,7 @@ class App {
 
   start(channels) {
     this.model.setChannels(channels);
+    this.renderInboxLink();
     window.addEventListener("hashchange", this.onHash);
     this.navigate();
     this.live = new LiveEvents(this.comms, {
@@ -73,6 +78,7 @@ class App {
     const results = await Promise.allSettled([
       listAllChannels(this.comms).then((channels) => this.model.setChannels(channels)),
       this.comms.call("GetPresence", {}).then((r) => this.model.setPresence(r.presences ?? [])),
+      listOpenInboxItems(this.comms, this.model).then((ids) => this.model.setInboxOpen(ids)),
       this.view?.reload(),
     ]);
     const failed = results.find((r) => r.status === "rejected");
@@ -93,6 +99,7 @@ class App {
     // The first channel, or the one the URL names, may arrive live.
     if (change.kind === "channels" && !this.view) this.navigate();
     if (change.kind === "presence" || change.kind === "handles") renderAgents(this.model, $("agent-list"));
+    if (change.kind === "inbox") this.renderInboxLink();
   }
 
   navigate() {
@@ -116,6 +123,7 @@ class App {
     this.show(view, view.root);
     view.open();
     this.renderChannels();
+    this.renderInboxLink();
   }
 
   show(view, element) {
@@ -123,6 +131,18 @@ class App {
     this.view = view;
     if (!view) this.route = null;
     $("view").replaceChildren(element);
+  }
+
+  /** The sidebar's inbox link: current when an inbox view is open, with the count of open items. */
+  renderInboxLink() {
+    const link = $("inbox-link");
+    if (this.route?.startsWith("inbox/")) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+    const open = this.model.inboxOpen.size;
+    const count = $("inbox-count");
+    count.hidden = open === 0;
+    // The number is seen; " open" is read with it, so the link reads "Inbox 3 open".
+    count.replaceChildren(String(open), h("span", { class: "visually-hidden" }, " open"));
   }
 
   renderChannels() {

@@ -30,6 +30,11 @@ function chosenOf(ask, question, draft) {
  * ctx: { model, comms, refresh(messageId), reportQuiet(text) }. A closed ask
  * (answered or withdrawn) renders read-only and drops any staged input,
  * because showing it would suggest it was recorded.
+ *
+ * Optional, for asks that live outside channels (the inbox):
+ * ctx.closedStatus(ask, message) words a closed ask's status line;
+ * ctx.send(ask, message, answers) sends the answers in place of RespondToAsk
+ * and resolves to "" when done, or to an error to show with the picks kept.
  */
 export function renderAsk(ask, message, ctx) {
   const closed = isClosed(ask);
@@ -44,7 +49,10 @@ export function renderAsk(ask, message, ctx) {
   );
 
   let status = null;
-  if (ask.cancelled) {
+  const custom = closed && ctx.closedStatus ? ctx.closedStatus(ask, message) : "";
+  if (custom) {
+    status = h("div", { class: ask.answered ? "ask-answered-line" : "ask-withdrawn", role: "status" }, custom);
+  } else if (ask.cancelled) {
     status = h("div", { class: "ask-withdrawn", role: "status" }, WITHDRAWN);
   } else if (ask.answered) {
     const answer = ctx.model.answerOf(ask.askId);
@@ -174,6 +182,14 @@ async function submit(askId, ctx) {
   draft.error = "";
   sending.add(askId);
   ctx.refresh(message.messageId);
+  if (ctx.send) {
+    const error = await ctx.send(ask, message, answers);
+    sending.delete(askId);
+    if (error && !closedNow(ctx, askId)) draftOf(askId).error = error;
+    else drafts.delete(askId);
+    ctx.refresh(message.messageId);
+    return;
+  }
   try {
     const response = await ctx.comms.call("RespondToAsk", { askId, answers });
     sending.delete(askId);

@@ -35,10 +35,11 @@ export class Model {
     this.handles = new Map(); // accountId → handle
     this.asks = new Map(); // askId → messageId
     this.answers = new Map(); // askId → the ask_answer message
+    this.inboxOpen = new Set(); // ids of inbox items whose ask waits for an answer
     this.listeners = new Set();
   }
 
-  /** listener(change): change.kind is "channels" | "message" | "presence" | "handles". */
+  /** listener(change): change.kind is "channels" | "message" | "presence" | "handles" | "inbox". */
   subscribe(listener) {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
@@ -150,6 +151,28 @@ export class Model {
     return this.handles.get(accountId) ?? `account ${accountId.slice(0, 8)}`;
   }
 
+  // --- the inbox ------------------------------------------------------------
+
+  setInboxOpen(itemIds) {
+    this.inboxOpen = new Set(itemIds);
+    this.emit({ kind: "inbox" });
+  }
+
+  /** An inboxItemChanged event: the views read the item again, the count follows its status. */
+  applyInbox(change) {
+    if (change.status === "INBOX_ITEM_STATUS_OPEN") this.inboxOpen.add(change.itemId);
+    else this.inboxOpen.delete(change.itemId);
+    if (change.message) this.noteHandle(change.message.authorAccountId, change.message.authorHandle);
+    this.emit({ kind: "inbox", itemId: change.itemId, live: true });
+  }
+
+  /** A handle read elsewhere (an inbox item names its agent). */
+  noteHandle(accountId, handle) {
+    if (!accountId || !handle || this.handles.get(accountId) === handle) return;
+    this.handles.set(accountId, handle);
+    this.emit({ kind: "handles" });
+  }
+
   // --- the live stream ------------------------------------------------------
 
   apply(event) {
@@ -157,6 +180,7 @@ export class Model {
     else if (event.messageUpdated) this.upsertMessage(event.messageUpdated.message);
     else if (event.presenceChanged) this.updatePresence(event.presenceChanged.presence);
     else if (event.channelChanged) this.upsertChannel(event.channelChanged.channel);
+    else if (event.inboxItemChanged) this.applyInbox(event.inboxItemChanged);
   }
 }
 

@@ -1,6 +1,6 @@
 // The Connect protocol over fetch: unary JSON calls and the Subscribe stream.
 
-const SERVICE = "/compass.v1.CommsService/";
+const COMMS = "compass.v1.CommsService";
 
 // When an error body carries no code, the HTTP status says which one it was.
 const CODE_BY_STATUS = {
@@ -61,11 +61,14 @@ export class Comms {
     return { "content-type": contentType, authorization: `Bearer ${this.token}` };
   }
 
-  /** One unary call: resolves to the response's proto3 JSON, rejects with RpcError. */
-  async call(method, request = {}) {
+  /**
+   * One unary call: resolves to the response's proto3 JSON, rejects with RpcError.
+   * `service` names another service on the same server, e.g. "compass.v1.InboxService".
+   */
+  async call(method, request = {}, service = COMMS) {
     let response;
     try {
-      response = await fetch(SERVICE + method, {
+      response = await fetch(`/${service}/${method}`, {
         method: "POST",
         headers: this.headers("application/json"),
         body: JSON.stringify(request),
@@ -84,7 +87,7 @@ export class Comms {
   async *subscribe(afterEventId, signal) {
     let response;
     try {
-      response = await fetch(SERVICE + "Subscribe", {
+      response = await fetch(`/${COMMS}/Subscribe`, {
         method: "POST",
         headers: this.headers("application/connect+json"),
         body: envelope({ afterEventId: String(afterEventId) }),
