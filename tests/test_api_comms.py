@@ -418,3 +418,25 @@ async def test_malformed_ids_are_not_internal(client: Client, api_world: World) 
         "not_found",
         client.call("GetMessage", pb.GetMessageRequest(message_id=str(uuid.uuid4())), h),
     )
+
+
+async def test_an_unexpected_failure_is_internal_with_an_incident_id_and_no_details(
+    client: Client, api_world: World, server: Any
+) -> None:
+    w = api_world
+    message = await post_ask(client, w)
+    async with server.db.tx(w.workspace_id) as conn:
+        # A row no writer can produce: both answered and cancelled.
+        await conn.execute(
+            "UPDATE messages SET blocks = jsonb_set(jsonb_set(blocks, '{0,ask,answered}', 'true'),"
+            " '{0,ask,cancelled}', 'true') WHERE id = %s",
+            (uuid.UUID(message.message_id),),
+        )
+    err = await expect(
+        "internal",
+        client.call(
+            "GetMessage", pb.GetMessageRequest(message_id=message.message_id), tok(w, w.human)
+        ),
+    )
+    assert err.message.startswith("internal error (incident ")
+    assert "answered" not in err.message and "cancelled" not in err.message
