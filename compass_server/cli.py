@@ -150,12 +150,14 @@ _ADMIN: dict[str, Callable[[Store, argparse.Namespace], Awaitable[dict[str, Any]
 
 
 def _run(coro: Awaitable[Any]) -> Any:
-    try:
-        import uvloop
+    if os.environ.get("COMPASS_EVENT_LOOP", "uvloop") == "uvloop":
+        try:
+            import uvloop
 
-        return uvloop.run(coro)  # type: ignore[arg-type]
-    except ImportError:
-        return asyncio.run(coro)  # type: ignore[arg-type]
+            return uvloop.run(coro)  # type: ignore[arg-type]
+        except ImportError:
+            pass
+    return asyncio.run(coro)  # type: ignore[arg-type]
 
 
 def main(argv: list[str] | None = None) -> int:
