@@ -40,6 +40,7 @@ from bench.harness import (
     resolve_loop,
     run_async,
 )
+from bench.server import cpu_probe
 
 SCHEMA = "bench_ceiling"
 
@@ -141,7 +142,7 @@ async def open_ceiling(ctx: BenchContext) -> AsyncIterator[Measure]:
             async def call(i: int) -> None:
                 await lifecycle(conns[i])
 
-            return await ctx.load(call, k)
+            return await ctx.load(call, k, cpu=cpu_probe(ctx.database_url))
         finally:
             for conn in conns:
                 await pool.putconn(conn)

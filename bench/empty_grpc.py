@@ -36,6 +36,7 @@ from typing import Any
 import grpc
 
 from bench.harness import BenchContext, LoadResult, Measure, Row, resolve_loop, run_async
+from bench.server import process_cpu_s
 from compass.v1 import comms_pb2, comms_pb2_grpc
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -105,8 +106,8 @@ def post_request() -> comms_pb2.PostMessageRequest:
 
 
 @asynccontextmanager
-async def server_process(loop_name: str = "auto") -> AsyncIterator[str]:
-    """Start `python -m bench.empty_grpc serve` and yield its target "host:port"."""
+async def server_process(loop_name: str = "auto") -> AsyncIterator[tuple[str, int]]:
+    """Start `python -m bench.empty_grpc serve`; yield its target "host:port" and pid."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -125,7 +126,7 @@ async def server_process(loop_name: str = "auto") -> AsyncIterator[str]:
             raise RuntimeError(f"empty gRPC server did not start (said {line!r})")
         port = line.split()[1]
         print(f"  [empty gRPC server: {line}]", file=sys.stderr, flush=True)
-        yield f"127.0.0.1:{port}"
+        yield f"127.0.0.1:{port}", proc.pid
     finally:
         proc.stdin.close()
         try:
@@ -139,7 +140,10 @@ def open_rows(calls_per_op: int) -> Any:
     @asynccontextmanager
     async def open_empty_grpc(ctx: BenchContext) -> AsyncIterator[Measure]:
         server_loop = ctx.extra.get("server_loop", "auto")
-        async with server_process(server_loop) as target:
+        async with server_process(server_loop) as (target, pid):
+
+            def probe() -> dict[str, float]:
+                return {"server": process_cpu_s(pid)}
 
             async def measure(k: int) -> LoadResult:
                 channel = grpc.aio.insecure_channel(target)
@@ -152,7 +156,7 @@ def open_rows(calls_per_op: int) -> Any:
                         for _ in range(calls_per_op):
                             await stub.PostMessage(request)
 
-                    return await ctx.load(call, k)
+                    return await ctx.load(call, k, cpu=probe)
                 finally:
                     await channel.close()
 

@@ -18,7 +18,7 @@ import asyncio
 import math
 import os
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -27,8 +27,28 @@ T = TypeVar("T")
 
 # One call of the thing being measured. The argument is the worker index,
 # 0 <= i < concurrency, so a row can give each worker its own resources
-# (a connection, an account, …) without locking.
+# (a connection, an account, …) without locking. A call that returns `Phases`
+# also has the latency of each of its parts kept.
 Call = Callable[[int], Awaitable[object]]
+
+
+class Phases(dict[str, float]):
+    """Seconds spent in each named part of one op (e.g. {"PostMessage": …,
+    "RespondToAsk": …}). Return one from a call to have every part's latency
+    kept, for the same ops (those completed inside the window) as the op's."""
+
+
+# Cumulative CPU seconds of processes other than this one (a server, PostgreSQL),
+# by name; sampled at the edges of the window like the client's own CPU.
+CpuProbe = Callable[[], Mapping[str, float]]
+
+
+def percentile_ms(sorted_s: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile of sorted seconds, q in (0, 100], in milliseconds."""
+    if not sorted_s:
+        return math.nan
+    rank = max(1, math.ceil(q / 100.0 * len(sorted_s)))
+    return sorted_s[rank - 1] * 1000.0
 
 
 @dataclass(frozen=True)
@@ -44,6 +64,13 @@ class LoadResult:
     # idle near 0 means CPU-bound; steal is time the hypervisor gave to others.
     machine_idle: float = math.nan
     machine_steal: float = math.nan
+    # Per part of an op (see `Phases`): sorted seconds, one per op in the window.
+    phases: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    # CPU seconds other processes spent during the window, by name (see CpuProbe).
+    other_cpu_s: Mapping[str, float] = field(default_factory=dict)
+    # time.perf_counter() at the window's start and end (None once merged), for
+    # rows that keep their own per-op records and must pick the window's.
+    window: tuple[float, float] | None = None
 
     @property
     def calls(self) -> int:
@@ -55,10 +82,11 @@ class LoadResult:
 
     def percentile_ms(self, q: float) -> float:
         """Nearest-rank percentile, q in (0, 100], in milliseconds."""
-        if not self.latencies_s:
-            return math.nan
-        rank = max(1, math.ceil(q / 100.0 * len(self.latencies_s)))
-        return self.latencies_s[rank - 1] * 1000.0
+        return percentile_ms(self.latencies_s, q)
+
+    def phase_percentile_ms(self, name: str, q: float) -> float:
+        """The same for one part of the op (nan if the op has no such part)."""
+        return percentile_ms(self.phases.get(name, ()), q)
 
     @property
     def p50_ms(self) -> float:
@@ -73,6 +101,23 @@ class LoadResult:
         """Client-process CPU per completed call (µs): what the load generator costs."""
         return self.client_cpu_s / self.calls * 1e6 if self.calls else math.nan
 
+    @property
+    def foreign_cpu_share(self) -> float:
+        """Share of the machine's CPU during the window that neither this process
+        nor a probed one used: someone else's work (a test suite, a build), or
+        an unprobed process. Near 0 on a quiet machine."""
+        if math.isnan(self.machine_idle) or self.seconds <= 0:
+            return math.nan
+        ours = self.client_cpu_s + sum(self.other_cpu_s.values())
+        capacity = (os.cpu_count() or 1) * self.seconds
+        return max(0.0, 1.0 - self.machine_idle - self.machine_steal - ours / capacity)
+
+    def other_cpu_us_per_call(self, name: str) -> float:
+        """CPU of a probed process (e.g. "server", "pg") per completed call (µs)."""
+        if not self.calls or name not in self.other_cpu_s:
+            return math.nan
+        return self.other_cpu_s[name] / self.calls * 1e6
+
     @staticmethod
     def merge(results: Sequence[LoadResult]) -> LoadResult:
         """Pool several runs at the same K (e.g. rounds) into one result."""
@@ -82,6 +127,10 @@ class LoadResult:
         if len(ks) != 1:
             raise ValueError(f"cannot merge different concurrencies: {sorted(ks)}")
         total = sum(r.seconds for r in results)
+        names = list(dict.fromkeys(n for r in results for n in r.phases))
+        phases = {n: tuple(sorted(x for r in results for x in r.phases.get(n, ()))) for n in names}
+        cpu_names = list(dict.fromkeys(n for r in results for n in r.other_cpu_s))
+        other = {n: sum(r.other_cpu_s.get(n, math.nan) for r in results) for n in cpu_names}
         return LoadResult(
             concurrency=results[0].concurrency,
             seconds=total,
@@ -90,15 +139,26 @@ class LoadResult:
             client_cpu_s=sum(r.client_cpu_s for r in results),
             machine_idle=sum(r.machine_idle * r.seconds for r in results) / total,
             machine_steal=sum(r.machine_steal * r.seconds for r in results) / total,
+            phases=phases,
+            other_cpu_s=other,
         )
 
     def summary(self) -> str:
+        others = "".join(
+            f", {n} CPU {self.other_cpu_us_per_call(n):.0f} µs/call" for n in self.other_cpu_s
+        )
+        phases = "".join(
+            f"; {n} p50 {self.phase_percentile_ms(n, 50):.3f} p99 "
+            f"{self.phase_percentile_ms(n, 99):.3f} ms"
+            for n in self.phases
+        )
         return (
             f"K={self.concurrency:<3} {self.calls_per_s:9.1f} calls/s  "
             f"p50 {self.p50_ms:7.3f} ms  p99 {self.p99_ms:7.3f} ms  "
             f"({self.calls} calls, {self.errors} errors, "
-            f"client CPU {self.client_cpu_us_per_call:.0f} µs/call, "
-            f"machine idle {self.machine_idle:.0%} steal {self.machine_steal:.0%})"
+            f"client CPU {self.client_cpu_us_per_call:.0f} µs/call{others}, "
+            f"machine idle {self.machine_idle:.0%} steal {self.machine_steal:.0%} "
+            f"foreign {self.foreign_cpu_share:.0%}){phases}"
         )
 
 
@@ -123,6 +183,7 @@ async def run_load(
     seconds: float,
     warmup: float = 1.0,
     tolerate_errors: bool = False,
+    cpu: CpuProbe | None = None,
 ) -> LoadResult:
     """Run `call(i)` from `concurrency` workers (i = worker index), each awaiting
     its previous call before starting the next (a closed loop), for `warmup`
@@ -130,7 +191,7 @@ async def run_load(
 
     An exception from `call` aborts the run and propagates, unless
     `tolerate_errors` is set: then it is counted in `errors` and the worker
-    carries on.
+    carries on. `cpu`, if given, is sampled at the window's edges.
     """
     if concurrency < 1:
         raise ValueError("concurrency must be >= 1")
@@ -142,9 +203,11 @@ async def run_load(
     measure_from = start + warmup
     until = measure_from + seconds
     per_worker: list[list[float]] = [[] for _ in range(concurrency)]
+    per_phase: dict[str, list[float]] = {}
     errors = [0] * concurrency
     cpu_marks: dict[str, float] = {}
     stat_marks: dict[str, tuple[int, int, int] | None] = {}
+    other_marks: dict[str, Mapping[str, float]] = {}
 
     async def worker(i: int) -> None:
         lat = per_worker[i]
@@ -153,7 +216,7 @@ async def run_load(
             if t0 >= until:
                 return
             try:
-                await call(i)
+                result = await call(i)
             except Exception:
                 if not tolerate_errors:
                     raise
@@ -164,14 +227,21 @@ async def run_load(
             t1 = clock()
             if measure_from <= t1 <= until:
                 lat.append(t1 - t0)
+                if isinstance(result, Phases):
+                    for name, secs in result.items():
+                        per_phase.setdefault(name, []).append(secs)
 
     async def cpu_clock() -> None:
         await asyncio.sleep(max(0.0, measure_from - clock()))
         cpu_marks["from"] = time.process_time()
         stat_marks["from"] = proc_stat_cpu()
+        if cpu is not None:
+            other_marks["from"] = cpu()
         await asyncio.sleep(max(0.0, until - clock()))
         cpu_marks["until"] = time.process_time()
         stat_marks["until"] = proc_stat_cpu()
+        if cpu is not None:
+            other_marks["until"] = cpu()
 
     async with asyncio.TaskGroup() as tg:
         tg.create_task(cpu_clock())
@@ -191,7 +261,14 @@ async def run_load(
         client_cpu_s=cpu_marks.get("until", 0.0) - cpu_marks.get("from", 0.0),
         machine_idle=idle,
         machine_steal=steal,
+        phases={n: tuple(sorted(v)) for n, v in per_phase.items()},
+        other_cpu_s=cpu_delta(other_marks.get("from", {}), other_marks.get("until", {})),
+        window=(measure_from, until),
     )
+
+
+def cpu_delta(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]:
+    return {n: b[n] - a[n] for n in a if n in b}
 
 
 FALLBACK_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -253,10 +330,22 @@ class BenchContext:
     loop_name: str  # event loop of this (client) process: "uvloop" or "asyncio"
     extra: dict[str, str] = field(default_factory=dict)  # free-form knobs for future rows
 
-    async def load(self, call: Call, concurrency: int, **kw: bool) -> LoadResult:
+    async def load(
+        self,
+        call: Call,
+        concurrency: int,
+        *,
+        tolerate_errors: bool = False,
+        cpu: CpuProbe | None = None,
+    ) -> LoadResult:
         """`run_load` with this run's window and warmup."""
         return await run_load(
-            call, concurrency=concurrency, seconds=self.seconds, warmup=self.warmup, **kw
+            call,
+            concurrency=concurrency,
+            seconds=self.seconds,
+            warmup=self.warmup,
+            tolerate_errors=tolerate_errors,
+            cpu=cpu,
         )
 
 
@@ -276,3 +365,9 @@ class Row:
     title: str  # shown in the table
     op: str  # what one counted call is, e.g. "ask lifecycle (post + answer)"
     open: RowOpener | None  # None: planned, not measurable yet (shown as pending)
+    # Only at these K (None: every K of the run); other columns show "n/a".
+    ks: tuple[int, ...] | None = None
+    # False when an op is not a lifecycle (e.g. one delivery): no × ceiling.
+    vs_ceiling: bool = True
+    # Key of a row whose per-call latencies this row's are compared with.
+    baseline: str | None = None

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.metadata
 import math
 import os
 import platform
 import statistics
 import subprocess
 import sys
+import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
@@ -31,7 +33,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from bench import ceiling, empty_grpc
+from bench import ceiling, empty_grpc, fanout, server_lifecycle, server_post, store_growth
 from bench.harness import (
     BenchContext,
     LoadResult,
@@ -59,50 +61,32 @@ from bench.harness import (
 # k)`. See bench/ceiling.py and bench/empty_grpc.py, and bench/README.md.
 #
 # Rows with `open=None` are planned: they show as "pending" in the table until
-# their module exists. To add one, write its opener in its own bench/<name>.py
-# and replace the `None` below.
+# their module exists. A row with `ks` runs only at those K ("n/a" elsewhere);
+# `vs_ceiling=False` drops its × ceiling (its op is not a lifecycle);
+# `baseline` names a row its per-call latencies are compared with.
 # ---------------------------------------------------------------------------
 
 ROWS: tuple[Row, ...] = (
     ceiling.ROW,
-    Row(
-        key="lifecycle_grpc",
-        title="server lifecycle over gRPC",
-        op="lifecycle: PostMessage(ask) by an agent, then RespondToAsk by a person",
-        open=None,  # bench/server_lifecycle.py: compass-server subprocess on ctx.database_url
-    ),
-    Row(
-        key="lifecycle_connect",
-        title="server lifecycle over Connect",
-        op="lifecycle as above over the Connect protocol (binary, HTTP/2 h2c)",
-        open=None,  # bench/server_lifecycle.py, Connect client instead of grpc.aio
-    ),
-    Row(
-        key="post_grpc",
-        title="PostMessage over gRPC",
-        op="one PostMessage(ask) into the real server",
-        open=None,  # bench/server_post.py
-    ),
+    server_lifecycle.ROW,
+    server_lifecycle.CONNECT_ROW,
+    server_post.ROW,
     empty_grpc.ROW,
     empty_grpc.PAIR_ROW,
-    Row(
-        key="fanout",
-        title="fan-out",
-        op="one posted message delivered to every subscriber (Subscribe streams)",
-        open=None,  # bench/fanout.py
-    ),
-    Row(
-        key="store_growth",
-        title="store growth",
-        op="server lifecycle with the store pre-grown (e.g. 1M messages)",
-        open=None,  # bench/store_growth.py
-    ),
+    fanout.ROW_100,
+    fanout.ROW_1000,
+    store_growth.ROW_SMALL,
+    store_growth.ROW_LARGE,
 )
 
 CEILING_KEY = ceiling.ROW.key
 
 # Below this share of idle CPU before the run, the machine is called busy.
 QUIET_IDLE = 0.9
+# A window in which other processes used more than this share of the machine's
+# CPU is disturbed: with --wait-quiet it is measured again (up to RETRIES times).
+MAX_FOREIGN = 0.1
+RETRIES = 3
 
 
 # --------------------------------------------------------------------------- database
@@ -150,14 +134,47 @@ def cpu_model() -> str:
     return "?"
 
 
+def versions() -> str:
+    found = []
+    for dist in ("grpcio", "protobuf", "connectrpc", "pyqwest", "hypercorn", "psycopg", "uvloop"):
+        try:
+            found.append(f"{dist} {importlib.metadata.version(dist)}")
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return ", ".join(found)
+
+
+def source_state() -> str:
+    """The commit the server ran from, and whether its tree had local changes."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "compass_server", "gen"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+    return head + (" + uncommitted changes in compass_server/ or gen/" if dirty else "")
+
+
 def machine_lines(
-    started: dt.datetime, pg_version: str, loop_name: str, server_loop: str, idle: float
+    started: dt.datetime,
+    source: str,
+    pg_version: str,
+    loop_name: str,
+    server_loop: str,
+    idle: float,
 ) -> list[str]:
     return [
-        f"date: {started.strftime('%Y-%m-%d %H:%M UTC')}",
+        f"date: {started.strftime('%Y-%m-%d %H:%M UTC')}; server source: {source}",
         f"cpus: {len(os.sched_getaffinity(0))} (nproc), model: {cpu_model()}",
-        f"PostgreSQL {pg_version}; Python {platform.python_version()}; "
-        f"client loop {loop_name}; empty-gRPC server loop {server_loop}",
+        f"PostgreSQL {pg_version}; Python {platform.python_version()}; {versions()}",
+        f"client loop {loop_name}; empty-gRPC server loop {server_loop}; compass-server runs "
+        "on uvloop when it imports",
         f"machine idle just before the run: {idle:.0%}"
         + ("" if not idle < QUIET_IDLE else "  <-- BUSY: something else is using the CPUs"),
     ]
@@ -170,6 +187,7 @@ def machine_lines(
 class Cell:
     results: list[LoadResult] = field(default_factory=list)
     error: str = ""
+    disturbed: int = 0  # results kept although others used > MAX_FOREIGN of the machine
 
     def merged(self) -> LoadResult | None:
         return LoadResult.merge(self.results) if self.results else None
@@ -179,8 +197,23 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+async def wait_until_quiet(max_wait_s: float) -> float:
+    """Wait (up to max_wait_s) until three 2-second samples in a row see the
+    machine at least QUIET_IDLE idle; returns the last sample."""
+    deadline = time.monotonic() + max_wait_s
+    streak, idle, last_log = 0, math.nan, 0.0
+    while True:
+        idle = await machine_idle_now(2.0)
+        streak = streak + 1 if idle >= QUIET_IDLE else 0
+        if streak >= 3 or time.monotonic() >= deadline:
+            return idle
+        if time.monotonic() - last_log > 60:
+            last_log = time.monotonic()
+            log(f"waiting for a quiet machine: {idle:.0%} idle (need {QUIET_IDLE:.0%} three times)")
+
+
 async def run_rows(
-    ctx: BenchContext, rows: list[Row], ks: list[int], rounds: int
+    ctx: BenchContext, rows: list[Row], ks: list[int], rounds: int, quiet_wait_s: float = 0.0
 ) -> dict[tuple[str, int], Cell]:
     cells: dict[tuple[str, int], Cell] = {(r.key, k): Cell() for r in rows for k in ks}
     measures: dict[str, Measure] = {}
@@ -195,24 +228,42 @@ async def run_rows(
                 for k in ks:
                     cells[(row.key, k)].error = f"setup failed: {type(exc).__name__}"
         for rnd in range(1, rounds + 1):
+            if quiet_wait_s > 0:
+                idle = await wait_until_quiet(quiet_wait_s)
+                log(f"[round {rnd}/{rounds}] starting with the machine {idle:.0%} idle")
             for k in ks:
                 for row in rows:
                     measure = measures.get(row.key)
                     cell = cells[(row.key, k)]
-                    if measure is None or cell.error:
+                    if measure is None or cell.error or not runs_at(row, k):
                         continue
+                    tag = f"[round {rnd}/{rounds}] {row.key:<16}"
                     try:
                         result = await measure(k)
+                        # A window someone else's work disturbed is measured again, once the
+                        # machine is quiet (only when waiting for quiet was asked for).
+                        for _ in range(RETRIES if quiet_wait_s > 0 else 0):
+                            if not result.foreign_cpu_share > MAX_FOREIGN:
+                                break
+                            log(f"{tag} {result.summary()}  <-- disturbed, measuring again")
+                            await wait_until_quiet(quiet_wait_s)
+                            result = await measure(k)
                     except Exception as exc:
-                        log(f"[round {rnd}/{rounds}] {row.key}: failed: {exc!r}")
+                        log(f"{tag} failed: {exc!r}")
                         cell.error = f"failed: {type(exc).__name__}"
                         continue
                     cell.results.append(result)
-                    log(f"[round {rnd}/{rounds}] {row.key:<16} {result.summary()}")
+                    if result.foreign_cpu_share > MAX_FOREIGN:
+                        cell.disturbed += 1
+                    log(f"{tag} {result.summary()}")
     return cells
 
 
 # --------------------------------------------------------------------------- table
+
+
+def runs_at(row: Row, k: int) -> bool:
+    return row.ks is None or k in row.ks
 
 
 def _ms(x: float) -> str:
@@ -239,8 +290,39 @@ def _ops(cell: Cell) -> str:
     """ops/s of one round, or the median of the rounds with their range."""
     rates = [r.calls_per_s for r in cell.results]
     if len(rates) == 1:
-        return f"{rates[0]:,.0f}"
-    return f"{statistics.median(rates):,.0f} [{min(rates):,.0f}–{max(rates):,.0f}]"
+        return _rate(rates[0])
+    return f"{_rate(statistics.median(rates))} [{_rate(min(rates))}–{_rate(max(rates))}]"
+
+
+def _rate(x: float) -> str:
+    return f"{x:,.1f}" if x < 10 else f"{x:,.0f}"
+
+
+def markdown(lines: list[list[str]]) -> list[str]:
+    """A Markdown table: first line the header, first column left-aligned."""
+    widths = [max(len(r[i]) for r in lines) for i in range(len(lines[0]))]
+
+    def fmt(cols: list[str]) -> str:
+        padded = [
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(cols, widths, strict=True))
+        ]
+        return "| " + " | ".join(padded) + " |"
+
+    sep = (
+        "|"
+        + "|".join(("-" * (w + 1) + ":") if i else "-" * (w + 2) for i, w in enumerate(widths))
+        + "|"
+    )
+    return [fmt(lines[0]), sep, *(fmt(r) for r in lines[1:])]
+
+
+def _us(x: float) -> str:
+    return "—" if math.isnan(x) else f"{x:,.0f}"
+
+
+def _times(a: float, b: float) -> str:
+    return "—" if math.isnan(a) or math.isnan(b) or b == 0 else f"{a / b:.2f}"
 
 
 def render_table(rows: list[Row], ks: list[int], cells: dict[tuple[str, int], Cell]) -> str:
@@ -255,45 +337,117 @@ def render_table(rows: list[Row], ks: list[int], cells: dict[tuple[str, int], Ce
             res = cell.merged()
             if row.open is None:
                 line += ["pending", "", "", "", "", ""]
+            elif not runs_at(row, k):
+                line += ["n/a", "", "", "", "", ""]
             elif res is None:
                 line += [cell.error or "—", "", "", "", "", ""]
             else:
                 errs = f" ({res.errors} err)" if res.errors else ""
+                errs += " †" if cell.disturbed else ""
                 line += [
                     _ops(cell) + errs,
                     _ms(res.p50_ms),
                     _ms(res.p99_ms),
-                    _ratio(cell, cells.get((CEILING_KEY, k))),
+                    _ratio(cell, cells.get((CEILING_KEY, k))) if row.vs_ceiling else "—",
                     f"{res.client_cpu_us_per_call:.0f}",
                     "—" if math.isnan(res.machine_idle) else f"{res.machine_idle:.0%}",
                 ]
         lines.append(line)
-    widths = [max(len(r[i]) for r in lines) for i in range(len(head))]
-
-    def fmt(cols: list[str]) -> str:
-        padded = [
-            c.ljust(w) if i == 0 else c.rjust(w)
-            for i, (c, w) in enumerate(zip(cols, widths, strict=True))
-        ]
-        return "| " + " | ".join(padded) + " |"
-
-    sep = (
-        "|"
-        + "|".join(("-" * (w + 1) + ":") if i else "-" * (w + 2) for i, w in enumerate(widths))
-        + "|"
-    )
-    out = [fmt(lines[0]), sep, *(fmt(r) for r in lines[1:])]
+    out = markdown(lines)
     out.append("")
     out.append(
         "ops/s: completed ops per second (with several rounds: the median round, [min–max]); "
         "p50/p99: over all rounds' ops; × ceiling: ops/s over the ceiling's at the same K "
         "(median of per-round ratios); client µs/op: CPU of the load-generating process per "
-        "op; idle: whole-machine idle CPU share during the window (near 0% = CPU-bound)."
+        "op; idle: whole-machine idle CPU share during the window (near 0% = CPU-bound); "
+        "n/a: the row runs at other K only; †: a window kept although other work used "
+        f"more than {MAX_FOREIGN:.0%} of the machine in it."
     )
+    out += ["", *render_calls(rows, ks, cells), "", *render_cpu(rows, ks, cells)]
     out.append("")
     out.append("one op is:")
     out += [f"- {row.title}: {row.op}" for row in rows]
     return "\n".join(out)
+
+
+def render_calls(rows: list[Row], ks: list[int], cells: dict[tuple[str, int], Cell]) -> list[str]:
+    """Per call within an op (rows whose ops return Phases)."""
+    head = ["row", "call"]
+    for k in ks:
+        head += [f"K={k} calls/s", "p50 ms", "p99 ms", "p50 / p99 × baseline"]
+    lines = [head]
+    merged = {key: cell.merged() for key, cell in cells.items()}
+    for row in rows:
+        names = list(
+            dict.fromkeys(
+                n for k in ks if (r := merged[(row.key, k)]) is not None for n in r.phases
+            )
+        )
+        for name in names:
+            line = [row.title, name]
+            for k in ks:
+                res = merged[(row.key, k)]
+                if res is None or name not in res.phases:
+                    line += ["—", "", "", ""]
+                    continue
+                base = merged.get((row.baseline, k)) if row.baseline else None
+                compare = "—"
+                if base is not None and name in base.phases:
+                    compare = (
+                        _times(
+                            res.phase_percentile_ms(name, 50), base.phase_percentile_ms(name, 50)
+                        )
+                        + " / "
+                        + _times(
+                            res.phase_percentile_ms(name, 99), base.phase_percentile_ms(name, 99)
+                        )
+                    )
+                line += [
+                    _rate(len(res.phases[name]) / res.seconds),
+                    _ms(res.phase_percentile_ms(name, 50)),
+                    _ms(res.phase_percentile_ms(name, 99)),
+                    compare,
+                ]
+            lines.append(line)
+    if len(lines) == 1:
+        return []
+    return [
+        "Per call (the parts of one op, over the same ops as above):",
+        "",
+        *markdown(lines),
+    ]
+
+
+def render_cpu(rows: list[Row], ks: list[int], cells: dict[tuple[str, int], Cell]) -> list[str]:
+    """CPU per op of the client, the server process(es) and PostgreSQL."""
+    merged = {key: cell.merged() for key, cell in cells.items()}
+    names = list(dict.fromkeys(n for r in merged.values() if r is not None for n in r.other_cpu_s))
+    head = ["row"]
+    for k in ks:
+        head += [f"K={k} client µs/op", *(f"{n} µs/op" for n in names), "foreign"]
+    lines = [head]
+    for row in rows:
+        if not any(merged[(row.key, k)] is not None for k in ks):
+            continue
+        line = [row.title]
+        for k in ks:
+            res = merged[(row.key, k)]
+            if res is None:
+                line += ["—"] * (2 + len(names))
+                continue
+            line += [_us(res.client_cpu_us_per_call)]
+            line += [_us(res.other_cpu_us_per_call(n)) for n in names]
+            foreign = res.foreign_cpu_share
+            line += ["—" if math.isnan(foreign) else f"{foreign:.0%}"]
+        lines.append(line)
+    return [
+        "CPU per op (from /proc over each window; pg = the postmaster, its WAL writer and "
+        "other auxiliaries, and the backends of the benchmark's databases; foreign = share "
+        "of the machine's CPU used by anything else during the windows, ~0 on a quiet "
+        "machine):",
+        "",
+        *markdown(lines),
+    ]
 
 
 # --------------------------------------------------------------------------- main
@@ -308,6 +462,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds per (row, K)")
     p.add_argument("--k", default="1,16", help="comma-separated concurrencies (default 1,16)")
     p.add_argument("--rounds", type=int, default=1, help="repeat the interleaved sweep")
+    p.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0.0,
+        metavar="MINUTES",
+        help="before the run and each round, wait up to this long for a quiet machine",
+    )
     keys = ", ".join(r.key for r in ROWS)
     p.add_argument(
         "--rows",
@@ -316,6 +477,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--no-ceiling", action="store_true", help="leave the ceiling out (no × ceiling column)"
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a row knob, e.g. fanout_streams_per_process=250 (repeatable)",
     )
     p.add_argument("--loop", choices=("auto", "uvloop", "asyncio"), default="auto")
     p.add_argument(
@@ -355,21 +523,25 @@ async def amain(args: argparse.Namespace, loop_name: str) -> int:
         seconds=args.seconds,
         warmup=args.warmup,
         loop_name=loop_name,
-        extra={"server_loop": server_loop},
+        extra={"server_loop": server_loop, **dict(kv.split("=", 1) for kv in args.set)},
     )
     started = dt.datetime.now(dt.UTC)
     pg = await server_version(args.database_url)
-    idle = await machine_idle_now(2.0)
+    source = source_state()
+    if args.wait_quiet > 0:
+        idle = await wait_until_quiet(args.wait_quiet * 60)
+    else:
+        idle = await machine_idle_now(2.0)
     if idle < QUIET_IDLE:
         log(f"warning: the machine is only {idle:.0%} idle before the run; numbers will be low")
     await create_database(args.database_url, args.bench_database)
     log(f"benchmark database {args.bench_database} created; {args.seconds:g} s per row and K")
     try:
-        cells = await run_rows(ctx, rows, ks, args.rounds)
+        cells = await run_rows(ctx, rows, ks, args.rounds, args.wait_quiet * 60)
     finally:
         if not args.keep_database:
             await drop_database(args.database_url, args.bench_database)
-    print("\n".join(machine_lines(started, pg, loop_name, server_loop, idle)))
+    print("\n".join(machine_lines(started, source, pg, loop_name, server_loop, idle)))
     print(
         f"{args.seconds:g} s measured + {args.warmup:g} s warmup per row and K, "
         f"{args.rounds} round(s)"
