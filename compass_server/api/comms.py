@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import collections
+import uuid
 from collections.abc import AsyncIterator
 
 from compass.v1 import comms_pb2 as pb
@@ -12,11 +14,26 @@ from compass_server.store import InvalidArgument, PermissionDenied, Store
 from compass_server.store.store import parse_id
 from compass_server.store.types import AccountKind, Actor, Event, EventKind
 
+WIRE_CACHE = 2048
+
 
 class CommsApi:
     def __init__(self, store: Store, hub: EventHub) -> None:
         self.store = store
         self.hub = hub
+        # Every subscriber of a workspace sends the same wire event: build it once.
+        self._wire: collections.OrderedDict[tuple[uuid.UUID, int], pb.Event] = (
+            collections.OrderedDict()
+        )
+
+    def _wire_event(self, workspace_id: uuid.UUID, event: Event) -> pb.Event:
+        key = (workspace_id, event.event_id)
+        found = self._wire.get(key)
+        if found is None:
+            found = self._wire[key] = wire.event_to_wire(event)
+            if len(self._wire) > WIRE_CACHE:
+                self._wire.popitem(last=False)
+        return found
 
     async def create_channel(
         self, actor: Actor, req: pb.CreateChannelRequest
@@ -139,4 +156,4 @@ class CommsApi:
 
         yield pb.Event(event_id=cursor, ready=pb.Ready())
         async for event in self.hub.stream(actor.workspace_id, cursor, visible):
-            yield wire.event_to_wire(event)
+            yield self._wire_event(actor.workspace_id, event)

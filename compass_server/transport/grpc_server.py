@@ -98,7 +98,8 @@ def _handler(
                 # A client that stops reading holds a write here; past the limit
                 # its stream is closed, so it can't pin server memory.
                 try:
-                    await asyncio.wait_for(context.write(item), slow_stream_seconds)
+                    async with asyncio.timeout(slow_stream_seconds):
+                        await context.write(item)
                 except TimeoutError:
                     err = FELL_BEHIND
                     break
@@ -107,6 +108,8 @@ def _handler(
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            if context.done():
+                return  # the client went away mid-stream; nobody to tell
             err = _error(exc)
         await _abort(context, err)
 
