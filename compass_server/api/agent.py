@@ -39,7 +39,5 @@ class AgentApi:
 
     async def cancel_ask(self, actor: Actor, req: gw.CancelAskRequest) -> gw.CancelAskResponse:
         """Author only; a repeat succeeds and changes nothing (the store's rule)."""
-        if not req.ask_id:
-            raise InvalidArgument("ask_id is required")
         await self.store.cancel_ask(actor, req.ask_id)
         return gw.CancelAskResponse()

@@ -10,7 +10,7 @@ from compass.v1 import comms_pb2 as pb
 from compass_server.api import mapping as wire
 from compass_server.api.errors import ApiError, Status
 from compass_server.events.hub import EventHub
-from compass_server.store import InvalidArgument, PermissionDenied, Store
+from compass_server.store import PermissionDenied, Store
 from compass_server.store.store import parse_id
 from compass_server.store.types import AccountKind, Actor, Event, EventKind
 
@@ -114,8 +114,6 @@ class CommsApi:
     ) -> pb.RespondToAskResponse:
         if actor.kind is AccountKind.AGENT:
             raise PermissionDenied("agents never answer asks")
-        if not req.ask_id:
-            raise InvalidArgument("ask_id is required")
         ask_message, answer = await self.store.answer_ask(
             actor, req.ask_id, wire.answers_from_wire(req.answers)
         )
