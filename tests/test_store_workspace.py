@@ -114,8 +114,17 @@ async def test_presence_changes_publish_one_event_each(world: World) -> None:
     assert states == [PresenceState.WAITING]
 
 
-async def test_open_ask_query_uses_the_index(db: Database, world: World) -> None:
+async def test_the_waiting_check_reads_its_partial_index(db: Database, world: World) -> None:
+    # The planner guesses jsonb_path_exists badly and scans every message once
+    # the table is large, so the function carries enable_seqscan=off: prove
+    # the index serves the query under that setting, and that the setting is on.
     async with db.tx(world.workspace_id) as conn:
+        config = await (
+            await conn.execute(
+                "SELECT proconfig FROM pg_proc WHERE proname = 'compass_presence_change'"
+            )
+        ).fetchone()
+        assert config is not None and "enable_seqscan=off" in (config["proconfig"] or [])
         await conn.execute("SET LOCAL enable_seqscan = off")
         plan = await (
             await conn.execute(

@@ -286,6 +286,25 @@ class InboxStore:
         )
         return await self._item(conn, item.item_id)
 
+    async def _close(
+        self, conn: Conn, item: InboxItem, by: Actor, reason: str | None
+    ) -> tuple[InboxItem, bool]:
+        """Withdraws the open ask. The agent's close keeps its reason and moves
+        the revision; a member's has no reason. A repeat changes nothing."""
+        if item.status is InboxStatus.CLOSED:
+            return item, False
+        _require_open(item, "close")
+        assert item.ask_message_id is not None
+        await conn.execute(
+            INBOX["set_ask_status"],
+            {"id": item.ask_message_id, "status": AskStatus.WITHDRAWN.value, "reason": reason},
+        )
+        item = await self._set_item(
+            conn, item, rules.closed(item.state, by.account_id, by_agent=reason is not None)
+        )
+        await self._publish(conn, item, by)
+        return item, True
+
     async def _publish(
         self, conn: Conn, item: InboxItem, actor: Actor, message: InboxMessage | None = None
     ) -> None:
@@ -388,19 +407,7 @@ class InboxStore:
         rules.check_reason(reason)
         async with self.db.tx(agent.workspace_id) as conn:
             item = await self._lock_by_key(conn, agent, key)
-            if item.status is InboxStatus.CLOSED:
-                return item, False
-            _require_open(item, "close")
-            assert item.ask_message_id is not None
-            await conn.execute(
-                INBOX["set_ask_status"],
-                {"id": item.ask_message_id, "status": AskStatus.WITHDRAWN.value, "reason": reason},
-            )
-            item = await self._set_item(
-                conn, item, rules.closed(item.state, agent.account_id, by_agent=True)
-            )
-            await self._publish(conn, item, agent)
-        return item, True
+            return await self._close(conn, item, agent, reason)
 
     # --- people's side ------------------------------------------------------------
 
@@ -584,19 +591,7 @@ class InboxStore:
         _member(actor)
         async with self.db.tx(actor.workspace_id) as conn:
             item = await self._lock_as_viewer(conn, actor, item_id)
-            if item.status is InboxStatus.CLOSED:
-                return item, False
-            _require_open(item, "close")
-            assert item.ask_message_id is not None
-            await conn.execute(
-                INBOX["set_ask_status"],
-                {"id": item.ask_message_id, "status": AskStatus.WITHDRAWN.value, "reason": None},
-            )
-            item = await self._set_item(
-                conn, item, rules.closed(item.state, actor.account_id, by_agent=False)
-            )
-            await self._publish(conn, item, actor)
-        return item, True
+            return await self._close(conn, item, actor, None)
 
     async def take_back_answer(self, actor: Actor, item_id: uuid.UUID) -> InboxItem:
         """Undoes a failed hand-off: deletes the answering message and its

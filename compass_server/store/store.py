@@ -133,19 +133,8 @@ def _channel(row: dict[str, Any]) -> Channel:
     )
 
 
-def message_payload(m: Message) -> dict[str, Any]:
-    return {
-        "message_id": str(m.message_id),
-        "channel_id": str(m.channel_id),
-        "author_id": str(m.author_id),
-        "author_handle": m.author_handle,
-        "blocks": blockrules.blocks_to_json(m.blocks),
-        "created_at": m.created_at.isoformat(),
-        "position": m.position,
-    }
-
-
 def _message_from_payload(p: dict[str, Any]) -> Message:
+    """A message as compass_message_json (migration 0004) writes it."""
     return Message(
         message_id=uuid.UUID(p["message_id"]),
         channel_id=uuid.UUID(p["channel_id"]),
@@ -269,11 +258,6 @@ class _Events:
         self.kinds: list[str] = []
         self.channel_ids: list[uuid.UUID | None] = []
         self.payloads: list[Jsonb] = []
-
-    def message(self, kind: EventKind, m: Message) -> None:
-        self.kinds.append(kind.value)
-        self.channel_ids.append(m.channel_id)
-        self.payloads.append(Jsonb(message_payload(m)))
 
     def channel(self, c: Channel) -> None:
         self.kinds.append(EventKind.CHANNEL_CHANGED.value)
@@ -560,19 +544,27 @@ class Store:
             await events.append(conn)
         return channel
 
+    async def _lock_channel(
+        self, conn: Conn, actor: Actor, channel_id: uuid.UUID, not_for_dm: str
+    ) -> None:
+        """Locks a channel the actor belongs to for a change DMs don't take."""
+        cur = await conn.execute(
+            CHANNELS["lock_channel_as_member"], {"id": channel_id, "actor": actor.account_id}
+        )
+        row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"no channel {channel_id}")
+        if row["kind"] == ChannelKind.DM:
+            raise InvalidArgument(not_for_dm)
+
     async def add_channel_member(
         self, actor: Actor, channel_id: uuid.UUID, account_id: uuid.UUID
     ) -> Channel:
         events = _Events()
         async with self.db.tx(actor.workspace_id) as conn:
-            cur = await conn.execute(
-                CHANNELS["lock_channel_as_member"], {"id": channel_id, "actor": actor.account_id}
+            await self._lock_channel(
+                conn, actor, channel_id, "a DM has exactly two members; create a channel instead"
             )
-            row = await cur.fetchone()
-            if row is None:
-                raise NotFound(f"no channel {channel_id}")
-            if row["kind"] == ChannelKind.DM:
-                raise InvalidArgument("a DM has exactly two members; create a channel instead")
             await self._require_accounts(conn, [account_id])
             added = await (
                 await conn.execute(
@@ -592,14 +584,7 @@ class Store:
             raise InvalidArgument(f"a topic is at most {MAX_TOPIC_CHARS} characters")
         events = _Events()
         async with self.db.tx(actor.workspace_id) as conn:
-            cur = await conn.execute(
-                CHANNELS["lock_channel_as_member"], {"id": channel_id, "actor": actor.account_id}
-            )
-            row = await cur.fetchone()
-            if row is None:
-                raise NotFound(f"no channel {channel_id}")
-            if row["kind"] == ChannelKind.DM:
-                raise InvalidArgument("a DM has no topic")
+            await self._lock_channel(conn, actor, channel_id, "a DM has no topic")
             await conn.execute(CHANNELS["update_topic"], {"id": channel_id, "topic": topic})
             channel = await self._channel_as_member(conn, actor, channel_id)
             events.channel(channel)
