@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from compass_server.store import Database, NotFound, Store
+from compass_server.store import Conflict, Database, NotFound, Store
 from compass_server.store import types as T
 from compass_server.store.types import Answer, Ask, AskQuestion, PresenceState
 from tests.world import World
@@ -114,27 +114,45 @@ async def test_presence_changes_publish_one_event_each(world: World) -> None:
     assert states == [PresenceState.WAITING]
 
 
-async def test_the_waiting_check_reads_its_partial_index(db: Database, world: World) -> None:
-    # The planner guesses jsonb_path_exists badly and scans every message once
-    # the table is large, so the function carries enable_seqscan=off: prove
-    # the index serves the query under that setting, and that the setting is on.
-    async with db.tx(world.workspace_id) as conn:
-        config = await (
+async def open_asks_in_rows(db: Database, agent_id: uuid.UUID) -> tuple[int, int]:
+    """The agent's stored open-ask count, and the open asks its messages hold."""
+    async with await psycopg.AsyncConnection.connect(db.url, row_factory=dict_row) as conn:
+        row = await (
             await conn.execute(
-                "SELECT proconfig FROM pg_proc WHERE proname = 'compass_presence_change'"
+                "SELECT open_asks, (SELECT count(*) FROM messages m,"
+                " jsonb_array_elements(m.blocks) b WHERE m.author_id = a.id"
+                " AND b ->> 'kind' = 'ask' AND (b -> 'ask' ->> 'answered') IS NULL"
+                " AND (b -> 'ask' ->> 'cancelled') IS NULL) AS held"
+                " FROM accounts a WHERE a.id = %s",
+                (agent_id,),
             )
         ).fetchone()
-        assert config is not None and "enable_seqscan=off" in (config["proconfig"] or [])
-        await conn.execute("SET LOCAL enable_seqscan = off")
-        plan = await (
-            await conn.execute(
-                "EXPLAIN SELECT 1 FROM messages m WHERE m.author_id = %s AND jsonb_path_exists("
-                'm.blocks, \'$[*] ? (@.kind == "ask" && !(@.ask.answered == true) && '
-                "!(@.ask.cancelled == true))')",
-                (world.agent.account_id,),
-            )
-        ).fetchall()
-    assert "messages_open_asks" in " ".join(str(r) for r in plan)
+    assert row is not None
+    return row["open_asks"], row["held"]
+
+
+async def test_the_open_ask_count_follows_posts_answers_and_cancels(
+    db: Database, world: World
+) -> None:
+    two = Ask(questions=(AskQuestion("q", "Q?"),))
+    both = await world.store.append_message(world.agent, world.channel.channel_id, [two, two])
+    first = await world.post_ask()
+    assert await open_asks_in_rows(db, world.agent.account_id) == (3, 3)
+    await world.store.cancel_ask(world.agent, both.blocks[0].ask_id)  # type: ignore[union-attr]
+    await world.store.cancel_ask(world.agent, both.blocks[0].ask_id)  # type: ignore[union-attr]
+    assert await open_asks_in_rows(db, world.agent.account_id) == (2, 2)
+    await world.store.answer_ask(world.human, both.blocks[1].ask_id, [Answer("q", custom_text="x")])  # type: ignore[union-attr]
+    with pytest.raises(Conflict):
+        await world.store.cancel_ask(world.agent, both.blocks[1].ask_id)  # type: ignore[union-attr]
+    assert await open_asks_in_rows(db, world.agent.account_id) == (1, 1)
+    assert await presence(world) is PresenceState.WAITING
+    await world.store.answer_ask(
+        world.human,
+        first.blocks[0].ask_id,  # type: ignore[union-attr]
+        [Answer("db"), Answer("langs")],
+    )
+    assert await open_asks_in_rows(db, world.agent.account_id) == (0, 0)
+    assert await presence(world) is PresenceState.OFFLINE
 
 
 BLOCK_TYPES = {T.Message, T.TextBlock, T.Ask, T.AskAnswerBlock, T.AskQuestion}
