@@ -56,6 +56,17 @@ class World:
         self.tokens[account.account_id] = token
         return Actor(self.workspace_id, account.account_id, kind)
 
+    async def add_pair(self) -> World:
+        """Another person, an agent of theirs and a channel of the two, in this
+        workspace."""
+        tag = uuid.uuid4().hex[:6]
+        human = await self.add_account(f"h-{tag}")
+        agent = await self.add_account(f"a-{tag}", AccountKind.AGENT)
+        channel = await self.store.create_channel(human, f"c-{tag}", "", [agent.account_id])
+        return World(
+            self.store, self.workspace_id, human, agent, self.other_human, channel, self.tokens
+        )
+
     async def post_ask(
         self, author: Actor | None = None, *asks: Ask, channel: Channel | None = None
     ) -> Message:

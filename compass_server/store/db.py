@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import importlib.resources
 import logging
@@ -16,10 +17,16 @@ import psycopg_pool
 from psycopg.rows import dict_row
 
 from compass_server.store.errors import Unavailable
+from compass_server.store.sequencer import Sequencer
 
 log = logging.getLogger(__name__)
 
 Conn = psycopg.AsyncConnection[dict[str, Any]]
+
+# Set while a workspace transaction runs: whether it appended events.
+_APPENDED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar(
+    "compass_appended", default=None
+)
 
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 
@@ -98,6 +105,7 @@ class Database:
             timeout=10.0,
             reconnect_timeout=0,
         )
+        self.sequencer = Sequencer(self._number_events)
 
     async def open(self) -> None:
         await migrate(self.url)
@@ -114,6 +122,26 @@ class Database:
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
             log.warning("database unavailable: %s", exc)
             raise Unavailable("the database is unavailable; retry shortly") from exc
+
+    @staticmethod
+    def appended() -> None:
+        """The current workspace transaction appended events: they are numbered
+        once it commits."""
+        flag = _APPENDED.get()
+        if flag is None:
+            raise RuntimeError("events are appended inside Database.tx")
+        flag[0] = True
+
+    async def _number_events(self, workspace_id: uuid.UUID) -> None:
+        async with self.connection() as conn:
+            await conn.execute("SELECT compass_sequence_events(%s)", (workspace_id,))
+
+    async def number_leftovers(self) -> int:
+        """Numbers events any server left unnumbered (it died between a write's
+        commit and its numbering). Returns how many workspaces had some."""
+        async with self.connection() as conn:
+            row = await (await conn.execute("SELECT compass_sequence_leftovers() AS n")).fetchone()
+        return int(row["n"]) if row else 0
 
     @contextlib.asynccontextmanager
     async def tx(self, workspace_id: uuid.UUID) -> AsyncIterator[Conn]:
@@ -137,6 +165,8 @@ class Database:
                         if attempt == 2 or not conn.closed:
                             raise
                         continue
+                    appended = [False]
+                    token = _APPENDED.set(appended)
                     try:
                         yield conn
                     except BaseException:
@@ -144,7 +174,11 @@ class Database:
                             with contextlib.suppress(psycopg.Error):
                                 await conn.execute("ROLLBACK")
                         raise
+                    finally:
+                        _APPENDED.reset(token)
                     await conn.execute("COMMIT")
+                    if appended[0]:
+                        self.sequencer.committed(workspace_id)
                     return
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
             log.warning("database unavailable: %s", exc)

@@ -2,7 +2,8 @@
 
 Each write is one transaction scoped to a workspace; its events are appended
 to the event log in the same transaction, so an event exists if and only if
-its change committed.
+its change committed. Events get their ids just after the commit (see
+sequencer.py); reads of the log first wait for this process's own writes.
 """
 
 from __future__ import annotations
@@ -287,6 +288,16 @@ class _Events:
                 EVENTS["append_events"],
                 {"kinds": self.kinds, "channel_ids": self.channel_ids, "payloads": self.payloads},
             )
+            Database.appended()
+
+
+async def _refresh_presence(conn: Conn, agent_id: uuid.UUID) -> None:
+    """Recomputes an agent's presence, appending its change when it moved."""
+    row = await (
+        await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": agent_id})
+    ).fetchone()
+    if row is not None and row["changed"]:
+        Database.appended()
 
 
 class _AskCache:
@@ -622,6 +633,7 @@ class Store:
             row = await cur.fetchone()
         if row is None or row["message"] is None:
             raise NotFound(f"no channel {channel_id}")
+        self.db.sequencer.committed(actor.workspace_id)
         message = _message_from_payload(row["message"])
         for block in message.blocks:
             if isinstance(block, Ask):
@@ -686,6 +698,7 @@ class Store:
         result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
         status = result["status"]
         if status == "taken":
+            self.db.sequencer.committed(actor.workspace_id)
             return (
                 _message_from_payload(result["ask_message"]),
                 _message_from_payload(result["answer_message"]),
@@ -711,6 +724,8 @@ class Store:
             row = await cur.fetchone()
         result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
         status = result["status"]
+        if status == "changed":
+            self.db.sequencer.committed(actor.workspace_id)
         if status in ("changed", "unchanged"):
             return _message_from_payload(result["ask_message"]), status == "changed"
         if status == "not_found":
@@ -795,7 +810,7 @@ class Store:
             )
             if await cur.fetchone() is None:
                 raise PermissionDenied("only an agent has a status")
-            await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": actor.account_id})
+            await _refresh_presence(conn, actor.account_id)
             cur = await conn.execute(ACCOUNTS["presence_of"], {"ids": [actor.account_id]})
             row = await cur.fetchone()
         assert row is not None
@@ -827,7 +842,7 @@ class Store:
                 await conn.execute(SESSIONS["acked_cursor"], {"agent_id": agent_id})
             ).fetchone()
             assert row is not None
-            await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": agent_id})
+            await _refresh_presence(conn, agent_id)
         return SessionBinding(session_id, agent_id, row["acked_event_id"])
 
     async def unbind_session(self, workspace_id: uuid.UUID, session_id: uuid.UUID) -> None:
@@ -836,7 +851,7 @@ class Store:
                 await conn.execute(SESSIONS["delete_session"], {"id": session_id})
             ).fetchone()
             if row is not None:
-                await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": row["agent_id"]})
+                await _refresh_presence(conn, row["agent_id"])
 
     async def ack_delivery(
         self, workspace_id: uuid.UUID, agent_id: uuid.UUID, event_id: int
@@ -879,17 +894,24 @@ class Store:
             for workspace_id, agent_id in reaped:
                 await conn.execute(SESSIONS["scope_workspace"], {"workspace_id": str(workspace_id)})
                 await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": agent_id})
+        for workspace_id in {ws for ws, _ in reaped}:
+            self.db.sequencer.committed(workspace_id)
         return reaped
+
+    async def number_leftover_events(self) -> int:
+        return await self.db.number_leftovers()
 
     # --- the event log ---------------------------------------------------------
 
     async def read_events(self, workspace_id: uuid.UUID, after: int, limit: int) -> list[Event]:
+        await self.db.sequencer.flush(workspace_id)
         async with self.db.tx(workspace_id) as conn:
             cur = await conn.execute(EVENTS["read_events"], {"after": after, "limit": limit})
             rows = await cur.fetchall()
         return [event_from_row(r) for r in rows]
 
     async def last_event_id(self, workspace_id: uuid.UUID) -> int:
+        await self.db.sequencer.flush(workspace_id)
         async with self.db.tx(workspace_id) as conn:
             row = await (await conn.execute(EVENTS["last_event_id"])).fetchone()
         return int(row["event_seq"]) if row else 0

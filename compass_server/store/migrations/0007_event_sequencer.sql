@@ -1,0 +1,75 @@
+-- Event ids are handed out after the write commits, not inside it. A write
+-- that took the workspace's counter held it until its commit was flushed, so
+-- every write in a workspace queued behind the one before (one workspace at
+-- 16 writers ran at 0.45 of sixteen workspaces' rate, p99 x5), and the NOTIFY
+-- in every write serialized all commits of the cluster the same way.
+--
+-- Now a write appends its events unnumbered (id NULL) and takes no shared
+-- lock. compass_sequence_events numbers what has committed, in append order,
+-- under the counter lock, and wakes listeners. Order is still causal: a write
+-- appends its events after taking all its other locks, so a write that waited
+-- for another appends after that one committed and gets a later `ins`, and a
+-- run that sees it sees the other too. Readers still read `id > cursor`: runs
+-- commit in id order while holding the counter, so a reader never sees a later
+-- id before an earlier one.
+ALTER TABLE events DROP CONSTRAINT events_pkey;
+ALTER TABLE events ALTER COLUMN id DROP NOT NULL;
+ALTER TABLE events ADD COLUMN ins bigint GENERATED ALWAYS AS IDENTITY;
+ALTER TABLE events ADD PRIMARY KEY (ins);
+CREATE UNIQUE INDEX events_workspace_id ON events (workspace_id, id);
+CREATE INDEX events_unnumbered ON events (workspace_id, ins) WHERE id IS NULL;
+
+CREATE OR REPLACE FUNCTION compass_append_events(kinds text[], channel_ids uuid[], payloads jsonb[])
+RETURNS bigint
+LANGUAGE sql AS $$
+  INSERT INTO events (workspace_id, kind, channel_id, payload)
+    SELECT compass_workspace(), kinds[i], channel_ids[i], payloads[i]
+    FROM generate_series(1, coalesce(array_length(kinds, 1), 0)) AS i;
+  SELECT NULL::bigint;
+$$;
+
+-- Numbers the workspace's committed, unnumbered events; returns the last id.
+CREATE FUNCTION compass_sequence_events(ws uuid) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+  last_id bigint;
+  n bigint;
+BEGIN
+  PERFORM set_config('compass.workspace_id', ws::text, true);
+  SELECT event_seq INTO last_id FROM workspaces WHERE id = ws FOR NO KEY UPDATE;
+  IF NOT FOUND THEN
+    RETURN 0;
+  END IF;
+  -- A statement after the lock: its snapshot holds every commit before it.
+  UPDATE events e SET id = last_id + p.n
+    FROM (SELECT ins, row_number() OVER (ORDER BY ins) AS n
+          FROM events WHERE workspace_id = ws AND id IS NULL) p
+    WHERE e.ins = p.ins;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  IF n > 0 THEN
+    last_id := last_id + n;
+    UPDATE workspaces SET event_seq = last_id WHERE id = ws;
+    PERFORM pg_notify('compass_events', ws::text || ':' || last_id::text);
+  END IF;
+  RETURN last_id;
+END
+$$;
+
+-- Numbers every workspace's leftovers: events of a write whose server died
+-- between its commit and its numbering. Runs as the owner to see them all.
+CREATE FUNCTION compass_sequence_leftovers() RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public AS $$
+DECLARE
+  ws uuid;
+  n integer := 0;
+BEGIN
+  -- In one order, so two servers sweeping at once can't deadlock.
+  FOR ws IN SELECT DISTINCT workspace_id FROM events WHERE id IS NULL ORDER BY 1 LOOP
+    PERFORM compass_sequence_events(ws);
+    n := n + 1;
+  END LOOP;
+  RETURN n;
+END
+$$;
+REVOKE ALL ON FUNCTION compass_sequence_leftovers() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION compass_sequence_leftovers() TO compass_app;

@@ -1,0 +1,111 @@
+"""The event log's numbering: writes take no shared lock, ids are handed out
+after commit in causal order with no gaps, and events a server committed but
+did not live to number are numbered by the next server's sweep."""
+
+from __future__ import annotations
+
+import asyncio
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from compass_server.store import Database, Store
+from compass_server.store.types import Answer, Ask, EventKind, Message
+from tests.world import World
+
+
+def ask_id_of(message: Message) -> str:
+    block = message.blocks[0]
+    assert isinstance(block, Ask)
+    return block.ask_id
+
+
+async def test_a_write_commits_while_the_workspace_counter_is_held(
+    db: Database, world: World
+) -> None:
+    start = await world.store.last_event_id(world.workspace_id)
+    async with await psycopg.AsyncConnection.connect(db.url) as holder:
+        await holder.execute(
+            "SELECT 1 FROM workspaces WHERE id = %s FOR NO KEY UPDATE", (world.workspace_id,)
+        )
+        # The post returns although its events can't be numbered yet.
+        message = await asyncio.wait_for(world.post_text(world.human, "no queue"), timeout=5)
+        async with await psycopg.AsyncConnection.connect(db.url, row_factory=dict_row) as peek:
+            row = await (
+                await peek.execute(
+                    "SELECT count(*) AS n FROM messages WHERE id = %s", (message.message_id,)
+                )
+            ).fetchone()
+        assert row is not None and row["n"] == 1
+        reading = asyncio.ensure_future(world.store.read_events(world.workspace_id, start, 10))
+        await asyncio.sleep(0.2)
+        assert not reading.done()  # a read waits for this process's own writes
+        await holder.rollback()
+    events = await asyncio.wait_for(reading, timeout=5)
+    assert [(e.event_id, e.message.message_id if e.message else None) for e in events] == [
+        (start + 1, message.message_id)
+    ]
+
+
+async def test_concurrent_lifecycles_in_one_workspace_number_densely_and_in_causal_order(
+    store: Store,
+) -> None:
+    worlds = [await World.create(store)]
+    base = worlds[0]
+    for _ in range(11):
+        worlds.append(await base.add_pair())
+    start = await store.last_event_id(base.workspace_id)
+
+    async def lifecycle(w: World) -> list[str]:
+        ids = []
+        for _ in range(5):
+            ask_id = ask_id_of(await w.post_ask())
+            await store.answer_ask(w.human, ask_id, [Answer("db"), Answer("langs")])
+            ids.append(ask_id)
+        return ids
+
+    asked = [a for ids in await asyncio.gather(*(lifecycle(w) for w in worlds)) for a in ids]
+    events = await store.read_events(base.workspace_id, start, 1000)
+    assert [e.event_id for e in events] == list(range(start + 1, start + 1 + len(events)))
+    seen: dict[str, list[str]] = {a: [] for a in asked}
+    for e in events:
+        if e.kind is EventKind.PRESENCE_CHANGED or e.message is None:
+            continue
+        for block in e.message.blocks:
+            if isinstance(block, Ask) and block.ask_id in seen:
+                seen[block.ask_id].append("answered" if block.answered else "posted")
+    assert all(states == ["posted", "answered"] for states in seen.values()), seen
+
+
+async def test_events_left_unnumbered_by_a_dead_server_are_numbered_by_the_sweep(
+    db: Database, world: World
+) -> None:
+    start = await world.store.last_event_id(world.workspace_id)
+    # What a server that died right after its commit leaves: an unnumbered event.
+    async with await psycopg.AsyncConnection.connect(db.url) as conn:
+        await conn.execute("SET ROLE compass_app")
+        await conn.execute(
+            "SELECT set_config('compass.workspace_id', %s, false)", (str(world.workspace_id),)
+        )
+        await conn.execute(
+            "SELECT compass_append_events(ARRAY['presence_changed'], ARRAY[NULL]::uuid[], %s)",
+            (
+                [
+                    Jsonb(
+                        {
+                            "account_id": str(world.agent.account_id),
+                            "state": "working",
+                            "status_text": "left behind",
+                        }
+                    )
+                ],
+            ),
+        )
+        await conn.commit()
+    assert await world.store.read_events(world.workspace_id, start, 10) == []
+    assert await world.store.number_leftover_events() >= 1
+    (event,) = await world.store.read_events(world.workspace_id, start, 10)
+    assert event.event_id == start + 1
+    assert event.presence is not None and event.presence.status_text == "left behind"
+    assert await world.store.last_event_id(world.workspace_id) == start + 1
