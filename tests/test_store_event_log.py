@@ -82,13 +82,20 @@ async def test_events_left_unnumbered_by_a_dead_server_are_numbered_by_the_sweep
     db: Database, world: World
 ) -> None:
     start = await world.store.last_event_id(world.workspace_id)
-    # What a server that died right after its commit leaves: an unnumbered event.
-    async with await psycopg.AsyncConnection.connect(db.url) as conn:
+    # What a server that died right after its commit leaves: an event it could
+    # not number (another held the counter) and did not live to have numbered.
+    async with (
+        await psycopg.AsyncConnection.connect(db.url) as holder,
+        await psycopg.AsyncConnection.connect(db.url) as conn,
+    ):
+        await holder.execute(
+            "SELECT 1 FROM workspaces WHERE id = %s FOR NO KEY UPDATE", (world.workspace_id,)
+        )
         await conn.execute("SET ROLE compass_app")
         await conn.execute(
             "SELECT set_config('compass.workspace_id', %s, false)", (str(world.workspace_id),)
         )
-        await conn.execute(
+        cur = await conn.execute(
             "SELECT compass_append_events(ARRAY['presence_changed'], ARRAY[NULL]::uuid[], %s)",
             (
                 [
@@ -102,7 +109,9 @@ async def test_events_left_unnumbered_by_a_dead_server_are_numbered_by_the_sweep
                 ],
             ),
         )
+        assert await cur.fetchone() == (None,)
         await conn.commit()
+        await holder.rollback()
     assert await world.store.read_events(world.workspace_id, start, 10) == []
     assert await world.store.number_leftover_events() >= 1
     (event,) = await world.store.read_events(world.workspace_id, start, 10)

@@ -284,11 +284,13 @@ class _Events:
         """Appends every event; call it last, so the workspace's event lock is
         the last lock the transaction takes (no lock-order deadlocks)."""
         if self.kinds:
-            await conn.execute(
+            cur = await conn.execute(
                 EVENTS["append_events"],
                 {"kinds": self.kinds, "channel_ids": self.channel_ids, "payloads": self.payloads},
             )
-            Database.appended()
+            row = await cur.fetchone()
+            if row is None or row["last_id"] is None:
+                Database.appended()
 
 
 async def _refresh_presence(conn: Conn, agent_id: uuid.UUID) -> None:
@@ -633,8 +635,9 @@ class Store:
             row = await cur.fetchone()
         if row is None or row["message"] is None:
             raise NotFound(f"no channel {channel_id}")
-        self.db.sequencer.committed(actor.workspace_id)
-        message = _message_from_payload(row["message"])
+        if not row["message"]["numbered"]:
+            self.db.sequencer.committed(actor.workspace_id)
+        message = _message_from_payload(row["message"]["message"])
         for block in message.blocks:
             if isinstance(block, Ask):
                 self._asks.put(block)
@@ -698,7 +701,8 @@ class Store:
         result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
         status = result["status"]
         if status == "taken":
-            self.db.sequencer.committed(actor.workspace_id)
+            if not result["numbered"]:
+                self.db.sequencer.committed(actor.workspace_id)
             return (
                 _message_from_payload(result["ask_message"]),
                 _message_from_payload(result["answer_message"]),
@@ -724,7 +728,7 @@ class Store:
             row = await cur.fetchone()
         result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
         status = result["status"]
-        if status == "changed":
+        if status == "changed" and not result["numbered"]:
             self.db.sequencer.committed(actor.workspace_id)
         if status in ("changed", "unchanged"):
             return _message_from_payload(result["ask_message"]), status == "changed"

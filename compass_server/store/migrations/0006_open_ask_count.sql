@@ -55,7 +55,8 @@ BEGIN
 END
 $$;
 
--- The ask writes of migration 0004, now moving the count.
+-- The ask writes of migration 0004, now moving the count, and saying whether
+-- their events were numbered (else the caller has them numbered after commit).
 
 -- Posts a message for a member of the channel; NULL when the author isn't one.
 CREATE OR REPLACE FUNCTION compass_post_message(
@@ -63,6 +64,7 @@ CREATE OR REPLACE FUNCTION compass_post_message(
 ) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
+  last_id bigint;
   m messages%ROWTYPE;
   msg jsonb;
   change jsonb;
@@ -82,12 +84,12 @@ BEGIN
     change := compass_presence_change(author, cardinality(ask_ids));
   END IF;
   IF change IS NULL THEN
-    PERFORM compass_append_events(ARRAY['message_posted'], ARRAY[channel], ARRAY[msg]);
+    last_id := compass_append_events(ARRAY['message_posted'], ARRAY[channel], ARRAY[msg]);
   ELSE
-    PERFORM compass_append_events(
+    last_id := compass_append_events(
       ARRAY['message_posted', 'presence_changed'], ARRAY[channel, NULL], ARRAY[msg, change]);
   END IF;
-  RETURN msg;
+  RETURN jsonb_build_object('message', msg, 'numbered', last_id IS NOT NULL);
 END
 $$;
 
@@ -99,6 +101,7 @@ CREATE OR REPLACE FUNCTION compass_answer_ask(
 ) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
+  last_id bigint;
   locked record;
   stored jsonb;
   asked jsonb;
@@ -139,16 +142,17 @@ BEGIN
   answer_msg := compass_message_json(answer_row, (SELECT handle FROM accounts WHERE id = actor));
   change := compass_presence_change((locked.m).author_id, -1);
   IF change IS NULL THEN
-    PERFORM compass_append_events(
+    last_id := compass_append_events(
       ARRAY['message_updated', 'message_posted'],
       ARRAY[(locked.m).channel_id, (locked.m).channel_id], ARRAY[ask_msg, answer_msg]);
   ELSE
-    PERFORM compass_append_events(
+    last_id := compass_append_events(
       ARRAY['message_updated', 'message_posted', 'presence_changed'],
       ARRAY[(locked.m).channel_id, (locked.m).channel_id, NULL],
       ARRAY[ask_msg, answer_msg, change]);
   END IF;
-  RETURN jsonb_build_object('status', 'taken', 'ask_message', ask_msg, 'answer_message', answer_msg);
+  RETURN jsonb_build_object('status', 'taken', 'ask_message', ask_msg, 'answer_message', answer_msg,
+    'numbered', last_id IS NOT NULL);
 END
 $$;
 
@@ -157,6 +161,7 @@ $$;
 CREATE OR REPLACE FUNCTION compass_cancel_ask(ws uuid, actor uuid, ask text) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
+  last_id bigint;
   locked record;
   stored jsonb;
   ask_msg jsonb;
@@ -186,13 +191,14 @@ BEGIN
     (SELECT handle FROM accounts WHERE id = actor));
   change := compass_presence_change(actor, -1);
   IF change IS NULL THEN
-    PERFORM compass_append_events(
+    last_id := compass_append_events(
       ARRAY['message_updated'], ARRAY[(locked.m).channel_id], ARRAY[ask_msg]);
   ELSE
-    PERFORM compass_append_events(
+    last_id := compass_append_events(
       ARRAY['message_updated', 'presence_changed'], ARRAY[(locked.m).channel_id, NULL],
       ARRAY[ask_msg, change]);
   END IF;
-  RETURN jsonb_build_object('status', 'changed', 'ask_message', ask_msg);
+  RETURN jsonb_build_object('status', 'changed', 'ask_message', ask_msg,
+    'numbered', last_id IS NOT NULL);
 END
 $$;

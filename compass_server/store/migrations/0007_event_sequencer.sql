@@ -1,17 +1,17 @@
--- Event ids are handed out after the write commits, not inside it. A write
--- that took the workspace's counter held it until its commit was flushed, so
--- every write in a workspace queued behind the one before (one workspace at
--- 16 writers ran at 0.45 of sixteen workspaces' rate, p99 x5), and the NOTIFY
--- in every write serialized all commits of the cluster the same way.
+-- A write no longer waits for the workspace's event counter. A write that
+-- took the counter held it until its commit was flushed, so every write in a
+-- workspace queued behind the one before (one workspace at 16 writers ran at
+-- 0.45 of sixteen workspaces' rate, p99 x5).
 --
--- Now a write appends its events unnumbered (id NULL) and takes no shared
--- lock. compass_sequence_events numbers what has committed, in append order,
--- under the counter lock, and wakes listeners. Order is still causal: a write
+-- Now a write numbers its events itself only when the counter is free (SKIP
+-- LOCKED); otherwise it appends them unnumbered (id NULL) and, after its
+-- commit, its server runs compass_sequence_events, which numbers what has
+-- committed, in append order, under the counter. Order stays causal: a write
 -- appends its events after taking all its other locks, so a write that waited
--- for another appends after that one committed and gets a later `ins`, and a
--- run that sees it sees the other too. Readers still read `id > cursor`: runs
--- commit in id order while holding the counter, so a reader never sees a later
--- id before an earlier one.
+-- for another appends after that one committed and gets a later `ins`, and
+-- whoever numbers it sees the other too. Readers still read `id > cursor`:
+-- ids are handed out and committed while holding the counter, so a reader
+-- never sees a later id before an earlier one.
 ALTER TABLE events DROP CONSTRAINT events_pkey;
 ALTER TABLE events ALTER COLUMN id DROP NOT NULL;
 ALTER TABLE events ADD COLUMN ins bigint GENERATED ALWAYS AS IDENTITY;
@@ -19,13 +19,53 @@ ALTER TABLE events ADD PRIMARY KEY (ins);
 CREATE UNIQUE INDEX events_workspace_id ON events (workspace_id, id);
 CREATE INDEX events_unnumbered ON events (workspace_id, ins) WHERE id IS NULL;
 
+-- Numbers the workspace's committed, unnumbered events after `last_id`, in
+-- append order, for a caller holding the counter; returns the new last id.
+CREATE FUNCTION compass_number_pending(ws uuid, last_id bigint) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+  n bigint;
+BEGIN
+  -- A statement after the lock: its snapshot holds every commit before it.
+  UPDATE events e SET id = last_id + p.n
+    FROM (SELECT ins, row_number() OVER (ORDER BY ins) AS n
+          FROM events WHERE workspace_id = ws AND id IS NULL) p
+    WHERE e.ins = p.ins;
+  GET DIAGNOSTICS n = ROW_COUNT;
+  RETURN last_id + n;
+END
+$$;
+
+-- Appends events to the current workspace's log: numbered, with NOTIFY at
+-- commit, when the counter is free (returns the last id); else unnumbered
+-- (returns NULL) for compass_sequence_events after commit.
 CREATE OR REPLACE FUNCTION compass_append_events(kinds text[], channel_ids uuid[], payloads jsonb[])
 RETURNS bigint
-LANGUAGE sql AS $$
-  INSERT INTO events (workspace_id, kind, channel_id, payload)
-    SELECT compass_workspace(), kinds[i], channel_ids[i], payloads[i]
-    FROM generate_series(1, coalesce(array_length(kinds, 1), 0)) AS i;
-  SELECT NULL::bigint;
+LANGUAGE plpgsql AS $$
+DECLARE
+  ws uuid := compass_workspace();
+  last_id bigint;
+  n int := coalesce(array_length(kinds, 1), 0);
+BEGIN
+  IF n = 0 THEN
+    RETURN NULL;
+  END IF;
+  SELECT event_seq INTO last_id FROM workspaces WHERE id = ws FOR NO KEY UPDATE SKIP LOCKED;
+  IF NOT FOUND THEN
+    INSERT INTO events (workspace_id, kind, channel_id, payload)
+      SELECT ws, kinds[i], channel_ids[i], payloads[i] FROM generate_series(1, n) AS i;
+    RETURN NULL;
+  END IF;
+  IF EXISTS (SELECT 1 FROM events WHERE workspace_id = ws AND id IS NULL) THEN
+    last_id := compass_number_pending(ws, last_id);
+  END IF;
+  INSERT INTO events (workspace_id, id, kind, channel_id, payload)
+    SELECT ws, last_id + i, kinds[i], channel_ids[i], payloads[i] FROM generate_series(1, n) AS i;
+  last_id := last_id + n;
+  UPDATE workspaces SET event_seq = last_id WHERE id = ws;
+  PERFORM pg_notify('compass_events', ws::text || ':' || last_id::text);
+  RETURN last_id;
+END
 $$;
 
 -- Numbers the workspace's committed, unnumbered events; returns the last id.
@@ -40,12 +80,7 @@ BEGIN
   IF NOT FOUND THEN
     RETURN 0;
   END IF;
-  -- A statement after the lock: its snapshot holds every commit before it.
-  UPDATE events e SET id = last_id + p.n
-    FROM (SELECT ins, row_number() OVER (ORDER BY ins) AS n
-          FROM events WHERE workspace_id = ws AND id IS NULL) p
-    WHERE e.ins = p.ins;
-  GET DIAGNOSTICS n = ROW_COUNT;
+  n := compass_number_pending(ws, last_id) - last_id;
   IF n > 0 THEN
     last_id := last_id + n;
     UPDATE workspaces SET event_seq = last_id WHERE id = ws;
