@@ -112,6 +112,7 @@ class Database:
         await self.pool.open(wait=True, timeout=30.0)
 
     async def close(self) -> None:
+        await self.sequencer.idle()
         await self.pool.close()
 
     @contextlib.asynccontextmanager

@@ -55,6 +55,15 @@ class Sequencer:
         lane.waiters.append((lane.committed, done))
         await done
 
+    async def idle(self) -> None:
+        """Waits for the runs under way, so a pool isn't closed under them."""
+        loop = asyncio.get_running_loop()
+        runs = [
+            lane.run for lane in self._lanes.values() if lane.run is not None and lane.loop is loop
+        ]
+        if runs:
+            await asyncio.wait(runs)
+
     async def _run(self, workspace_id: uuid.UUID, lane: _Lane) -> None:
         try:
             while lane.numbered < lane.committed:
