@@ -5,11 +5,13 @@ did not live to number are numbered by the next server's sweep."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from compass_server.relay.liveness import Heartbeat
 from compass_server.store import Database, Store
 from compass_server.store.types import Answer, Ask, EventKind, Message
 from tests.world import World
@@ -78,12 +80,9 @@ async def test_concurrent_lifecycles_in_one_workspace_number_densely_and_in_caus
     assert all(states == ["posted", "answered"] for states in seen.values()), seen
 
 
-async def test_events_left_unnumbered_by_a_dead_server_are_numbered_by_the_sweep(
-    db: Database, world: World
-) -> None:
-    start = await world.store.last_event_id(world.workspace_id)
-    # What a server that died right after its commit leaves: an event it could
-    # not number (another held the counter) and did not live to have numbered.
+async def leave_an_unnumbered_event(db: Database, world: World) -> None:
+    """What a server that died right after its commit leaves: an event it could
+    not number (another held the counter) and did not live to have numbered."""
     async with (
         await psycopg.AsyncConnection.connect(db.url) as holder,
         await psycopg.AsyncConnection.connect(db.url) as conn,
@@ -112,9 +111,35 @@ async def test_events_left_unnumbered_by_a_dead_server_are_numbered_by_the_sweep
         assert await cur.fetchone() == (None,)
         await conn.commit()
         await holder.rollback()
+
+
+async def test_events_left_unnumbered_by_a_dead_server_are_numbered_by_the_sweep(
+    db: Database, world: World
+) -> None:
+    start = await world.store.last_event_id(world.workspace_id)
+    await leave_an_unnumbered_event(db, world)
     assert await world.store.read_events(world.workspace_id, start, 10) == []
     assert await world.store.number_leftover_events() >= 1
     (event,) = await world.store.read_events(world.workspace_id, start, 10)
     assert event.event_id == start + 1
     assert event.presence is not None and event.presence.status_text == "left behind"
     assert await world.store.last_event_id(world.workspace_id) == start + 1
+
+
+async def test_a_starting_server_numbers_what_a_dead_one_left(db: Database, world: World) -> None:
+    start = await world.store.last_event_id(world.workspace_id)
+    await leave_an_unnumbered_event(db, world)
+    heartbeat = Heartbeat(world.store, uuid.uuid4(), lambda: None)
+    await heartbeat.start()
+    try:
+        async with await psycopg.AsyncConnection.connect(db.url, row_factory=dict_row) as conn:
+            row = await (
+                await conn.execute(
+                    "SELECT count(*) FILTER (WHERE id IS NULL) AS unnumbered, max(id) AS last"
+                    " FROM events WHERE workspace_id = %s",
+                    (world.workspace_id,),
+                )
+            ).fetchone()
+        assert row == {"unnumbered": 0, "last": start + 1}
+    finally:
+        await heartbeat.stop()
