@@ -364,6 +364,7 @@ def render_table(rows: list[Row], ks: list[int], cells: dict[tuple[str, int], Ce
         f"more than {MAX_FOREIGN:.0%} of the machine in it."
     )
     out += ["", *render_calls(rows, ks, cells), "", *render_cpu(rows, ks, cells)]
+    out += render_floors(ks, cells)
     out.append("")
     out.append("one op is:")
     out += [f"- {row.title}: {row.op}" for row in rows]
@@ -447,6 +448,52 @@ def render_cpu(rows: list[Row], ks: list[int], cells: dict[tuple[str, int], Cell
         "machine):",
         "",
         *markdown(lines),
+    ]
+
+
+def render_floors(ks: list[int], cells: dict[tuple[str, int], Cell]) -> list[str]:
+    """The best lifecycle ratio a gRPC server could reach here if it did nothing
+    but the ceiling's SQL: from the empty pair and the ceiling of this run."""
+    lines = []
+    for k in ks:
+        pair = cells.get((empty_grpc.PAIR_ROW.key, k))
+        ceil = cells.get((CEILING_KEY, k))
+        p = pair.merged() if pair else None
+        c = ceil.merged() if ceil else None
+        if p is None or c is None or c.calls_per_s <= 0:
+            continue
+        if k == 1:
+            # One caller: the two calls and the ceiling's SQL, one after the other.
+            rate = 1000.0 / (p.percentile_ms(50) + c.percentile_ms(50))
+            how = (
+                f"two empty calls in a row (p50 {p.percentile_ms(50):.2f} ms) plus the "
+                f"ceiling's SQL (p50 {c.percentile_ms(50):.2f} ms)"
+            )
+        else:
+            # Many callers: CPU-bound, so the CPU of both on every core.
+            cpu_us = (
+                p.client_cpu_us_per_call
+                + p.other_cpu_us_per_call("server")
+                + c.client_cpu_us_per_call
+                + c.other_cpu_us_per_call("pg")
+            )
+            if math.isnan(cpu_us) or cpu_us <= 0:
+                continue
+            rate = (os.cpu_count() or 1) * 1e6 / cpu_us
+            how = (
+                f"{cpu_us:,.0f} µs of CPU (the empty pair's and the ceiling's) "
+                f"on {os.cpu_count()} CPUs"
+            )
+        lines.append(
+            f"- K={k}: at most {_rate(rate)} lifecycles/s = {rate / c.calls_per_s:.2f} × "
+            f"ceiling: {how}"
+        )
+    if not lines:
+        return []
+    return [
+        "",
+        "Floor: a gRPC server doing nothing but the ceiling's SQL could reach",
+        *lines,
     ]
 
 
