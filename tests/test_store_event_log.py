@@ -29,7 +29,8 @@ async def test_a_write_commits_while_the_workspace_counter_is_held(
     start = await world.store.last_event_id(world.workspace_id)
     async with await psycopg.AsyncConnection.connect(db.url) as holder:
         await holder.execute(
-            "SELECT 1 FROM workspaces WHERE id = %s FOR NO KEY UPDATE", (world.workspace_id,)
+            "SELECT 1 FROM event_counters WHERE workspace_id = %s FOR NO KEY UPDATE",
+            (world.workspace_id,),
         )
         # The post returns although its events can't be numbered yet.
         message = await asyncio.wait_for(world.post_text(world.human, "no queue"), timeout=5)
@@ -88,7 +89,8 @@ async def leave_an_unnumbered_event(db: Database, world: World) -> None:
         await psycopg.AsyncConnection.connect(db.url) as conn,
     ):
         await holder.execute(
-            "SELECT 1 FROM workspaces WHERE id = %s FOR NO KEY UPDATE", (world.workspace_id,)
+            "SELECT 1 FROM event_counters WHERE workspace_id = %s FOR NO KEY UPDATE",
+            (world.workspace_id,),
         )
         await conn.execute("SET ROLE compass_app")
         await conn.execute(

@@ -918,7 +918,7 @@ class Store:
         await self.db.sequencer.flush(workspace_id)
         async with self.db.tx(workspace_id) as conn:
             row = await (await conn.execute(EVENTS["last_event_id"])).fetchone()
-        return int(row["event_seq"]) if row else 0
+        return int(row["last_event_id"]) if row else 0
 
 
 def _position_token(token: str) -> int:

@@ -1,5 +1,6 @@
 -- name: insert_workspace
-INSERT INTO workspaces (id, name) VALUES (%(id)s, %(name)s)
+WITH ws AS (INSERT INTO workspaces (id, name) VALUES (%(id)s, %(name)s) RETURNING id)
+INSERT INTO event_counters (workspace_id) SELECT id FROM ws
 
 -- name: insert_account
 INSERT INTO accounts (id, workspace_id, handle, kind, owner_id)

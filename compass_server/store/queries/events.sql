@@ -7,4 +7,4 @@ FROM events
 WHERE id > %(after)s ORDER BY id LIMIT %(limit)s
 
 -- name: last_event_id
-SELECT event_seq FROM workspaces WHERE id = compass_workspace()
+SELECT last_event_id FROM event_counters WHERE workspace_id = compass_workspace()
