@@ -281,8 +281,9 @@ class _Events:
             self.payloads.append(Jsonb(row["change"]))
 
     async def append(self, conn: Conn) -> None:
-        """Appends every event; call it last, so the workspace's event lock is
-        the last lock the transaction takes (no lock-order deadlocks)."""
+        """Appends every event; call it last, so the event counter's lock is the
+        last lock the transaction takes (no lock-order deadlocks). Events it
+        could not number (the counter was busy) are numbered after commit."""
         if self.kinds:
             cur = await conn.execute(
                 EVENTS["append_events"],

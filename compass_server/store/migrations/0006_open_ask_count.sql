@@ -21,7 +21,7 @@ DROP FUNCTION compass_presence_change(uuid);
 -- returns the presence_changed payload when it moved (NULL otherwise, and for
 -- humans). WAITING wins over OFFLINE (no bound session), which wins over its
 -- own status. It appends nothing: a write appends all its events last, so the
--- workspace's event lock is always the last lock taken.
+-- event counter's lock is always the last lock taken.
 CREATE FUNCTION compass_presence_change(agent uuid, opened integer DEFAULT 0) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE

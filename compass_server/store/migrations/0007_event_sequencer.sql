@@ -12,6 +12,7 @@
 -- whoever numbers it sees the other too. Readers still read `id > cursor`:
 -- ids are handed out and committed while holding the counter, so a reader
 -- never sees a later id before an earlier one.
+--
 -- The counter moves to a row of its own: every insert into messages, asks and
 -- events key-share locks its workspace's row (foreign keys), and a row both
 -- key-share locked and updated by concurrent transactions costs a multixact
