@@ -145,3 +145,40 @@ async def test_a_starting_server_numbers_what_a_dead_one_left(db: Database, worl
         assert row == {"unnumbered": 0, "last": start + 1}
     finally:
         await heartbeat.stop()
+
+
+async def unnumbered(db: Database, workspace_id: uuid.UUID) -> int:
+    async with await psycopg.AsyncConnection.connect(db.url, row_factory=dict_row) as conn:
+        row = await (
+            await conn.execute(
+                "SELECT count(*) AS n FROM events WHERE workspace_id = %s AND id IS NULL",
+                (workspace_id,),
+            )
+        ).fetchone()
+    assert row is not None
+    return int(row["n"])
+
+
+async def test_the_sweep_skips_a_workspace_whose_counter_is_held(
+    db: Database, store: Store
+) -> None:
+    busy, free = await World.create(store), await World.create(store)
+    await leave_an_unnumbered_event(db, busy)
+    await leave_an_unnumbered_event(db, free)
+    async with await psycopg.AsyncConnection.connect(db.url) as holder:
+        await holder.execute(
+            "SELECT 1 FROM event_counters WHERE workspace_id = %s FOR NO KEY UPDATE",
+            (busy.workspace_id,),
+        )
+        # Whoever holds a counter numbers what is pending; the sweep needn't wait.
+        await asyncio.wait_for(store.number_leftover_events(), timeout=5)
+        assert (
+            await unnumbered(db, free.workspace_id),
+            await unnumbered(db, busy.workspace_id),
+        ) == (
+            0,
+            1,
+        )
+        await holder.rollback()
+    await store.number_leftover_events()
+    assert await unnumbered(db, busy.workspace_id) == 0

@@ -139,7 +139,7 @@ class Database:
 
     async def number_leftovers(self) -> int:
         """Numbers events any server left unnumbered (it died between a write's
-        commit and its numbering). Returns how many workspaces had some."""
+        commit and its numbering). Returns how many workspaces it numbered."""
         async with self.connection() as conn:
             row = await (await conn.execute("SELECT compass_sequence_leftovers() AS n")).fetchone()
         return int(row["n"]) if row else 0

@@ -87,16 +87,24 @@ END
 $$;
 
 -- Numbers the workspace's committed, unnumbered events; returns the last id.
-CREATE FUNCTION compass_sequence_events(ws uuid) RETURNS bigint
+-- With wait false it returns NULL at once when another holds the counter: the
+-- holder numbers everything committed before it took it.
+CREATE FUNCTION compass_sequence_events(ws uuid, wait boolean DEFAULT true) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
   last_id bigint;
   n bigint;
 BEGIN
   PERFORM set_config('compass.workspace_id', ws::text, true);
-  SELECT c.last_event_id INTO last_id FROM event_counters c WHERE c.workspace_id = ws FOR NO KEY UPDATE;
+  IF wait THEN
+    SELECT c.last_event_id INTO last_id FROM event_counters c
+      WHERE c.workspace_id = ws FOR NO KEY UPDATE;
+  ELSE
+    SELECT c.last_event_id INTO last_id FROM event_counters c
+      WHERE c.workspace_id = ws FOR NO KEY UPDATE SKIP LOCKED;
+  END IF;
   IF NOT FOUND THEN
-    RETURN 0;
+    RETURN NULL;
   END IF;
   n := compass_number_pending(ws, last_id) - last_id;
   IF n > 0 THEN
@@ -109,17 +117,19 @@ END
 $$;
 
 -- Numbers every workspace's leftovers: events of a write whose server died
--- between its commit and its numbering. Runs as the owner to see them all.
+-- between its commit and its numbering. Runs as the owner to see them all;
+-- skips a workspace whose counter is held (its holder numbers them), so a
+-- sweep never queues behind the writers.
 CREATE FUNCTION compass_sequence_leftovers() RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public AS $$
 DECLARE
   ws uuid;
   n integer := 0;
 BEGIN
-  -- In one order, so two servers sweeping at once can't deadlock.
-  FOR ws IN SELECT DISTINCT workspace_id FROM events WHERE id IS NULL ORDER BY 1 LOOP
-    PERFORM compass_sequence_events(ws);
-    n := n + 1;
+  FOR ws IN SELECT DISTINCT workspace_id FROM events WHERE id IS NULL LOOP
+    IF compass_sequence_events(ws, false) IS NOT NULL THEN
+      n := n + 1;
+    END IF;
   END LOOP;
   RETURN n;
 END
