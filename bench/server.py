@@ -295,9 +295,8 @@ class Pair:
 class Team:
     """One workspace per row; every measurement gets K new pairs in it.
 
-    New pairs each time keep a row's rounds alike: an agent's own history is
-    what the server's WAITING check reads (see store_growth), so reusing the
-    agents would make every round slower than the one before. With
+    New pairs each time keep a row's rounds alike: every round starts from
+    agents with no history and no open ask, as the first did. With
     `per_pair_workspaces`, each pair gets a workspace of its own instead, so
     the K workers share no workspace's event log (a contention experiment)."""
 
