@@ -108,7 +108,12 @@ async def test_garbage_connect_bodies_are_refused(
 )
 @given(
     body=st.recursive(
-        st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.text(max_size=20)
+        # NUL and other control characters, alone and inside text.
+        | st.text(alphabet=st.sampled_from("\x00\x01\x07\x1b\x7f\x85\n\tab"), max_size=8),
         lambda inner: (
             st.lists(inner, max_size=4)
             | st.dictionaries(
@@ -129,6 +134,10 @@ async def test_garbage_connect_bodies_are_refused(
                         "chosenOptionIds",
                         "pageSize",
                         "pageToken",
+                        "query",
+                        "itemId",
+                        "clientKey",
+                        "statuses",
                         "x",
                     ]
                 ),
@@ -142,9 +151,17 @@ async def test_garbage_connect_bodies_are_refused(
 async def test_hypothesis_json_never_internal(server: Any, api_world: World, body: Any) -> None:
     w = api_world
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.http_port}") as http:
-        for method in ("PostMessage", "RespondToAsk", "ListMessages", "SearchMessages"):
+        for method in (
+            "CommsService/PostMessage",
+            "CommsService/RespondToAsk",
+            "CommsService/ListMessages",
+            "CommsService/SearchMessages",
+            "InboxService/ListInboxItems",
+            "InboxService/AnswerInboxAsk",
+            "InboxService/ReplyInboxItem",
+        ):
             res = await http.post(
-                f"/compass.v1.CommsService/{method}",
+                f"/compass.v1.{method}",
                 content=json.dumps(body),
                 headers={
                     "content-type": "application/json",

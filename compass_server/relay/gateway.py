@@ -22,6 +22,7 @@ from typing import Any
 from compass.v1 import agent_gateway_pb2 as gw
 from compass_server.api import mapping as wire
 from compass_server.api.errors import ApiError, Status, to_api_error
+from compass_server.api.text import check_strings
 from compass_server.events.hub import Closed, EventHub
 from compass_server.relay.dispatch import Dispatcher, error_result
 from compass_server.store import InvalidArgument, NotFound, Store
@@ -191,16 +192,16 @@ class RelayStream:
         if kind == "call":
             await self._call(frame.call)
             return
-        session_id = ""
+        # The error names the session as the runner sent it.
+        session_id = getattr(frame, kind).session_id if kind is not None else ""
         try:
+            if kind is not None:
+                check_strings(getattr(frame, kind), kind)
             if kind == "bind":
-                session_id = frame.bind.session_id
                 await self._bind(frame.bind)
             elif kind == "unbind":
-                session_id = frame.unbind.session_id
                 await self._unbind(session_id)
             elif kind == "ack":
-                session_id = frame.ack.session_id
                 await self._ack(frame.ack)
             else:
                 raise InvalidArgument("a runner frame sets one of: bind, unbind, call, ack")
@@ -282,14 +283,19 @@ class RelayStream:
         task.add_done_callback(done)
 
     async def _run_call(self, call: gw.RelayCommsCallRequest, session: Session | None) -> None:
-        if session is None:
-            result = error_result(
-                ApiError(
-                    Status.NOT_FOUND, f"no session {call.session_id!r} is bound on this stream"
-                )
-            )
+        try:
+            check_strings(call)
+        except InvalidArgument as exc:
+            result = error_result(to_api_error(exc))
         else:
-            result = await self.gateway.dispatcher.call(session.actor, call.call)
+            if session is None:
+                result = error_result(
+                    ApiError(
+                        Status.NOT_FOUND, f"no session {call.session_id!r} is bound on this stream"
+                    )
+                )
+            else:
+                result = await self.gateway.dispatcher.call(session.actor, call.call)
         await self.send(
             gw.HubFrame(
                 result=gw.RelayCommsCallResult(

@@ -19,6 +19,7 @@ from hypercorn.config import Config
 
 from compass_server.api.auth import Authenticator
 from compass_server.api.errors import ApiError
+from compass_server.api.text import check_strings
 from compass_server.transport.binding import Method, ServiceBinding
 from compass_server.transport.grpc_server import MAX_MESSAGE_BYTES, _error
 
@@ -45,6 +46,7 @@ def _endpoint(binding: ServiceBinding, method: Method, auth: Authenticator) -> A
         async def unary(request: Any, ctx: Any) -> Any:
             try:
                 principal = await resolve(header(ctx))
+                check_strings(request)
                 return await fn(principal, request)
             except asyncio.CancelledError:
                 raise
@@ -56,6 +58,8 @@ def _endpoint(binding: ServiceBinding, method: Method, auth: Authenticator) -> A
     async def stream(request: Any, ctx: Any) -> AsyncIterator[Any]:
         try:
             principal = await resolve(header(ctx))
+            if not method.client_streaming:
+                check_strings(request)
             async for item in fn(principal, request):
                 yield item
         except asyncio.CancelledError:

@@ -14,6 +14,7 @@ from grpc_reflection.v1alpha import reflection
 
 from compass_server.api.auth import Authenticator
 from compass_server.api.errors import ApiError, Status, to_api_error
+from compass_server.api.text import check_strings
 from compass_server.events.hub import Closed
 from compass_server.transport.binding import Method, ServiceBinding
 
@@ -48,14 +49,18 @@ def _authorization(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
 
 def _parser(method: Method) -> Any:
     """Requests are parsed here, not by grpcio, whose parse failure reaches the
-    client as UNKNOWN with the exception's text."""
+    client as UNKNOWN with the exception's text. A stream's frames are checked
+    by the service, which answers a bad frame in-band."""
     name = method.request.DESCRIPTOR.full_name
 
     def parse(data: bytes) -> Any:
         try:
-            return method.request.FromString(data)
+            request = method.request.FromString(data)
         except DecodeError:
             raise ApiError(Status.INVALID_ARGUMENT, f"the request is not a valid {name}") from None
+        if not method.client_streaming:
+            check_strings(request)
+        return request
 
     return parse
 

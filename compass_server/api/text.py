@@ -1,0 +1,61 @@
+"""One rule for every string a client sends, on every surface: no control
+characters where they make no sense.
+
+NUL is never taken (PostgreSQL can't store it). Tab, line feed and carriage
+return are taken in free text (a message, a question, a topic, a reason);
+ids, keys, names, labels and tokens take no control character at all.
+Refused at the edge, before any rule of the store, as INVALID_ARGUMENT
+naming the field.
+"""
+
+from __future__ import annotations
+
+import re
+
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
+
+from compass_server.store.errors import InvalidArgument
+
+# String fields, by name, that hold free text.
+FREE_TEXT = frozenset(
+    {"text", "question", "description", "preview", "custom_text"}
+    | {"topic", "body", "reason", "query"}
+)
+# C0 controls, DEL and C1 controls; free text keeps tab, line feed and carriage return.
+_IN_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_IN_LINE = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def check_strings(message: Message, where: str = "") -> None:
+    """Every string set in `message`, however deep; the first offending field
+    is named by its path (`blocks[0].text.text`)."""
+    for field, value in message.ListFields():
+        path = f"{where}.{field.name}" if where else field.name
+        if field.type == FieldDescriptor.TYPE_MESSAGE:
+            if field.is_repeated:
+                for i, item in enumerate(value):
+                    check_strings(item, f"{path}[{i}]")
+            else:
+                check_strings(value, path)
+        elif field.type == FieldDescriptor.TYPE_STRING:
+            pattern = _IN_TEXT if field.name in FREE_TEXT else _IN_LINE
+            if field.is_repeated:
+                for i, item in enumerate(value):
+                    _check(pattern, item, f"{path}[{i}]")
+            else:
+                _check(pattern, value, path)
+
+
+def _check(pattern: re.Pattern[str], value: str, path: str) -> None:
+    found = pattern.search(value)
+    if found is not None:
+        raise InvalidArgument(
+            f"{path} has a control character (U+{ord(found.group()):04X}) at position "
+            f"{found.start()}; "
+            + (
+                "text takes tab, line feed and carriage return, no other"
+                if pattern is _IN_TEXT
+                else "it takes none"
+            )
+        )
