@@ -247,3 +247,81 @@ async def test_too_many_blocks_and_too_large_a_request(client: Any, api_world: W
             w.tokens[w.human.account_id],
         )
     assert info.value.code == "resource_exhausted"
+
+
+@pytest.mark.parametrize(
+    ("method", "request_"),
+    [
+        ("RespondToAsk", pb.RespondToAskRequest(ask_id="a" * 100_000)),
+        ("ListMessages", pb.ListMessagesRequest(channel_id="c" * 100_000)),
+        ("GetMessage", pb.GetMessageRequest(message_id="m" * 100_000)),
+    ],
+)
+async def test_echoed_input_is_truncated(
+    client: Any, api_world: World, method: str, request_: Any
+) -> None:
+    """A 100 KB id is NOT_FOUND like any unknown one; the message quotes its
+    start, not all of it (which would overflow gRPC's metadata)."""
+    from tests.servers import CallError
+
+    w = api_world
+    with pytest.raises(CallError) as info:
+        await client.call(method, request_, w.tokens[w.human.account_id])
+    assert info.value.code == "not_found", info.value
+    assert len(info.value.message) < 300, len(info.value.message)
+    assert "100000 characters" in info.value.message
+
+
+async def test_an_unknown_enum_name_in_connect_json_is_refused(
+    server: Any, api_world: World
+) -> None:
+    w = api_world
+    headers = {
+        "content-type": "application/json",
+        "authorization": f"Bearer {w.tokens[w.human.account_id]}",
+    }
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.http_port}") as http:
+        url = "/compass.v1.InboxService/ListInboxItems"
+        res = await http.post(url, content=b'{"statuses": ["NOPE"]}', headers=headers)
+        assert res.status_code == 400, res.text
+        assert res.json()["code"] == "invalid_argument"
+        assert "statuses[0]" in res.json()["message"]
+        assert "INBOX_ITEM_STATUS_OPEN" in res.json()["message"]  # what it takes
+        # A known name works; an unknown field is still ignored.
+        ok = await http.post(
+            url, content=b'{"statuses": ["INBOX_ITEM_STATUS_OPEN"], "later": 1}', headers=headers
+        )
+        assert ok.status_code == 200, ok.text
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "encoding"),
+    [
+        ("application/json", b"[" * 50_000 + b"]" * 50_000, None),
+        ("application/json", b'{"channelId": "\xff\xfe"}', None),
+        ("application/json", b'{"channelId": "a", "channelId": "b"}', None),
+        ("application/json", b'{"blocks": [{"text": {"text": 5}}]}', None),
+        ("application/proto", b"\x0a\x02\xff\xfe", None),
+        ("application/proto", b"\x08\x01", "gzip"),
+        ("application/json", b"{}", "gzip"),
+    ],
+)
+async def test_connect_decode_errors_have_a_fixed_readable_message(
+    server: Any, api_world: World, content_type: str, body: bytes, encoding: str | None
+) -> None:
+    w = api_world
+    headers = {
+        "content-type": content_type,
+        "authorization": f"Bearer {w.tokens[w.human.account_id]}",
+    }
+    if encoding:
+        headers["content-encoding"] = encoding
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.http_port}") as http:
+        res = await http.post("/compass.v1.CommsService/PostMessage", content=body, headers=headers)
+    assert res.status_code == 400, res.text
+    error = res.json()
+    assert error["code"] == "invalid_argument"
+    message = error["message"]
+    assert "compass.v1.PostMessageRequest" in message or "gzip" in message, message
+    for leak in ("recursion", "codec", "utf-8", "Error", "Failed", "decompress", "line 1"):
+        assert leak not in message, message

@@ -36,8 +36,15 @@ class Status(enum.Enum):
         return self.value
 
 
+# The last guard on what a client is told: gRPC carries the message in its
+# trailers, whose size is limited.
+MAX_ERROR_CHARS = 1_000
+
+
 class ApiError(Exception):
     def __init__(self, status: Status, message: str) -> None:
+        if len(message) > MAX_ERROR_CHARS:
+            message = message[: MAX_ERROR_CHARS - 1] + "…"
         super().__init__(message)
         self.status = status
         self.message = message

@@ -26,6 +26,7 @@ from compass_server.api.text import check_strings
 from compass_server.events.hub import Closed, EventHub
 from compass_server.relay.dispatch import Dispatcher, error_result
 from compass_server.store import InvalidArgument, NotFound, Store
+from compass_server.store.errors import quoted
 from compass_server.store.store import parse_id
 from compass_server.store.types import (
     AccountKind,
@@ -221,7 +222,7 @@ class RelayStream:
     def _session(self, session_id: str) -> Session:
         session = self.sessions.get(session_id)
         if session is None:
-            raise NotFound(f"no session {session_id!r} is bound on this stream")
+            raise NotFound(f"no session {quoted(session_id)} is bound on this stream")
         return session
 
     async def _bind(self, bind: gw.BindSession) -> None:
@@ -230,7 +231,7 @@ class RelayStream:
         if bind.session_id in self.sessions:
             raise ApiError(
                 Status.ALREADY_EXISTS,
-                f"session {bind.session_id!r} is already bound on this stream",
+                f"session {quoted(bind.session_id)} is already bound on this stream",
             )
         agent_id = parse_id(bind.agent_account_id, "agent_account_id")
         binding = await self.gateway.bind(self.runner, agent_id)
@@ -263,7 +264,7 @@ class RelayStream:
         if ack.event_id > session.last_sent:
             raise InvalidArgument(
                 f"event {ack.event_id} is past the last delivery ({session.last_sent}) "
-                f"of session {ack.session_id!r}"
+                f"of session {quoted(ack.session_id)}"
             )
         actor = session.actor
         await self.gateway.store.ack_delivery(actor.workspace_id, actor.account_id, ack.event_id)
@@ -291,7 +292,8 @@ class RelayStream:
             if session is None:
                 result = error_result(
                     ApiError(
-                        Status.NOT_FOUND, f"no session {call.session_id!r} is bound on this stream"
+                        Status.NOT_FOUND,
+                        f"no session {quoted(call.session_id)} is bound on this stream",
                     )
                 )
             else:

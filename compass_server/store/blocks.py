@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from compass_server.store.errors import Corrupt, InvalidArgument, ResourceExhausted
+from compass_server.store.errors import Corrupt, InvalidArgument, ResourceExhausted, quoted
 from compass_server.store.types import (
     Answer,
     Ask,
@@ -61,7 +61,7 @@ def validate_ask(ask: Ask, where: str = "ask") -> None:
             raise InvalidArgument(f"{at} has an empty question_id")
         _check_len(q.question_id, MAX_ID_CHARS, f"{at} question_id")
         if q.question_id in seen:
-            raise InvalidArgument(f"{at} repeats question_id {q.question_id!r}")
+            raise InvalidArgument(f"{at} repeats question_id {quoted(q.question_id)}")
         seen.add(q.question_id)
         _check_len(q.question, MAX_QUESTION_CHARS, f"{at} text")
         _check_len(q.header, MAX_HEADER_CHARS, f"{at} header")
@@ -73,7 +73,7 @@ def validate_ask(ask: Ask, where: str = "ask") -> None:
                 raise InvalidArgument(f"{at} option {oi} has an empty id")
             _check_len(o.id, MAX_ID_CHARS, f"{at} option {oi} id")
             if o.id in option_ids:
-                raise InvalidArgument(f"{at} repeats option id {o.id!r}")
+                raise InvalidArgument(f"{at} repeats option id {quoted(o.id)}")
             option_ids.add(o.id)
             _check_len(o.label, MAX_LABEL_CHARS, f"{at} option {oi} label")
             _check_len(o.description, MAX_DESCRIPTION_CHARS, f"{at} option {oi} description")
@@ -130,9 +130,11 @@ def apply_answers(ask: Ask, answers: Sequence[Answer]) -> Ask:
         if not a.question_id:
             raise InvalidArgument("an answer has an empty question_id")
         if a.question_id not in by_id:
-            raise InvalidArgument(f"ask {ask.ask_id!r} has no question {a.question_id!r}")
+            raise InvalidArgument(
+                f"ask {quoted(ask.ask_id)} has no question {quoted(a.question_id)}"
+            )
         if a.question_id in given:
-            raise InvalidArgument(f"question {a.question_id!r} is answered more than once")
+            raise InvalidArgument(f"question {quoted(a.question_id)} is answered more than once")
         given[a.question_id] = a
     missing = [q.question_id for q in ask.questions if q.question_id not in given]
     if missing:
@@ -144,13 +146,17 @@ def apply_answers(ask: Ask, answers: Sequence[Answer]) -> Ask:
         a = given[q.question_id]
         option_ids = {o.id for o in q.options}
         if len(set(a.chosen_option_ids)) != len(a.chosen_option_ids):
-            raise InvalidArgument(f"question {q.question_id!r} names an option twice")
+            raise InvalidArgument(f"question {quoted(q.question_id)} names an option twice")
         if not q.allow_multiple and len(a.chosen_option_ids) > 1:
-            raise InvalidArgument(f"question {q.question_id!r} takes at most one option")
+            raise InvalidArgument(f"question {quoted(q.question_id)} takes at most one option")
         for oid in a.chosen_option_ids:
             if oid not in option_ids:
-                raise InvalidArgument(f"question {q.question_id!r} has no option {oid!r}")
-        _check_len(a.custom_text, MAX_CUSTOM_TEXT_CHARS, f"question {q.question_id!r} answer text")
+                raise InvalidArgument(
+                    f"question {quoted(q.question_id)} has no option {quoted(oid)}"
+                )
+        _check_len(
+            a.custom_text, MAX_CUSTOM_TEXT_CHARS, f"question {quoted(q.question_id)} answer text"
+        )
         answered.append(
             AskQuestion(
                 question_id=q.question_id,
@@ -202,7 +208,9 @@ def block_to_json(block: Block) -> dict[str, Any]:
         return {"kind": "text", "text": block.text}
     if isinstance(block, Ask):
         if block.answered and block.cancelled:
-            raise InvalidArgument(f"ask {block.ask_id!r} can't be both answered and cancelled")
+            raise InvalidArgument(
+                f"ask {quoted(block.ask_id)} can't be both answered and cancelled"
+            )
         ask: dict[str, Any] = {
             "ask_id": block.ask_id,
             "questions": [_question_to_json(q) for q in block.questions],
@@ -262,9 +270,11 @@ def block_from_json(raw: dict[str, Any], where: str = "block") -> Block:
                 cancelled=bool(a.get("cancelled", False)),
             )
             if ask.answered and ask.cancelled:
-                raise Corrupt(f"stored {where} ask {ask.ask_id!r} is both answered and cancelled")
+                raise Corrupt(
+                    f"stored {where} ask {quoted(ask.ask_id)} is both answered and cancelled"
+                )
             if not ask.questions:
-                raise Corrupt(f"stored {where} ask {ask.ask_id!r} has no questions")
+                raise Corrupt(f"stored {where} ask {quoted(ask.ask_id)} has no questions")
             return ask
         if kind == "ask_answer":
             a = raw["ask_answer"]

@@ -6,6 +6,16 @@ database or exception text.
 
 from __future__ import annotations
 
+# Input quoted back in a message shows at most this many characters of it.
+MAX_QUOTED_CHARS = 64
+
+
+def quoted(value: str) -> str:
+    """Client input as an error message quotes it: its start, when long."""
+    if len(value) <= MAX_QUOTED_CHARS:
+        return repr(value)
+    return f"{value[:MAX_QUOTED_CHARS]!r}… ({len(value)} characters)"
+
 
 class StoreError(Exception):
     """Base of every error the store raises on purpose."""

@@ -29,6 +29,7 @@ from compass_server.store.errors import (
     NotFound,
     PermissionDenied,
     ResourceExhausted,
+    quoted,
 )
 from compass_server.store.store import _decode_token, _encode_token, _Events, page_size
 from compass_server.store.types import (
@@ -200,7 +201,7 @@ class InboxStore:
         )
         row = await cur.fetchone()
         if row is None:
-            raise NotFound(f"no inbox item under key {key!r}")
+            raise NotFound(f"no inbox item under key {quoted(key)}")
         return await self._item(conn, row["id"])
 
     async def _message(self, conn: Conn, message_id: uuid.UUID) -> InboxMessage:
@@ -546,8 +547,8 @@ class InboxStore:
             )
             row = await cur.fetchone()
             if row is None:
-                return f"this item has no ask {ask_id!r}"
-            return f"ask {ask_id!r} is {row['ask_status']}"
+                return f"this item has no ask {quoted(ask_id)}"
+            return f"ask {quoted(ask_id)} is {row['ask_status']}"
         if item.status is not InboxStatus.OPEN:
             return {
                 InboxStatus.ANSWERED: "the ask is answered already",

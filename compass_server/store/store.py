@@ -28,6 +28,7 @@ from compass_server.store.errors import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
+    quoted,
 )
 from compass_server.store.types import (
     Account,
@@ -85,7 +86,7 @@ def parse_id(value: str, what: str) -> uuid.UUID:
     try:
         return uuid.UUID(value)
     except ValueError:
-        raise NotFound(f"no {what.removesuffix('_id').replace('_', ' ')} {value!r}") from None
+        raise NotFound(f"no {what.removesuffix('_id').replace('_', ' ')} {quoted(value)}") from None
 
 
 def page_size(requested: int) -> int:
@@ -372,7 +373,7 @@ class Store:
                     },
                 )
             except psycopg.errors.UniqueViolation:
-                raise Conflict(f"handle {handle!r} is taken in this workspace") from None
+                raise Conflict(f"handle {quoted(handle)} is taken in this workspace") from None
             except psycopg.errors.ForeignKeyViolation:
                 raise NotFound(f"no workspace {workspace_id}") from None
             await conn.execute(
@@ -652,19 +653,19 @@ class Store:
             )
             row = await cur.fetchone()
         if row is None or row["state"] is None:
-            raise NotFound(f"no ask {ask_id!r}")
+            raise NotFound(f"no ask {quoted(ask_id)}")
         ask = blockrules.block_from_json({"kind": "ask", "ask": row["state"]["ask"]})
         if not isinstance(ask, Ask):
-            raise Corrupt(f"ask {ask_id!r} is indexed but missing from its message")
+            raise Corrupt(f"ask {quoted(ask_id)} is indexed but missing from its message")
         self._asks.put(ask)
         return ask
 
     @staticmethod
     def _refuse_closed(ask: Ask) -> None:
         if ask.answered:
-            raise Conflict(f"ask {ask.ask_id!r} is already answered")
+            raise Conflict(f"ask {quoted(ask.ask_id)} is already answered")
         if ask.cancelled:
-            raise Conflict(f"ask {ask.ask_id!r} is cancelled")
+            raise Conflict(f"ask {quoted(ask.ask_id)} is cancelled")
 
     async def answer_ask(
         self, actor: Actor, ask_id: str, answers: Sequence[Answer]
@@ -709,12 +710,12 @@ class Store:
                 _message_from_payload(result["answer_message"]),
             )
         if status == "not_found":
-            raise NotFound(f"no ask {ask_id!r}")
+            raise NotFound(f"no ask {quoted(ask_id)}")
         if status == "answered":
-            raise Conflict(f"ask {ask_id!r} is already answered")
+            raise Conflict(f"ask {quoted(ask_id)} is already answered")
         if status == "cancelled":
-            raise Conflict(f"ask {ask_id!r} is cancelled")
-        raise Corrupt(f"ask {ask_id!r}: the answer could not be applied ({status})")
+            raise Conflict(f"ask {quoted(ask_id)} is cancelled")
+        raise Corrupt(f"ask {quoted(ask_id)}: the answer could not be applied ({status})")
 
     async def cancel_ask(self, actor: Actor, ask_id: str) -> tuple[Message, bool]:
         """Withdraws the actor's own ask. Checks run find → author → state; a
@@ -734,12 +735,12 @@ class Store:
         if status in ("changed", "unchanged"):
             return _message_from_payload(result["ask_message"]), status == "changed"
         if status == "not_found":
-            raise NotFound(f"no ask {ask_id!r}")
+            raise NotFound(f"no ask {quoted(ask_id)}")
         if status == "not_author":
-            raise PermissionDenied(f"only the asker can withdraw ask {ask_id!r}")
+            raise PermissionDenied(f"only the asker can withdraw ask {quoted(ask_id)}")
         if status == "answered":
-            raise Conflict(f"ask {ask_id!r} is already answered")
-        raise Corrupt(f"ask {ask_id!r}: the withdrawal could not be applied ({status})")
+            raise Conflict(f"ask {quoted(ask_id)} is already answered")
+        raise Corrupt(f"ask {quoted(ask_id)}: the withdrawal could not be applied ({status})")
 
     async def get_message(self, actor: Actor, message_id: uuid.UUID) -> Message:
         async with self.db.tx(actor.workspace_id) as conn:

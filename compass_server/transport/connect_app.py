@@ -21,6 +21,7 @@ from compass_server.api.auth import Authenticator
 from compass_server.api.errors import ApiError
 from compass_server.api.text import check_strings
 from compass_server.transport.binding import Method, ServiceBinding
+from compass_server.transport.codecs import CODECS, COMPRESSIONS
 from compass_server.transport.grpc_server import MAX_MESSAGE_BYTES, _error
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,12 @@ class _Adapter:
 
 
 def connect_app(binding: ServiceBinding, auth: Authenticator, app_class: Any) -> ASGIApp:
-    app: ASGIApp = app_class(service=_Adapter(binding, auth), read_max_bytes=MAX_MESSAGE_BYTES)
+    app: ASGIApp = app_class(
+        service=_Adapter(binding, auth),
+        read_max_bytes=MAX_MESSAGE_BYTES,
+        codecs=CODECS,
+        compressions=COMPRESSIONS,
+    )
     return app
 
 
