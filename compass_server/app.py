@@ -8,6 +8,7 @@ import os
 import pathlib
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from compass.v1 import (
     agent_gateway_connect,
@@ -19,14 +20,21 @@ from compass.v1 import (
 )
 from compass_server.api.agent import AgentApi
 from compass_server.api.auth import Authenticator
-from compass_server.api.comms import CommsApi
+from compass_server.api.comms import STREAMS_PER_ACCOUNT, WIRE_CACHE_BYTES, CommsApi
 from compass_server.api.errors import ApiError, Status
 from compass_server.api.inbox import AgentInboxApi, InboxApi
-from compass_server.events.hub import EventHub
+from compass_server.events.hub import PAGE_BYTES, REPLAY_BYTES, WINDOW_BYTES, EventHub
 from compass_server.relay import AgentGateway, Dispatcher, Heartbeat, arms_for
+from compass_server.relay.gateway import (
+    ACK_TIMEOUT_SECONDS,
+    OUTBOX_BYTES,
+    SESSIONS_PER_STREAM,
+    STREAMS_PER_RUNNER,
+)
 from compass_server.store import Database, Store
 from compass_server.store.embedded import EmbeddedPostgres
 from compass_server.store.inbox import InboxStore
+from compass_server.store.store import ASK_CACHE_BYTES
 from compass_server.transport.binding import ServiceBinding
 from compass_server.transport.connect_app import HttpServer, apps_for
 from compass_server.transport.grpc_server import GrpcServer
@@ -34,8 +42,17 @@ from compass_server.transport.grpc_server import GrpcServer
 log = logging.getLogger(__name__)
 
 
+def _env(name: str, default: float) -> Any:
+    """A limit from COMPASS_<name>, else its default (of the default's type)."""
+    raw = os.environ.get(f"COMPASS_{name}")
+    return default if raw is None else type(default)(raw)
+
+
 @dataclass
 class Settings:
+    """How the server runs; every limit it enforces on clients is one of these
+    (the README's limits table lists them), read from COMPASS_<NAME>."""
+
     database_url: str | None = None
     data_dir: pathlib.Path = pathlib.Path(".compass")
     grpc_listen: str = "127.0.0.1:50051"
@@ -43,8 +60,30 @@ class Settings:
     pool_size: int = 20
     server_id: uuid.UUID = field(default_factory=uuid.uuid4)
     # A stream whose client doesn't take a message for this long is closed.
-    slow_stream_seconds: float = field(
-        default_factory=lambda: float(os.environ.get("COMPASS_SLOW_STREAM_SECONDS", "30"))
+    slow_stream_seconds: float = field(default_factory=lambda: _env("SLOW_STREAM_SECONDS", 30.0))
+    subscribe_streams_per_account: int = field(
+        default_factory=lambda: _env("SUBSCRIBE_STREAMS_PER_ACCOUNT", STREAMS_PER_ACCOUNT)
+    )
+    relay_streams_per_runner: int = field(
+        default_factory=lambda: _env("RELAY_STREAMS_PER_RUNNER", STREAMS_PER_RUNNER)
+    )
+    relay_sessions_per_stream: int = field(
+        default_factory=lambda: _env("RELAY_SESSIONS_PER_STREAM", SESSIONS_PER_STREAM)
+    )
+    relay_outbox_bytes: int = field(
+        default_factory=lambda: _env("RELAY_OUTBOX_BYTES", OUTBOX_BYTES)
+    )
+    relay_ack_timeout_seconds: float = field(
+        default_factory=lambda: _env("RELAY_ACK_TIMEOUT_SECONDS", ACK_TIMEOUT_SECONDS)
+    )
+    event_window_bytes: int = field(
+        default_factory=lambda: _env("EVENT_WINDOW_BYTES", WINDOW_BYTES)
+    )
+    replay_page_bytes: int = field(default_factory=lambda: _env("REPLAY_PAGE_BYTES", PAGE_BYTES))
+    replay_bytes: int = field(default_factory=lambda: _env("REPLAY_BYTES", REPLAY_BYTES))
+    ask_cache_bytes: int = field(default_factory=lambda: _env("ASK_CACHE_BYTES", ASK_CACHE_BYTES))
+    wire_cache_bytes: int = field(
+        default_factory=lambda: _env("WIRE_CACHE_BYTES", WIRE_CACHE_BYTES)
     )
 
 
@@ -69,11 +108,23 @@ class CompassServer:
         self.database_url = url
         self.db = Database(url, max_size=self.settings.pool_size)
         await self.db.open()
-        self.store = Store(self.db)
-        self.hub = EventHub(self.store, url)
+        settings = self.settings
+        self.store = Store(self.db, ask_cache_bytes=settings.ask_cache_bytes)
+        self.hub = EventHub(
+            self.store,
+            url,
+            window_bytes=settings.event_window_bytes,
+            page_bytes=settings.replay_page_bytes,
+            replay_bytes=settings.replay_bytes,
+        )
         await self.hub.start()
         self.auth = Authenticator(self.store)
-        self.comms = CommsApi(self.store, self.hub)
+        self.comms = CommsApi(
+            self.store,
+            self.hub,
+            wire_cache_bytes=settings.wire_cache_bytes,
+            streams_per_account=settings.subscribe_streams_per_account,
+        )
         comms = ServiceBinding.of(comms_pb2, "CommsService", self.comms, "account")
         self.inbox = InboxStore(self.db)
         inbox = ServiceBinding.of(inbox_pb2, "InboxService", InboxApi(self.inbox), "account")
@@ -82,7 +133,11 @@ class CompassServer:
             self.store,
             self.hub,
             Dispatcher(arms_for(self.comms, self.agent_api, AgentInboxApi(self.inbox))),
-            self.settings.server_id,
+            settings.server_id,
+            outbox_bytes=settings.relay_outbox_bytes,
+            sessions_per_stream=settings.relay_sessions_per_stream,
+            streams_per_runner=settings.relay_streams_per_runner,
+            ack_timeout=settings.relay_ack_timeout_seconds,
         )
         self.heartbeat = Heartbeat(
             self.store,

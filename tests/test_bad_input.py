@@ -325,3 +325,64 @@ async def test_connect_decode_errors_have_a_fixed_readable_message(
     assert "compass.v1.PostMessageRequest" in message or "gzip" in message, message
     for leak in ("recursion", "codec", "utf-8", "Error", "Failed", "decompress", "line 1"):
         assert leak not in message, message
+
+
+async def test_a_message_is_measured_in_encoded_bytes(client: Any, api_world: World) -> None:
+    """248k emoji are ~1 MB as stored: over the limit, though far fewer
+    characters than the limit's bytes."""
+    from tests.servers import CallError
+
+    w = api_world
+    token = w.tokens[w.human.account_id]
+    emoji = [pb.MessageBlock(text=pb.TextBlock(text="😀" * 31_000)) for _ in range(8)]
+    with pytest.raises(CallError) as info:
+        await client.call(
+            "PostMessage",
+            pb.PostMessageRequest(channel_id=str(w.channel.channel_id), blocks=emoji),
+            token,
+        )
+    assert info.value.code == "resource_exhausted"
+    assert f"the limit is {limits.MAX_MESSAGE_BYTES} bytes" in info.value.message
+    # The same number of ASCII characters is well within it.
+    ascii_ = [pb.MessageBlock(text=pb.TextBlock(text="x" * 31_000)) for _ in range(8)]
+    res = await client.call(
+        "PostMessage",
+        pb.PostMessageRequest(channel_id=str(w.channel.channel_id), blocks=ascii_),
+        token,
+    )
+    assert len(res.message.blocks) == 8
+
+
+async def test_an_answer_is_measured_in_encoded_bytes(client: Any, api_world: World) -> None:
+    from tests.servers import CallError
+
+    w = api_world
+    questions = [pb.AskQuestion(question_id=f"q{i}", question="?") for i in range(10)]
+    ask = await client.call(
+        "PostMessage",
+        pb.PostMessageRequest(
+            channel_id=str(w.channel.channel_id),
+            blocks=[pb.MessageBlock(ask=pb.Ask(questions=questions))],
+        ),
+        w.tokens[w.agent.account_id],
+    )
+    ask_id = ask.message.blocks[0].ask.ask_id
+    # 10 × 9,000 emoji: within the characters per answer, ~360 KB in all.
+    answers = [
+        pb.AskQuestionAnswer(question_id=f"q{i}", custom_text="😀" * 9_000) for i in range(10)
+    ]
+    with pytest.raises(CallError) as info:
+        await client.call(
+            "RespondToAsk",
+            pb.RespondToAskRequest(ask_id=ask_id, answers=answers),
+            w.tokens[w.human.account_id],
+        )
+    assert info.value.code == "invalid_argument"
+    assert f"{limits.MAX_ANSWER_TEXT_BYTES} bytes" in info.value.message
+    small = [pb.AskQuestionAnswer(question_id=f"q{i}", custom_text="😀" * 100) for i in range(10)]
+    res = await client.call(
+        "RespondToAsk",
+        pb.RespondToAskRequest(ask_id=ask_id, answers=small),
+        w.tokens[w.human.account_id],
+    )
+    assert res.ask_message.blocks[0].ask.answered

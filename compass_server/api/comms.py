@@ -11,28 +11,38 @@ from compass_server.api import mapping as wire
 from compass_server.api.errors import ApiError, Status
 from compass_server.events.hub import EventHub
 from compass_server.store import PermissionDenied, Store
+from compass_server.store.cache import SizedCache
 from compass_server.store.store import parse_id
 from compass_server.store.types import AccountKind, Actor, Event, EventKind
 
-WIRE_CACHE = 2048
+# Every subscriber of a workspace sends the same wire event: it is built once
+# and kept while it is recent, within this many bytes.
+WIRE_CACHE_BYTES = 16 << 20
+# Subscribe streams one account may hold open on one server process.
+STREAMS_PER_ACCOUNT = 16
 
 
 class CommsApi:
-    def __init__(self, store: Store, hub: EventHub) -> None:
+    def __init__(
+        self,
+        store: Store,
+        hub: EventHub,
+        *,
+        wire_cache_bytes: int = WIRE_CACHE_BYTES,
+        streams_per_account: int = STREAMS_PER_ACCOUNT,
+    ) -> None:
         self.store = store
         self.hub = hub
-        # Every subscriber of a workspace sends the same wire event: build it once.
-        self._wire: collections.OrderedDict[tuple[uuid.UUID, int], pb.Event] = (
-            collections.OrderedDict()
-        )
+        self._wire: SizedCache[tuple[uuid.UUID, int], pb.Event] = SizedCache(wire_cache_bytes)
+        self.streams_per_account = streams_per_account
+        self._streams: collections.Counter[uuid.UUID] = collections.Counter()
 
     def _wire_event(self, workspace_id: uuid.UUID, event: Event) -> pb.Event:
         key = (workspace_id, event.event_id)
         found = self._wire.get(key)
         if found is None:
-            found = self._wire[key] = wire.event_to_wire(event)
-            if len(self._wire) > WIRE_CACHE:
-                self._wire.popitem(last=False)
+            found = wire.event_to_wire(event)
+            self._wire.put(key, found, found.ByteSize())
         return found
 
     async def create_channel(
@@ -152,6 +162,18 @@ class CommsApi:
                     members.add(event.channel_id)
             return event.channel_id in members
 
-        yield pb.Event(event_id=cursor, ready=pb.Ready())
-        async for event in self.hub.stream(actor.workspace_id, cursor, visible):
-            yield self._wire_event(actor.workspace_id, event)
+        if self._streams[actor.account_id] >= self.streams_per_account:
+            raise ApiError(
+                Status.RESOURCE_EXHAUSTED,
+                f"this account has {self.streams_per_account} Subscribe streams open on this "
+                "server, the most it may; close one first",
+            )
+        self._streams[actor.account_id] += 1
+        try:
+            yield pb.Event(event_id=cursor, ready=pb.Ready())
+            async for event in self.hub.stream(actor.workspace_id, cursor, visible):
+                yield self._wire_event(actor.workspace_id, event)
+        finally:
+            self._streams[actor.account_id] -= 1
+            if not self._streams[actor.account_id]:
+                del self._streams[actor.account_id]

@@ -2,8 +2,12 @@
 subscriber of that workspace pulls from the feed's shared window of recent
 events, or from the log itself when it is further behind.
 
-Subscribers pull, nothing is pushed into per-subscriber queues, so a stream
-that stops reading holds a cursor and no memory.
+Subscribers pull, nothing is pushed into per-subscriber queues. A stream
+reading the window takes one shared event at a time; a stream behind it reads
+the log a page at a time, each page bounded in bytes and paid for from one
+replay budget shared by every stream of the process, and hands the bytes back
+as its client takes the events. A stream whose client stops reading holds a
+cursor and at most one page.
 """
 
 from __future__ import annotations
@@ -11,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import itertools
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -24,10 +27,16 @@ from compass_server.store.types import Event
 log = logging.getLogger(__name__)
 
 CHANNEL = "compass_events"
-# The shared window of recent events per workspace, bounded by count and size.
+# The shared window of recent events per workspace with subscribers, bounded
+# by count and by payload bytes.
 WINDOW = 4096
 WINDOW_BYTES = 16 << 20
+# One read of the log: at most this many events, and this many payload bytes
+# (a single larger event still makes a page of one).
 BATCH = 500
+PAGE_BYTES = 1 << 20
+# Pages of the log held by all streams of the process at once.
+REPLAY_BYTES = 64 << 20
 # A missed NOTIFY (a dropped listener) is caught up by this re-check.
 RECHECK_SECONDS = 5.0
 
@@ -36,15 +45,63 @@ class Closed(Exception):
     """The hub is shutting down; streams end."""
 
 
+class Budget:
+    """Bytes handed out first come, first served; a taker waits until enough
+    are back. A request over the total is served alone."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.used = 0
+        self._waiting: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
+
+    async def take(self, n: int) -> None:
+        n = min(n, self.total)
+        if not self._waiting and self.used + n <= self.total:
+            self.used += n
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append((n, turn))
+        try:
+            await turn
+        except BaseException:
+            if turn.done() and not turn.cancelled():
+                self.give(n)  # granted just as we were cancelled
+            else:
+                self._waiting.remove((n, turn))
+                self._serve()
+            raise
+
+    def force(self, n: int) -> None:
+        """Takes without waiting: for the excess of an event over its page."""
+        self.used += n
+
+    def give(self, n: int) -> None:
+        self.used -= n
+        self._serve()
+
+    def _serve(self) -> None:
+        while self._waiting:
+            n, turn = self._waiting[0]
+            if self.used + n > self.total and self.used > 0:
+                return
+            self._waiting.popleft()
+            self.used += n
+            turn.set_result(None)
+
+
 class Feed:
     """The recent events of one workspace, loaded once for all its subscribers."""
 
-    def __init__(self, store: Store, workspace_id: uuid.UUID, head: int) -> None:
+    def __init__(
+        self, store: Store, workspace_id: uuid.UUID, head: int, window_bytes: int, page_bytes: int
+    ) -> None:
         self.store = store
         self.workspace_id = workspace_id
         self.head = head
         self.window: collections.deque[Event] = collections.deque()
         self.window_bytes = 0
+        self.max_window_bytes = window_bytes
+        self.page_bytes = page_bytes
         self.users = 0
         self._changed = asyncio.Event()
         self._loading: asyncio.Task[None] | None = None
@@ -59,14 +116,16 @@ class Feed:
     async def _load(self) -> None:
         try:
             while self._wanted > self.head:
-                batch = await self.store.read_events(self.workspace_id, self.head, BATCH)
+                batch = await self.store.read_events(
+                    self.workspace_id, self.head, BATCH, self.page_bytes
+                )
                 if not batch:
                     break
                 for event in batch:
                     self.window.append(event)
                     self.window_bytes += event.size
                 while len(self.window) > WINDOW or (
-                    self.window_bytes > WINDOW_BYTES and len(self.window) > 1
+                    self.window_bytes > self.max_window_bytes and len(self.window) > 1
                 ):
                     self.window_bytes -= self.window.popleft().size
                 self.head = batch[-1].event_id
@@ -82,16 +141,12 @@ class Feed:
         self.closed = True
         self._wake()
 
-    async def after(self, cursor: int) -> list[Event]:
-        """Events after cursor, up to one batch, oldest first."""
+    def event(self, event_id: int) -> Event | None:
+        """The event with this id if the window holds it (ids have no gaps)."""
         window = self.window
-        if window and window[0].event_id <= cursor + 1 and cursor < self.head:
-            start = cursor + 1 - window[0].event_id
-            return list(itertools.islice(window, start, start + BATCH))
-        if cursor >= self.head:
-            return []
-        # Further behind than the window: read the log itself.
-        return await self.store.read_events(self.workspace_id, cursor, BATCH)
+        if window and window[0].event_id <= event_id <= window[-1].event_id:
+            return window[event_id - window[0].event_id]
+        return None
 
     async def wait_beyond(self, cursor: int) -> None:
         while self.head <= cursor and not self.closed:
@@ -105,9 +160,20 @@ class Feed:
 
 
 class EventHub:
-    def __init__(self, store: Store, database_url: str) -> None:
+    def __init__(
+        self,
+        store: Store,
+        database_url: str,
+        *,
+        window_bytes: int = WINDOW_BYTES,
+        page_bytes: int = PAGE_BYTES,
+        replay_bytes: int = REPLAY_BYTES,
+    ) -> None:
         self.store = store
         self.url = database_url
+        self.window_bytes = window_bytes
+        self.page_bytes = page_bytes
+        self.replay = Budget(replay_bytes)
         self.feeds: dict[uuid.UUID, Feed] = {}
         self._task: asyncio.Task[None] | None = None
         self._listening = asyncio.Event()
@@ -160,7 +226,10 @@ class EventHub:
         feed = self.feeds.get(workspace_id)
         if feed is None:
             head = await self.store.last_event_id(workspace_id)
-            feed = self.feeds.setdefault(workspace_id, Feed(self.store, workspace_id, head))
+            feed = self.feeds.setdefault(
+                workspace_id,
+                Feed(self.store, workspace_id, head, self.window_bytes, self.page_bytes),
+            )
         feed.users += 1
         return feed
 
@@ -177,22 +246,50 @@ class EventHub:
         workspace_id: uuid.UUID,
         after: int,
         visible: Callable[[Event], bool],
+        room: Callable[[], int] | None = None,
     ) -> AsyncIterator[Event]:
         """Every event after `after` that `visible` admits, in order, then live
-        ones as they commit; ends with Closed when the hub shuts down."""
+        ones as they commit; ends with Closed when the hub shuts down. `room`,
+        when given, is how many events the caller can take before it has to
+        wait: the log is read no further ahead than that."""
         if self._closed:
             raise Closed
         feed = await self._feed(workspace_id)
         try:
             cursor = after
             while True:
-                batch = await feed.after(cursor)
-                if not batch:
-                    await feed.wait_beyond(cursor)
-                    continue
-                for event in batch:
+                event = feed.event(cursor + 1)
+                if event is not None:
                     cursor = event.event_id
                     if visible(event):
                         yield event
+                    continue
+                if cursor >= feed.head:
+                    await feed.wait_beyond(cursor)
+                    continue
+                # Further behind than the window: a page of the log.
+                limit = BATCH if room is None else max(1, min(BATCH, room()))
+                await self.replay.take(self.page_bytes)
+                held = min(self.page_bytes, self.replay.total)
+                try:
+                    page = collections.deque(
+                        await self.store.read_events(workspace_id, cursor, limit, self.page_bytes)
+                    )
+                    weight = sum(e.size for e in page)
+                    if weight > held:
+                        self.replay.force(weight - held)
+                    else:
+                        self.replay.give(held - weight)
+                    held = weight
+                    while page:
+                        event = page.popleft()
+                        cursor = event.event_id
+                        if visible(event):
+                            yield event
+                        # The client took it: its bytes go back.
+                        held -= event.size
+                        self.replay.give(event.size)
+                finally:
+                    self.replay.give(held)
         finally:
             self._release(feed)

@@ -3,9 +3,11 @@ carrying many agent sessions.
 
 A stream reads frames in order (binds, unbinds and acks take effect before
 the next frame is read), runs calls concurrently, and writes every outgoing
-frame through one bounded outbox that the stream's generator drains. Each
-bound session pulls its deliveries from the event log after the agent's acked
-cursor, with at most `window` unacked in flight.
+frame through one outbox, bounded in bytes, that the stream's generator
+drains. Each bound session pulls its deliveries from the event log after the
+agent's acked cursor, with at most `window` unacked in flight, and reads the
+log no further ahead than that; a session whose window stays full past the
+ack timeout is ended.
 """
 
 from __future__ import annotations
@@ -45,7 +47,19 @@ log = logging.getLogger(__name__)
 WINDOW = 256
 # Calls running at once per stream; the next call frame waits for a slot.
 MAX_CALLS = 64
-OUTBOX = 1024
+# Frames written and not yet taken by the runner, per stream.
+OUTBOX_BYTES = 4 << 20
+# Sessions one stream may bind, and streams one runner may open (per process).
+SESSIONS_PER_STREAM = 100
+STREAMS_PER_RUNNER = 8
+# A session whose window stays full this long with no ack is ended.
+ACK_TIMEOUT_SECONDS = 120.0
+# A delivery frame's bytes besides its event's payload.
+FRAME_BYTES = 256
+
+
+class Stalled(Exception):
+    """The session's window stayed full past the ack timeout."""
 
 
 class Session:
@@ -61,10 +75,16 @@ class Session:
         self._freed = asyncio.Event()
         self.deliveries: asyncio.Task[None] | None = None
 
-    async def room(self) -> None:
+    def free(self) -> int:
+        return self.window - len(self.in_flight)
+
+    async def room(self, ack_timeout: float) -> None:
         while len(self.in_flight) >= self.window:
             self._freed.clear()
-            await self._freed.wait()
+            try:
+                await asyncio.wait_for(self._freed.wait(), ack_timeout)
+            except TimeoutError:
+                raise Stalled from None
 
     def sent(self, event_id: int) -> None:
         self.in_flight.append(event_id)
@@ -108,12 +128,50 @@ def hears(
     return visible
 
 
+class Outbox:
+    """Frames on their way to the runner, bounded by bytes: a writer waits for
+    room before it builds its frame, so a waiting writer holds no frame. One
+    frame always fits, and the end of the stream goes ahead of everything."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._frames: collections.deque[tuple[gw.HubFrame | None, int]] = collections.deque()
+        self._changed = asyncio.Event()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def put(self, size: int, build: Callable[[], gw.HubFrame]) -> None:
+        while self.bytes and self.bytes + size > self.max_bytes:
+            await self._changed.wait()
+        self._frames.append((build(), size))
+        self.bytes += size
+        self._wake()
+
+    async def get(self) -> gw.HubFrame | None:
+        while not self._frames:
+            await self._changed.wait()
+        frame, size = self._frames.popleft()
+        self.bytes -= size
+        self._wake()
+        return frame
+
+    def end(self) -> None:
+        """Drops what waits and ends the stream next."""
+        self._frames.clear()
+        self.bytes = 0
+        self._frames.append((None, 0))
+        self._wake()
+
+
 class RelayStream:
     def __init__(self, gateway: AgentGateway, runner: RunnerPrincipal) -> None:
         self.gateway = gateway
         self.runner = runner
         self.sessions: dict[str, Session] = {}
-        self.outbox: asyncio.Queue[gw.HubFrame | None] = asyncio.Queue(OUTBOX)
+        self.outbox = Outbox(gateway.outbox_bytes)
         self.calls: set[asyncio.Task[None]] = set()
         self.slots = asyncio.Semaphore(MAX_CALLS)
         self.failure: BaseException | None = None
@@ -143,12 +201,7 @@ class RelayStream:
         self.ended = True
         self.failure = failure
         self._stop_producers()
-        while True:
-            try:
-                self.outbox.put_nowait(None)
-                return
-            except asyncio.QueueFull:
-                self.outbox.get_nowait()
+        self.outbox.end()
 
     def _stop_producers(self) -> None:
         if self._reader is not None:
@@ -166,7 +219,7 @@ class RelayStream:
             # The runner half-closed: finish the calls it made, then end.
             while self.calls:
                 await asyncio.gather(*self.calls, return_exceptions=True)
-            await self.outbox.put(None)
+            self.outbox.end()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -175,7 +228,7 @@ class RelayStream:
             self.end(None)
 
     async def send(self, frame: gw.HubFrame) -> None:
-        await self.outbox.put(frame)
+        await self.outbox.put(frame.ByteSize(), lambda: frame)
 
     async def unbind_all(self) -> None:
         sessions, self.sessions = list(self.sessions.values()), {}
@@ -232,6 +285,12 @@ class RelayStream:
             raise ApiError(
                 Status.ALREADY_EXISTS,
                 f"session {quoted(bind.session_id)} is already bound on this stream",
+            )
+        if len(self.sessions) >= self.gateway.sessions_per_stream:
+            raise ApiError(
+                Status.RESOURCE_EXHAUSTED,
+                f"this stream has {len(self.sessions)} sessions bound, the most it takes; "
+                "unbind one or open another stream",
             )
         agent_id = parse_id(bind.agent_account_id, "agent_account_id")
         binding = await self.gateway.bind(self.runner, agent_id)
@@ -316,23 +375,52 @@ class RelayStream:
                 actor.workspace_id,
                 session.binding.acked_event_id,
                 hears(actor.account_id, channels),
+                room=session.free,
             )
-            async for event in events:
-                await session.room()
+            while True:
+                # Room first: a session waiting on acks holds no event.
+                await session.room(self.gateway.ack_timeout)
+                event = await anext(events)
                 session.sent(event.event_id)
-                await self.send(
-                    gw.HubFrame(
+
+                def frame(event: Event = event) -> gw.HubFrame:
+                    return gw.HubFrame(
                         delivery=gw.Delivery(
                             session_id=session.name, event=wire.event_to_wire(event)
                         )
                     )
-                )
+
+                await self.outbox.put(event.size + FRAME_BYTES, frame)
         except asyncio.CancelledError:
             raise
+        except Stalled:
+            await self._stalled(session)
         except Exception as exc:
             # The log can't be read (or the hub is closing): end the stream so
             # the runner reconnects and resumes from its acked cursor.
             self.end(exc)
+
+    async def _stalled(self, session: Session) -> None:
+        if self.sessions.get(session.name) is not session:
+            return
+        del self.sessions[session.name]
+        await self.gateway.unbind(session)
+        seconds = self.gateway.ack_timeout
+        await self.send(
+            gw.HubFrame(
+                session_error=gw.SessionError(
+                    session_id=session.name,
+                    error=gw.CommsCallError(
+                        code=Status.RESOURCE_EXHAUSTED.token,
+                        message=(
+                            f"session {quoted(session.name)} had {session.window} deliveries "
+                            f"unacked for {seconds:g} s and is unbound; bind again to resume "
+                            "after its acked cursor"
+                        ),
+                    ),
+                )
+            )
+        )
 
 
 class AgentGateway:
@@ -346,13 +434,22 @@ class AgentGateway:
         server_id: uuid.UUID,
         *,
         window: int = WINDOW,
+        outbox_bytes: int = OUTBOX_BYTES,
+        sessions_per_stream: int = SESSIONS_PER_STREAM,
+        streams_per_runner: int = STREAMS_PER_RUNNER,
+        ack_timeout: float = ACK_TIMEOUT_SECONDS,
     ) -> None:
         self.store = store
         self.hub = hub
         self.dispatcher = dispatcher
         self.server_id = server_id
         self.window = window
+        self.outbox_bytes = outbox_bytes
+        self.sessions_per_stream = sessions_per_stream
+        self.streams_per_runner = streams_per_runner
+        self.ack_timeout = ack_timeout
         self.streams: set[RelayStream] = set()
+        self._per_runner: collections.Counter[uuid.UUID] = collections.Counter()
         self.closed = False
         self._cleanups: set[asyncio.Task[Any]] = set()
 
@@ -361,13 +458,23 @@ class AgentGateway:
     ) -> AsyncIterator[gw.HubFrame]:
         if self.closed:
             raise Closed
+        if self._per_runner[runner.runner_id] >= self.streams_per_runner:
+            raise ApiError(
+                Status.RESOURCE_EXHAUSTED,
+                f"this runner has {self.streams_per_runner} relay streams open on this server, "
+                "the most it may; close one first",
+            )
         stream = RelayStream(self, runner)
         self.streams.add(stream)
+        self._per_runner[runner.runner_id] += 1
         try:
             async for frame in stream.run(frames):
                 yield frame
         finally:
             self.streams.discard(stream)
+            self._per_runner[runner.runner_id] -= 1
+            if not self._per_runner[runner.runner_id]:
+                del self._per_runner[runner.runner_id]
             # Runs to the end even when the stream was cancelled by a disconnect.
             await self._finish(stream.unbind_all())
 

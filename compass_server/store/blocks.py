@@ -6,6 +6,7 @@ store; nothing else validates an ask or an answer.
 
 from __future__ import annotations
 
+import json
 import secrets
 import uuid
 from collections.abc import Iterable, Sequence
@@ -33,7 +34,11 @@ MAX_LABEL_CHARS = 500
 MAX_DESCRIPTION_CHARS = 2_000
 MAX_PREVIEW_CHARS = 10_000
 MAX_CUSTOM_TEXT_CHARS = 10_000
-MAX_MESSAGE_CHARS = 256_000
+# Sizes that bound memory are counted in encoded bytes (UTF-8 JSON as
+# stored), not characters: an emoji is four bytes.
+MAX_MESSAGE_BYTES = 256 * 1024
+# The free text of all of one answer's questions together.
+MAX_ANSWER_TEXT_BYTES = 64 * 1024
 
 
 def mint_ask_id() -> str:
@@ -140,6 +145,12 @@ def apply_answers(ask: Ask, answers: Sequence[Answer]) -> Ask:
     if missing:
         raise InvalidArgument(
             "every question must be answered at once; missing: " + ", ".join(map(repr, missing))
+        )
+    text_bytes = sum(len(a.custom_text.encode()) for a in answers)
+    if text_bytes > MAX_ANSWER_TEXT_BYTES:
+        raise InvalidArgument(
+            f"the answer's text is {text_bytes} bytes in all; the limit is "
+            f"{MAX_ANSWER_TEXT_BYTES} bytes"
         )
     answered: list[AskQuestion] = []
     for q in ask.questions:
@@ -302,13 +313,18 @@ def search_text(blocks: Iterable[Block]) -> str:
     return "\n".join(words).lower()
 
 
-def message_size(blocks: Sequence[dict[str, Any]]) -> int:
-    return len(str(blocks))
+def encoded_size(value: Any) -> int:
+    """Bytes of `value` as UTF-8 JSON: what it weighs stored, on the wire and
+    (near enough) in memory."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
 
 
-def check_message_size(blocks_json: Sequence[dict[str, Any]]) -> None:
-    size = message_size(blocks_json)
-    if size > MAX_MESSAGE_CHARS:
+def check_message_size(blocks_json: Sequence[dict[str, Any]]) -> list[int]:
+    """The encoded size of each block; refuses a message over the limit."""
+    sizes = [encoded_size(b) for b in blocks_json]
+    size = sum(sizes) + len(sizes) + 1
+    if size > MAX_MESSAGE_BYTES:
         raise ResourceExhausted(
-            f"the message is {size} characters as stored; the limit is {MAX_MESSAGE_CHARS}"
+            f"the message is {size} bytes as stored; the limit is {MAX_MESSAGE_BYTES} bytes"
         )
+    return sizes

@@ -9,7 +9,6 @@ sequencer.py); reads of the log first wait for this process's own writes.
 from __future__ import annotations
 
 import base64
-import collections
 import datetime
 import hashlib
 import secrets
@@ -21,6 +20,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from compass_server.store import blocks as blockrules
+from compass_server.store.cache import SizedCache
 from compass_server.store.db import Conn, Database, queries
 from compass_server.store.errors import (
     Conflict,
@@ -68,6 +68,8 @@ MAX_NAME_CHARS = 80
 MAX_TOPIC_CHARS = 1_000
 MAX_STATUS_CHARS = 200
 MAX_QUERY_CHARS = 200
+# A page of the event log, in payload bytes (at least one event).
+EVENT_PAGE_BYTES = 1 << 20
 
 
 def hash_token(token: str) -> bytes:
@@ -304,32 +306,21 @@ async def _refresh_presence(conn: Conn, agent_id: uuid.UUID) -> None:
         Database.appended()
 
 
-class _AskCache:
-    """Asks' content by id. Content never changes after append, so a copy can
-    check answers without a read; state always comes from the locked row."""
+def _pending(ask: Ask) -> Ask:
+    """An ask's content alone: a cached copy carries no state."""
+    return Ask(questions=tuple(blockrules.pending(q) for q in ask.questions), ask_id=ask.ask_id)
 
-    def __init__(self, size: int = 50_000) -> None:
-        self.size = size
-        self._asks: collections.OrderedDict[str, Ask] = collections.OrderedDict()
 
-    def get(self, ask_id: str) -> Ask | None:
-        ask = self._asks.get(ask_id)
-        if ask is not None:
-            self._asks.move_to_end(ask_id)
-        return ask
-
-    def put(self, ask: Ask) -> None:
-        self._asks[ask.ask_id] = Ask(
-            questions=tuple(blockrules.pending(q) for q in ask.questions), ask_id=ask.ask_id
-        )
-        if len(self._asks) > self.size:
-            self._asks.popitem(last=False)
+# Asks' content by id, bounded by its encoded bytes. Content never changes
+# after append, so a copy checks answers without a read; state always comes
+# from the locked row.
+ASK_CACHE_BYTES = 64 << 20
 
 
 class Store:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, ask_cache_bytes: int = ASK_CACHE_BYTES) -> None:
         self.db = db
-        self._asks = _AskCache()
+        self._asks: SizedCache[str, Ask] = SizedCache(ask_cache_bytes)
 
     # --- workspaces, accounts, runners, sign-in ----------------------------
 
@@ -620,7 +611,7 @@ class Store:
         any inbound server-owned ask state; refuses ask_answer blocks."""
         stored, ask_ids = blockrules.prepare_for_append(blocks)
         blocks_json = blockrules.blocks_to_json(stored)
-        blockrules.check_message_size(blocks_json)
+        sizes = blockrules.check_message_size(blocks_json)
         async with self.db.connection() as conn:
             cur = await conn.execute(
                 MESSAGES["post_message"],
@@ -640,9 +631,9 @@ class Store:
         if not row["message"]["numbered"]:
             self.db.sequencer.committed(actor.workspace_id)
         message = _message_from_payload(row["message"]["message"])
-        for block in message.blocks:
+        for block, size in zip(message.blocks, sizes, strict=True):
             if isinstance(block, Ask):
-                self._asks.put(block)
+                self._asks.put(block.ask_id, _pending(block), size)
         return message
 
     async def _ask_state(self, actor: Actor, ask_id: str) -> Ask:
@@ -657,7 +648,7 @@ class Store:
         ask = blockrules.block_from_json({"kind": "ask", "ask": row["state"]["ask"]})
         if not isinstance(ask, Ask):
             raise Corrupt(f"ask {quoted(ask_id)} is indexed but missing from its message")
-        self._asks.put(ask)
+        self._asks.put(ask_id, _pending(ask), blockrules.encoded_size(row["state"]["ask"]))
         return ask
 
     @staticmethod
@@ -909,10 +900,16 @@ class Store:
 
     # --- the event log ---------------------------------------------------------
 
-    async def read_events(self, workspace_id: uuid.UUID, after: int, limit: int) -> list[Event]:
+    async def read_events(
+        self, workspace_id: uuid.UUID, after: int, limit: int, max_bytes: int = EVENT_PAGE_BYTES
+    ) -> list[Event]:
+        """Events after `after`, oldest first: at most `limit`, and no more than
+        `max_bytes` of payload unless the first alone weighs more."""
         await self.db.sequencer.flush(workspace_id)
         async with self.db.tx(workspace_id) as conn:
-            cur = await conn.execute(EVENTS["read_events"], {"after": after, "limit": limit})
+            cur = await conn.execute(
+                EVENTS["read_events"], {"after": after, "limit": limit, "max_bytes": max_bytes}
+            )
             rows = await cur.fetchall()
         return [event_from_row(r) for r in rows]
 

@@ -1,0 +1,45 @@
+"""A least-recently-used map bounded by the bytes its values weigh, not by
+their count: a few large values can't outgrow it."""
+
+from __future__ import annotations
+
+import collections
+from typing import Generic, TypeVar
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+# What an entry costs besides its value's own bytes (key, node, object headers).
+ENTRY_BYTES = 200
+
+
+class SizedCache(Generic[K, V]):
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._entries: collections.OrderedDict[K, tuple[V, int]] = collections.OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: K) -> V | None:
+        found = self._entries.get(key)
+        if found is None:
+            return None
+        self._entries.move_to_end(key)
+        return found[0]
+
+    def put(self, key: K, value: V, size: int) -> None:
+        """Keeps `value`, evicting the least recently used; a value that alone
+        is over the bound is not kept."""
+        size += ENTRY_BYTES
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self.bytes -= old[1]
+        if size > self.max_bytes:
+            return
+        self._entries[key] = (value, size)
+        self.bytes += size
+        while self.bytes > self.max_bytes:
+            _, (_, evicted) = self._entries.popitem(last=False)
+            self.bytes -= evicted
