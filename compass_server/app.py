@@ -23,13 +23,20 @@ from compass_server.api.auth import Authenticator
 from compass_server.api.comms import STREAMS_PER_ACCOUNT, WIRE_CACHE_BYTES, CommsApi
 from compass_server.api.errors import ApiError, Status
 from compass_server.api.inbox import AgentInboxApi, InboxApi
-from compass_server.events.hub import PAGE_BYTES, REPLAY_BYTES, WINDOW_BYTES, EventHub
+from compass_server.events.hub import (
+    PAGE_BYTES,
+    REPLAY_BYTES,
+    REPLAY_BYTES_PER_TOKEN,
+    WINDOW_BYTES,
+    EventHub,
+)
 from compass_server.relay import AgentGateway, Dispatcher, Heartbeat, arms_for
 from compass_server.relay.gateway import (
     ACK_TIMEOUT_SECONDS,
     OUTBOX_BYTES,
     SESSIONS_PER_STREAM,
     STREAMS_PER_RUNNER,
+    WINDOW,
 )
 from compass_server.store import Database, Store
 from compass_server.store.embedded import EmbeddedPostgres
@@ -70,6 +77,7 @@ class Settings:
     relay_sessions_per_stream: int = field(
         default_factory=lambda: _env("RELAY_SESSIONS_PER_STREAM", SESSIONS_PER_STREAM)
     )
+    relay_window: int = field(default_factory=lambda: _env("RELAY_WINDOW", WINDOW))
     relay_outbox_bytes: int = field(
         default_factory=lambda: _env("RELAY_OUTBOX_BYTES", OUTBOX_BYTES)
     )
@@ -81,6 +89,9 @@ class Settings:
     )
     replay_page_bytes: int = field(default_factory=lambda: _env("REPLAY_PAGE_BYTES", PAGE_BYTES))
     replay_bytes: int = field(default_factory=lambda: _env("REPLAY_BYTES", REPLAY_BYTES))
+    replay_bytes_per_token: int = field(
+        default_factory=lambda: _env("REPLAY_BYTES_PER_TOKEN", REPLAY_BYTES_PER_TOKEN)
+    )
     ask_cache_bytes: int = field(default_factory=lambda: _env("ASK_CACHE_BYTES", ASK_CACHE_BYTES))
     wire_cache_bytes: int = field(
         default_factory=lambda: _env("WIRE_CACHE_BYTES", WIRE_CACHE_BYTES)
@@ -116,6 +127,7 @@ class CompassServer:
             window_bytes=settings.event_window_bytes,
             page_bytes=settings.replay_page_bytes,
             replay_bytes=settings.replay_bytes,
+            replay_bytes_per_token=settings.replay_bytes_per_token,
         )
         await self.hub.start()
         self.auth = Authenticator(self.store)
@@ -134,6 +146,7 @@ class CompassServer:
             self.hub,
             Dispatcher(arms_for(self.comms, self.agent_api, AgentInboxApi(self.inbox))),
             settings.server_id,
+            window=settings.relay_window,
             outbox_bytes=settings.relay_outbox_bytes,
             sessions_per_stream=settings.relay_sessions_per_stream,
             streams_per_runner=settings.relay_streams_per_runner,

@@ -171,8 +171,12 @@ class CommsApi:
         self._streams[actor.account_id] += 1
         try:
             yield pb.Event(event_id=cursor, ready=pb.Ready())
-            async for event in self.hub.stream(actor.workspace_id, cursor, visible):
-                yield self._wire_event(actor.workspace_id, event)
+            async for event in self.hub.stream(
+                actor.workspace_id, cursor, visible, actor.account_id
+            ):
+                wired = self._wire_event(actor.workspace_id, event)
+                del event  # a client that stops reading holds the wire event alone
+                yield wired
         finally:
             self._streams[actor.account_id] -= 1
             if not self._streams[actor.account_id]:

@@ -35,8 +35,11 @@ WINDOW_BYTES = 16 << 20
 # (a single larger event still makes a page of one).
 BATCH = 500
 PAGE_BYTES = 1 << 20
-# Pages of the log held by all streams of the process at once.
+# Pages of the log held by all streams of the process at once, and by the
+# streams of one account or runner: a client that stops reading can't hold
+# more than its share, so it never stalls another's replay.
 REPLAY_BYTES = 64 << 20
+REPLAY_BYTES_PER_TOKEN = 8 << 20
 # A missed NOTIFY (a dropped listener) is caught up by this re-check.
 RECHECK_SECONDS = 5.0
 
@@ -46,47 +49,67 @@ class Closed(Exception):
 
 
 class Budget:
-    """Bytes handed out first come, first served; a taker waits until enough
-    are back. A request over the total is served alone."""
+    """Bytes handed out in turn, within a total and within each owner's share;
+    a taker waits until enough are back. A request over a bound is served
+    alone."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, per_owner: int) -> None:
         self.total = total
+        self.per_owner = per_owner
         self.used = 0
-        self._waiting: collections.deque[tuple[int, asyncio.Future[None]]] = collections.deque()
+        self.owners: collections.Counter[uuid.UUID] = collections.Counter()
+        self._waiting: list[tuple[uuid.UUID, int, asyncio.Future[None]]] = []
 
-    async def take(self, n: int) -> None:
-        n = min(n, self.total)
-        if not self._waiting and self.used + n <= self.total:
-            self.used += n
-            return
+    def _fits(self, owner: uuid.UUID, n: int) -> bool:
+        mine = self.owners[owner]
+        return (self.used == 0 or self.used + n <= self.total) and (
+            mine == 0 or mine + n <= self.per_owner
+        )
+
+    def _grant(self, owner: uuid.UUID, n: int) -> None:
+        self.used += n
+        self.owners[owner] += n
+
+    async def take(self, owner: uuid.UUID, n: int) -> None:
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.append((n, turn))
+        entry = (owner, n, turn)
+        self._waiting.append(entry)
+        self._serve()
         try:
             await turn
         except BaseException:
             if turn.done() and not turn.cancelled():
-                self.give(n)  # granted just as we were cancelled
+                self.give(owner, n)  # granted just as we were cancelled
             else:
-                self._waiting.remove((n, turn))
+                self._waiting.remove(entry)
                 self._serve()
             raise
 
-    def force(self, n: int) -> None:
+    def force(self, owner: uuid.UUID, n: int) -> None:
         """Takes without waiting: for the excess of an event over its page."""
-        self.used += n
+        self._grant(owner, n)
 
-    def give(self, n: int) -> None:
+    def give(self, owner: uuid.UUID, n: int) -> None:
         self.used -= n
+        self.owners[owner] -= n
+        if self.owners[owner] <= 0:
+            del self.owners[owner]
         self._serve()
 
     def _serve(self) -> None:
-        while self._waiting:
-            n, turn = self._waiting[0]
-            if self.used + n > self.total and self.used > 0:
-                return
-            self._waiting.popleft()
-            self.used += n
-            turn.set_result(None)
+        # In order; one over its owner's share waits without holding up the
+        # rest, one short of the total holds up everyone after it.
+        still = []
+        short = False
+        for entry in self._waiting:
+            owner, n, turn = entry
+            if not short and self._fits(owner, n):
+                self._grant(owner, n)
+                turn.set_result(None)
+                continue
+            short = short or not (self.used == 0 or self.used + n <= self.total)
+            still.append(entry)
+        self._waiting = still
 
 
 class Feed:
@@ -168,12 +191,13 @@ class EventHub:
         window_bytes: int = WINDOW_BYTES,
         page_bytes: int = PAGE_BYTES,
         replay_bytes: int = REPLAY_BYTES,
+        replay_bytes_per_token: int = REPLAY_BYTES_PER_TOKEN,
     ) -> None:
         self.store = store
         self.url = database_url
         self.window_bytes = window_bytes
         self.page_bytes = page_bytes
-        self.replay = Budget(replay_bytes)
+        self.replay = Budget(replay_bytes, replay_bytes_per_token)
         self.feeds: dict[uuid.UUID, Feed] = {}
         self._task: asyncio.Task[None] | None = None
         self._listening = asyncio.Event()
@@ -246,12 +270,15 @@ class EventHub:
         workspace_id: uuid.UUID,
         after: int,
         visible: Callable[[Event], bool],
+        owner: uuid.UUID,
         room: Callable[[], int] | None = None,
     ) -> AsyncIterator[Event]:
         """Every event after `after` that `visible` admits, in order, then live
-        ones as they commit; ends with Closed when the hub shuts down. `room`,
-        when given, is how many events the caller can take before it has to
-        wait: the log is read no further ahead than that."""
+        ones as they commit; ends with Closed when the hub shuts down. Pages of
+        the log are paid from `owner`'s share of the replay budget (the
+        account or runner the stream serves). `room`, when given, is how many
+        events the caller can take before it has to wait: the log is read no
+        further ahead than that."""
         if self._closed:
             raise Closed
         feed = await self._feed(workspace_id)
@@ -262,34 +289,41 @@ class EventHub:
                 if event is not None:
                     cursor = event.event_id
                     if visible(event):
-                        yield event
+                        # Suspended, this generator keeps no reference to
+                        # what it handed over: a caller that stops pulling
+                        # holds that event alone.
+                        box = [event]
+                        del event
+                        yield box.pop()
                     continue
                 if cursor >= feed.head:
                     await feed.wait_beyond(cursor)
                     continue
                 # Further behind than the window: a page of the log.
                 limit = BATCH if room is None else max(1, min(BATCH, room()))
-                await self.replay.take(self.page_bytes)
-                held = min(self.page_bytes, self.replay.total)
+                held = self.page_bytes
+                await self.replay.take(owner, held)
                 try:
                     page = collections.deque(
                         await self.store.read_events(workspace_id, cursor, limit, self.page_bytes)
                     )
                     weight = sum(e.size for e in page)
                     if weight > held:
-                        self.replay.force(weight - held)
+                        self.replay.force(owner, weight - held)
                     else:
-                        self.replay.give(held - weight)
+                        self.replay.give(owner, held - weight)
                     held = weight
                     while page:
                         event = page.popleft()
                         cursor = event.event_id
-                        if visible(event):
-                            yield event
-                        # The client took it: its bytes go back.
+                        # Handed over, it is the caller's: its bytes go back.
                         held -= event.size
-                        self.replay.give(event.size)
+                        self.replay.give(owner, event.size)
+                        if visible(event):
+                            box = [event]
+                            del event
+                            yield box.pop()
                 finally:
-                    self.replay.give(held)
+                    self.replay.give(owner, held)
         finally:
             self._release(feed)

@@ -375,6 +375,7 @@ class RelayStream:
                 actor.workspace_id,
                 session.binding.acked_event_id,
                 hears(actor.account_id, channels),
+                self.runner.runner_id,
                 room=session.free,
             )
             while True:
@@ -391,6 +392,7 @@ class RelayStream:
                     )
 
                 await self.outbox.put(event.size + FRAME_BYTES, frame)
+                del event, frame  # waiting on acks, the session holds no event
         except asyncio.CancelledError:
             raise
         except Stalled:
