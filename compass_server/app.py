@@ -43,7 +43,12 @@ from compass_server.store.embedded import EmbeddedPostgres
 from compass_server.store.inbox import InboxStore
 from compass_server.store.store import ASK_CACHE_BYTES
 from compass_server.transport.binding import ServiceBinding
-from compass_server.transport.connect_app import HttpServer, apps_for
+from compass_server.transport.connect_app import (
+    DRAIN_BYTES,
+    DRAIN_SECONDS,
+    HttpServer,
+    apps_for,
+)
 from compass_server.transport.grpc_server import GrpcServer
 
 log = logging.getLogger(__name__)
@@ -91,6 +96,10 @@ class Settings:
     replay_bytes: int = field(default_factory=lambda: _env("REPLAY_BYTES", REPLAY_BYTES))
     replay_bytes_per_token: int = field(
         default_factory=lambda: _env("REPLAY_BYTES_PER_TOKEN", REPLAY_BYTES_PER_TOKEN)
+    )
+    http_drain_bytes: int = field(default_factory=lambda: _env("HTTP_DRAIN_BYTES", DRAIN_BYTES))
+    http_drain_seconds: float = field(
+        default_factory=lambda: _env("HTTP_DRAIN_SECONDS", DRAIN_SECONDS)
     )
     ask_cache_bytes: int = field(default_factory=lambda: _env("ASK_CACHE_BYTES", ASK_CACHE_BYTES))
     wire_cache_bytes: int = field(
@@ -172,7 +181,13 @@ class CompassServer:
         )
         self.grpc_port = await self.grpc.start(self.settings.grpc_listen)
         self.http = HttpServer(
-            apps_for(connect, self.auth, slow_stream_seconds=self.settings.slow_stream_seconds)
+            apps_for(
+                connect,
+                self.auth,
+                slow_stream_seconds=settings.slow_stream_seconds,
+                drain_bytes=settings.http_drain_bytes,
+                drain_seconds=settings.http_drain_seconds,
+            )
         )
         self.http_port = await self.http.start(self.settings.http_listen)
         host = self.settings.grpc_listen.rpartition(":")[0]

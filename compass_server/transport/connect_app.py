@@ -89,12 +89,119 @@ def connect_app(binding: ServiceBinding, auth: Authenticator, app_class: Any) ->
     return app
 
 
+# An answer given before the request body was read: the rest of the body is
+# read and dropped when at most this much is left, so the connection serves
+# the next request; else the answer closes the connection.
+DRAIN_BYTES = 1 << 20
+DRAIN_SECONDS = 5.0
+
+
+class RequestBody:
+    """The request's body as the app reads it, so that an answer given before
+    its end never wedges the connection.
+
+    hypercorn hands the body to the app through a short queue and, once the
+    answer's last byte is sent, puts the stream's end on that queue too; with
+    the app no longer reading, the queue stays full and the connection's
+    reader waits on it forever (its socket left in CLOSE-WAIT). So before an
+    answer's last byte goes out, the rest of the body is read and dropped:
+    first, when little is left, so the connection serves the next request;
+    else beside it, with the answer marked `connection: close`."""
+
+    def __init__(
+        self,
+        scope: dict[str, Any],
+        receive: Any,
+        drain_bytes: int,
+        drain_seconds: float,
+        background: set[asyncio.Task[None]],
+    ) -> None:
+        self._receive = receive
+        self.done = False
+        self.received = 0
+        self.closing = False
+        self.drain_bytes = drain_bytes
+        self.drain_seconds = drain_seconds
+        self.background = background
+        self._draining: asyncio.Task[None] | None = None
+        self.http1 = scope.get("http_version") in ("1.0", "1.1")
+        self.length: int | None = None
+        for name, value in scope.get("headers", ()):
+            if name.lower() == b"content-length" and value.strip().isdigit():
+                self.length = int(value)
+
+    async def receive(self) -> dict[str, Any]:
+        message: dict[str, Any] = await self._receive()
+        if message["type"] == "http.request":
+            self.received += len(message.get("body", b""))
+            self.done = not message.get("more_body", False)
+        elif message["type"] == "http.disconnect":
+            self.done = True
+        return message
+
+    def _little_left(self) -> bool:
+        return self.length is not None and self.length - self.received <= self.drain_bytes
+
+    def sending(self, send: Any) -> Any:
+        async def checked(message: dict[str, Any]) -> None:
+            kind = message["type"]
+            if kind == "http.response.start" and not self.done and self.http1:
+                if not self._little_left():
+                    self.closing = True
+                    message = {
+                        **message,
+                        "headers": [*message.get("headers", ()), (b"connection", b"close")],
+                    }
+            elif kind == "http.response.body" and not message.get("more_body", False):
+                if not self.done and self.http1 and not self.closing:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._drain(), self.drain_seconds)
+                self.finish()
+            await send(message)
+
+        return checked
+
+    async def _drain(self) -> None:
+        while not self.done:
+            await self.receive()
+
+    def finish(self) -> None:
+        """The app is done with the body: what hypercorn still puts is taken
+        and dropped beside the answer's end, within the drain time."""
+        if self.done or self._draining is not None:
+            return
+        task = asyncio.get_running_loop().create_task(
+            asyncio.wait_for(self._drain(), self.drain_seconds)
+        )
+        self._draining = task
+        self.background.add(task)
+        task.add_done_callback(_forget(self.background))
+
+
+def _forget(tasks: set[asyncio.Task[None]]) -> Any:
+    def done(task: asyncio.Task[None]) -> None:
+        tasks.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: a drain that ran out of time is no news
+
+    return done
+
+
 class Router:
     """Routes Connect paths to their service apps and everything else to the page."""
 
-    def __init__(self, apps: dict[str, ASGIApp], slow_stream_seconds: float = 30.0) -> None:
+    def __init__(
+        self,
+        apps: dict[str, ASGIApp],
+        slow_stream_seconds: float = 30.0,
+        drain_bytes: int = DRAIN_BYTES,
+        drain_seconds: float = DRAIN_SECONDS,
+    ) -> None:
         self.apps = {f"/{name}/": app for name, app in apps.items()}
         self.slow_stream_seconds = slow_stream_seconds
+        self.drain_bytes = drain_bytes
+        self.drain_seconds = drain_seconds
+        self._draining: set[asyncio.Task[None]] = set()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -107,6 +214,13 @@ class Router:
                     return
         if scope["type"] != "http":
             return
+        body = RequestBody(scope, receive, self.drain_bytes, self.drain_seconds, self._draining)
+        try:
+            await self._route(scope, body.receive, body.sending(send))
+        finally:
+            body.finish()
+
+    async def _route(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         path: str = scope["path"]
         for prefix, app in self.apps.items():
             if path.startswith(prefix):
@@ -208,7 +322,12 @@ def apps_for(
     bindings: Sequence[tuple[ServiceBinding, Any]],
     auth: Authenticator,
     slow_stream_seconds: float = 30.0,
+    drain_bytes: int = DRAIN_BYTES,
+    drain_seconds: float = DRAIN_SECONDS,
 ) -> Router:
     return Router(
-        {b.full_name: connect_app(b, auth, cls) for b, cls in bindings}, slow_stream_seconds
+        {b.full_name: connect_app(b, auth, cls) for b, cls in bindings},
+        slow_stream_seconds,
+        drain_bytes,
+        drain_seconds,
     )
