@@ -20,6 +20,7 @@ import uuid
 
 from bench.harness import default_database_url, resolve_loop, run_async
 from compass_server.store import Database, Store
+from compass_server.store.store import hash_token
 from compass_server.store.types import (
     AccountKind,
     Actor,
@@ -45,12 +46,12 @@ ANSWER = [Answer("q1", chosen_option_ids=("yes",))]
 
 async def _pair(store: Store, workspace_id: uuid.UUID) -> tuple[Actor, Actor, uuid.UUID]:
     tag = uuid.uuid4().hex[:8]
-    human, _ = await store.create_account(workspace_id, f"h-{tag}", AccountKind.HUMAN)
-    agent, _ = await store.create_account(
+    human, human_token = await store.create_account(workspace_id, f"h-{tag}", AccountKind.HUMAN)
+    agent, agent_token = await store.create_account(
         workspace_id, f"a-{tag}", AccountKind.AGENT, human.account_id
     )
-    person = Actor(workspace_id, human.account_id, AccountKind.HUMAN)
-    asker = Actor(workspace_id, agent.account_id, AccountKind.AGENT)
+    person = Actor(workspace_id, human.account_id, AccountKind.HUMAN, hash_token(human_token))
+    asker = Actor(workspace_id, agent.account_id, AccountKind.AGENT, hash_token(agent_token))
     channel = await store.create_channel(asker, f"c-{tag}", "", [human.account_id])
     return person, asker, channel.channel_id
 

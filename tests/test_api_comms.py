@@ -425,7 +425,7 @@ async def test_an_unexpected_failure_is_internal_with_an_incident_id_and_no_deta
 ) -> None:
     w = api_world
     message = await post_ask(client, w)
-    async with server.db.tx(w.workspace_id) as conn:
+    async with server.db.tx(w.human) as conn:
         # A row no writer can produce: both answered and cancelled.
         await conn.execute(
             "UPDATE messages SET blocks = jsonb_set(jsonb_set(blocks, '{0,ask,answered}', 'true'),"

@@ -32,7 +32,7 @@ REFUSALS = {
 
 
 async def event_count(w: World) -> int:
-    return await w.store.last_event_id(w.workspace_id)
+    return await w.store.last_event_id(w.human)
 
 
 async def test_malformed_protobuf_bytes_over_grpc(server: Any, api_world: World) -> None:

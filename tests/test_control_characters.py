@@ -108,7 +108,7 @@ async def test_a_nul_in_any_string_of_any_request_names_the_field(
 ) -> None:
     w = api_world
     token = w.tokens[w.human.account_id]
-    before = await w.store.last_event_id(w.workspace_id)
+    before = await w.store.last_event_id(w.human)
     assert len(CASES) > 40
     wrong = []
     for service, method, _, path, request in CASES:
@@ -116,7 +116,7 @@ async def test_a_nul_in_any_string_of_any_request_names_the_field(
         if code != "invalid_argument" or path not in message or "U+0000" not in message:
             wrong.append((method, path, code, message))
     assert not wrong, wrong
-    assert await w.store.last_event_id(w.workspace_id) == before
+    assert await w.store.last_event_id(w.human) == before
 
 
 @pytest.mark.parametrize(
@@ -170,7 +170,7 @@ async def test_a_nul_in_any_string_of_any_relay_call_is_refused_in_band(
     wrong = []
     async with relay(server.grpc_port, token) as r:
         await r.bound("s1", w.agent)
-        before = await w.store.last_event_id(w.workspace_id)
+        before = await w.store.last_event_id(w.human)
         for arm in ARMS:
             cls = gw.CommsCallRequest.DESCRIPTOR.fields_by_name[arm].message_type
             for path, request in bad_requests(_message_class(cls), "a\x00b"):
@@ -195,7 +195,7 @@ async def test_a_nul_in_any_string_of_any_relay_call_is_refused_in_band(
         assert "bind.session_id" in frame.session_error.error.message
         # The stream still serves.
         await r.ok("s1", "list_channels", pb.ListChannelsRequest())
-        assert await w.store.last_event_id(w.workspace_id) == before
+        assert await w.store.last_event_id(w.human) == before
     assert not wrong, wrong
 
 

@@ -139,7 +139,7 @@ async def test_kill_9_under_load_loses_no_acknowledged_write(
             assert again.cancelled and not again.answered
         await invariants(database_url, w.workspace_id)
         # The subscriber resumes from its cursor: with what it saw, the whole log.
-        last = await store.last_event_id(w.workspace_id)
+        last = await store.last_event_id(w.human)
         resumed = client.stream("Subscribe", pb.SubscribeRequest(after_event_id=seen[-1]), human)
         await asyncio.wait_for(anext(resumed), 10)
         while seen[-1] < last:

@@ -50,7 +50,7 @@ def inbox(world: World) -> InboxStore:
 
 async def rows(world: World, sql: str, **params: Any) -> list[dict[str, Any]]:
     """Re-reads rows as the application does: scoped to the world's workspace."""
-    async with world.store.db.tx(world.workspace_id) as conn:
+    async with world.store.db.tx(world.human) as conn:
         cur = await conn.execute(sql.encode(), params)
         return await cur.fetchall()
 
@@ -66,7 +66,7 @@ async def asks_of(world: World, item_id: uuid.UUID) -> list[tuple[str, str]]:
 
 
 async def events_since(world: World, after: int) -> list[Event]:
-    return await world.store.read_events(world.workspace_id, after, 100)
+    return await world.store.read_events(world.human, after, 100)
 
 
 # --- posts ----------------------------------------------------------------------
@@ -195,7 +195,7 @@ async def test_an_answer_is_taken_repeated_refused_or_not_open(
     world: World, inbox: InboxStore
 ) -> None:
     item, asked = await inbox.post(world.agent, "k", "t", "", two_question_ask())
-    start = await world.store.last_event_id(world.workspace_id)
+    start = await world.store.last_event_id(world.human)
     refused = await inbox.answer(world.human, item.item_id, [GOOD[0]], "c1")
     assert refused.outcome is AnswerOutcome.REFUSED and "missing" in refused.reason
     assert refused.message is None
@@ -300,7 +300,7 @@ async def test_a_member_close_withdraws_without_a_reason_and_taking_it_back_reop
     world: World, inbox: InboxStore
 ) -> None:
     item, _ = await inbox.post(world.agent, "k", "t", "", two_question_ask())
-    start = await world.store.last_event_id(world.workspace_id)
+    start = await world.store.last_event_id(world.human)
     closed, changed = await inbox.close(world.human, item.item_id)
     assert changed and closed.status is InboxStatus.CLOSED
     assert closed.revision == item.revision and closed.close_reason == ""
@@ -496,7 +496,7 @@ async def test_a_post_past_the_open_bound_is_refused_and_writes_nothing(world: W
     inbox = InboxStore(world.store.db, max_open_per_agent=2)
     first, _ = await inbox.post(world.agent, "a", "t", "", yes_no())
     await inbox.post(world.agent, "b", "t", "", yes_no())
-    start = await world.store.last_event_id(world.workspace_id)
+    start = await world.store.last_event_id(world.human)
     with pytest.raises(ResourceExhausted, match="limit is 2"):
         await inbox.post(world.agent, "c", "t", "", yes_no())
     assert await rows(world, "SELECT 1 FROM inbox_items WHERE key = 'c'") == []
@@ -517,7 +517,7 @@ async def test_a_post_past_the_open_bound_is_refused_and_writes_nothing(world: W
 async def test_each_change_appends_one_inbox_event_for_its_audience(
     world: World, inbox: InboxStore
 ) -> None:
-    start = await world.store.last_event_id(world.workspace_id)
+    start = await world.store.last_event_id(world.human)
     item, posted = await inbox.post(world.agent, "k", "t", "", two_question_ask())
     await inbox.grant(world.human, world.agent.account_id, world.other_human.account_id)
     taken = await inbox.answer(world.other_human, item.item_id, GOOD, "c")

@@ -31,7 +31,7 @@ BIG = [TextBlock("😀" * 7_900) for _ in range(8)]
 
 async def post_big(w: World, n: int) -> int:
     """Posts n of the largest messages; the id of the event before them."""
-    before = await w.store.last_event_id(w.workspace_id)
+    before = await w.store.last_event_id(w.human)
     for start in range(0, n, 10):
         await asyncio.gather(
             *(

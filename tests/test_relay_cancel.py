@@ -63,18 +63,18 @@ async def test_cancel_outcomes_and_their_events(
         message_id = posted.message.message_id
 
         # Refusals first; none of them writes or publishes anything.
-        mark = await store.last_event_id(w.workspace_id)
+        mark = await store.last_event_id(w.human)
         assert (await cancel(r, "scout", "")).error.code == "invalid_argument"
         denied = await cancel(r, "ranger", ask_id)
         assert denied.error.code == "permission_denied" and ask_id in denied.error.message
         hidden = await cancel(r, "outsider", ask_id)
         unknown = await cancel(r, "scout", "ask_unknown")
         assert hidden.error.code == unknown.error.code == "not_found"
-        assert await store.last_event_id(w.workspace_id) == mark
+        assert await store.last_event_id(w.human) == mark
 
         # Open → cancelled: one MessageUpdated, no MessagePosted.
         assert (await cancel(r, "scout", ask_id)).HasField("cancel_ask")
-        events = await store.read_events(w.workspace_id, mark, 100)
+        events = await store.read_events(w.human, mark, 100)
         messages = [e for e in events if e.message is not None]
         assert [e.kind for e in messages] == [EventKind.MESSAGE_UPDATED]
         assert messages[0].message is not None
@@ -84,9 +84,9 @@ async def test_cancel_outcomes_and_their_events(
         assert (ask_of(got).cancelled, ask_of(got).answered) == (True, False)
 
         # A repeat succeeds and changes nothing.
-        mark = await store.last_event_id(w.workspace_id)
+        mark = await store.last_event_id(w.human)
         assert (await cancel(r, "scout", ask_id)).HasField("cancel_ask")
-        assert await store.last_event_id(w.workspace_id) == mark
+        assert await store.last_event_id(w.human) == mark
 
         # Nobody answers a withdrawn ask, and no ask_answer appears.
         before = len((await store.list_messages(w.human, w.channel.channel_id, 200, "")).items)
@@ -100,10 +100,10 @@ async def test_cancel_outcomes_and_their_events(
         second = await w.post_ask()
         answered_id = ask_of(second).ask_id
         await respond(grpc, w, answered_id)
-        mark = await store.last_event_id(w.workspace_id)
+        mark = await store.last_event_id(w.human)
         late = await cancel(r, "scout", answered_id)
         assert late.error.code == "already_exists" and "answered" in late.error.message
-        assert await store.last_event_id(w.workspace_id) == mark
+        assert await store.last_event_id(w.human) == mark
         reread = await store.get_message(w.human, second.message_id)
         assert (ask_of(reread).answered, ask_of(reread).cancelled) == (True, False)
 

@@ -45,7 +45,7 @@ async def eventually(w: World, state: PresenceState) -> None:
 
 
 async def presence_events(w: World, after: int) -> list[PresenceState]:
-    events = await w.store.read_events(w.workspace_id, after, 1000)
+    events = await w.store.read_events(w.human, after, 1000)
     return [
         e.presence.state
         for e in events
@@ -77,7 +77,7 @@ async def second_server(database_url: str, tmp_path: pathlib.Path) -> AsyncItera
 async def test_presence_follows_asks_status_and_the_stream(server: Any, api_world: World) -> None:
     w = api_world
     grpc = GrpcClient(server.grpc_port)
-    mark = await w.store.last_event_id(w.workspace_id)
+    mark = await w.store.last_event_id(w.human)
     try:
         r = RelayClient.grpc(server.grpc_port, await runner_for(w))
         try:
@@ -210,7 +210,7 @@ async def test_sessions_of_a_killed_server_are_reaped(
                     "UPDATE servers SET heartbeat_at = heartbeat_at - %s WHERE id = %s",
                     (STALE_AFTER + datetime.timedelta(seconds=5), dead_id),
                 )
-            mark = await w.store.last_event_id(w.workspace_id)
+            mark = await w.store.last_event_id(w.human)
             # The next server to start reaps it.
             starting = Heartbeat(w.store, uuid.uuid4(), lambda: None)
             await starting.start()

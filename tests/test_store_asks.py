@@ -292,7 +292,7 @@ async def test_cancel_keeps_a_sibling_ask_open(world: World) -> None:
 
 
 async def test_events_for_post_answer_and_cancel(world: World) -> None:
-    start = await world.store.last_event_id(world.workspace_id)
+    start = await world.store.last_event_id(world.human)
     message = await world.post_ask()
     ask_id = only_ask(message).ask_id
     await world.store.answer_ask(world.human, ask_id, GOOD)
@@ -300,7 +300,7 @@ async def test_events_for_post_answer_and_cancel(world: World) -> None:
     await world.store.cancel_ask(world.agent, only_ask(other).ask_id)
     await world.store.cancel_ask(world.agent, only_ask(other).ask_id)
     await world.post_text(world.human, "after")
-    events = await world.store.read_events(world.workspace_id, start, 100)
+    events = await world.store.read_events(world.human, start, 100)
     kinds = [e.kind for e in events if e.kind is not EventKind.PRESENCE_CHANGED]
     assert kinds == [
         EventKind.MESSAGE_POSTED,  # the ask
@@ -316,12 +316,12 @@ async def test_events_for_post_answer_and_cancel(world: World) -> None:
 
 async def test_failed_writes_append_no_events(world: World) -> None:
     ask_id = only_ask(await world.post_ask()).ask_id
-    start = await world.store.last_event_id(world.workspace_id)
+    start = await world.store.last_event_id(world.human)
     with pytest.raises(InvalidArgument):
         await world.store.answer_ask(world.human, ask_id, [])
     with pytest.raises(PermissionDenied):
         await world.store.cancel_ask(world.human, ask_id)
-    assert await world.store.read_events(world.workspace_id, start, 100) == []
+    assert await world.store.read_events(world.human, start, 100) == []
 
 
 # --- races ---------------------------------------------------------------------------------
@@ -421,7 +421,7 @@ async def test_a_corrupt_row_is_internal_not_a_wrong_answer(world: World, db: ob
 
     assert isinstance(db, Database)
     message = await world.post_ask()
-    async with db.tx(world.workspace_id) as conn:
+    async with db.tx(world.human) as conn:
         await conn.execute(
             "UPDATE messages SET blocks = jsonb_set(jsonb_set(blocks, '{0,ask,answered}', 'true'),"
             " '{0,ask,cancelled}', 'true') WHERE id = %s",

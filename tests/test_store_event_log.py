@@ -26,7 +26,7 @@ def ask_id_of(message: Message) -> str:
 async def test_a_write_commits_while_the_workspace_counter_is_held(
     db: Database, world: World
 ) -> None:
-    start = await world.store.last_event_id(world.workspace_id)
+    start = await world.store.last_event_id(world.human)
     async with await psycopg.AsyncConnection.connect(db.url) as holder:
         await holder.execute(
             "SELECT 1 FROM event_counters WHERE workspace_id = %s FOR NO KEY UPDATE",
@@ -41,7 +41,7 @@ async def test_a_write_commits_while_the_workspace_counter_is_held(
                 )
             ).fetchone()
         assert row is not None and row["n"] == 1
-        reading = asyncio.ensure_future(world.store.read_events(world.workspace_id, start, 10))
+        reading = asyncio.ensure_future(world.store.read_events(world.human, start, 10))
         await asyncio.sleep(0.2)
         assert not reading.done()  # a read waits for this process's own writes
         await holder.rollback()
@@ -58,7 +58,7 @@ async def test_concurrent_lifecycles_in_one_workspace_number_densely_and_in_caus
     base = worlds[0]
     for _ in range(11):
         worlds.append(await base.add_pair())
-    start = await store.last_event_id(base.workspace_id)
+    start = await store.last_event_id(base.human)
 
     async def lifecycle(w: World) -> list[str]:
         ids = []
@@ -69,7 +69,7 @@ async def test_concurrent_lifecycles_in_one_workspace_number_densely_and_in_caus
         return ids
 
     asked = [a for ids in await asyncio.gather(*(lifecycle(w) for w in worlds)) for a in ids]
-    events = await store.read_events(base.workspace_id, start, 1000)
+    events = await store.read_events(base.human, start, 1000)
     assert [e.event_id for e in events] == list(range(start + 1, start + 1 + len(events)))
     seen: dict[str, list[str]] = {a: [] for a in asked}
     for e in events:
@@ -94,7 +94,7 @@ async def leave_an_unnumbered_event(db: Database, world: World) -> None:
         )
         await conn.execute("SET ROLE compass_app")
         await conn.execute(
-            "SELECT set_config('compass.workspace_id', %s, false)", (str(world.workspace_id),)
+            "SELECT set_config('compass.credential', %s, false)", (world.human.credential.hex(),)
         )
         cur = await conn.execute(
             "SELECT compass_append_events(ARRAY['presence_changed'], ARRAY[NULL]::uuid[], %s)",
@@ -118,18 +118,18 @@ async def leave_an_unnumbered_event(db: Database, world: World) -> None:
 async def test_events_left_unnumbered_by_a_dead_server_are_numbered_by_the_sweep(
     db: Database, world: World
 ) -> None:
-    start = await world.store.last_event_id(world.workspace_id)
+    start = await world.store.last_event_id(world.human)
     await leave_an_unnumbered_event(db, world)
-    assert await world.store.read_events(world.workspace_id, start, 10) == []
+    assert await world.store.read_events(world.human, start, 10) == []
     assert await world.store.number_leftover_events() >= 1
-    (event,) = await world.store.read_events(world.workspace_id, start, 10)
+    (event,) = await world.store.read_events(world.human, start, 10)
     assert event.event_id == start + 1
     assert event.presence is not None and event.presence.status_text == "left behind"
-    assert await world.store.last_event_id(world.workspace_id) == start + 1
+    assert await world.store.last_event_id(world.human) == start + 1
 
 
 async def test_a_starting_server_numbers_what_a_dead_one_left(db: Database, world: World) -> None:
-    start = await world.store.last_event_id(world.workspace_id)
+    start = await world.store.last_event_id(world.human)
     await leave_an_unnumbered_event(db, world)
     heartbeat = Heartbeat(world.store, uuid.uuid4(), lambda: None)
     await heartbeat.start()

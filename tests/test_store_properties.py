@@ -98,14 +98,14 @@ async def test_any_answer_set_is_taken_exactly_or_refused_with_nothing_written(
     message = await world.post_ask(world.agent, ask)
     (posted,) = message.blocks
     assert isinstance(posted, Ask)
-    start = await world.store.last_event_id(world.workspace_id)
+    start = await world.store.last_event_id(world.human)
     try:
         _updated, answer = await world.store.answer_ask(world.human, posted.ask_id, answers)
     except InvalidArgument:
         assert not expected_valid(ask, answers)
         reread = await world.store.get_message(world.human, message.message_id)
         assert reread.blocks == message.blocks
-        assert await world.store.read_events(world.workspace_id, start, 10) == []
+        assert await world.store.read_events(world.human, start, 10) == []
         return
     assert expected_valid(ask, answers)
     by_id = {a.question_id: a for a in answers}

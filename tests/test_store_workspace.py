@@ -27,7 +27,7 @@ async def test_a_query_that_forgets_the_workspace_filter_sees_only_its_workspace
     b = await World.create(store)
     await a.post_text(a.human, "secret of a")
     await b.post_text(b.human, "secret of b")
-    async with db.tx(a.workspace_id) as conn:
+    async with db.tx(a.human) as conn:
         # No WHERE at all: row-level security is what keeps b's rows out.
         rows = await (await conn.execute("SELECT workspace_id, blocks FROM messages")).fetchall()
         accounts = await (await conn.execute("SELECT workspace_id FROM accounts")).fetchall()
@@ -47,7 +47,7 @@ async def test_a_write_into_another_workspace_is_refused_by_the_database(
 ) -> None:
     a = await World.create(store)
     b = await World.create(store)
-    async with db.tx(a.workspace_id) as conn:
+    async with db.tx(a.human) as conn:
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             await conn.execute(
                 "INSERT INTO channels (id, workspace_id, name, kind)"
@@ -105,11 +105,11 @@ async def test_waiting_wins_over_the_agents_own_status(world: World) -> None:
 
 
 async def test_presence_changes_publish_one_event_each(world: World) -> None:
-    start = await world.store.last_event_id(world.workspace_id)
+    start = await world.store.last_event_id(world.human)
     message = await world.post_ask()
     await world.post_ask()  # still waiting: no second event
     await world.store.cancel_ask(world.agent, message.blocks[0].ask_id)  # type: ignore[union-attr]
-    events = await world.store.read_events(world.workspace_id, start, 100)
+    events = await world.store.read_events(world.human, start, 100)
     states = [e.presence.state for e in events if e.presence is not None]
     assert states == [PresenceState.WAITING]
 
@@ -193,8 +193,8 @@ def test_no_new_message_block_writers() -> None:
             if re.search(r"(INSERT INTO|UPDATE) messages\b", body):
                 writers.append(name)
     # Post writes a message; only answer and cancel rewrite one, and only its
-    # server-owned ask state.
-    assert sorted(writers) == [
+    # server-owned ask state. (A later migration may define one again.)
+    assert sorted(set(writers)) == [
         "compass_answer_ask",
         "compass_cancel_ask",
         "compass_post_message",

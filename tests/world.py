@@ -6,6 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from compass_server.store import Store
+from compass_server.store.store import hash_token
 from compass_server.store.types import (
     AccountKind,
     Actor,
@@ -36,9 +37,9 @@ class World:
             ws.workspace_id, "scout", AccountKind.AGENT, owner_id=human.account_id
         )
         other, other_token = await store.create_account(ws.workspace_id, "grace", AccountKind.HUMAN)
-        h = Actor(ws.workspace_id, human.account_id, AccountKind.HUMAN)
-        a = Actor(ws.workspace_id, agent.account_id, AccountKind.AGENT)
-        o = Actor(ws.workspace_id, other.account_id, AccountKind.HUMAN)
+        h = Actor(ws.workspace_id, human.account_id, AccountKind.HUMAN, hash_token(human_token))
+        a = Actor(ws.workspace_id, agent.account_id, AccountKind.AGENT, hash_token(agent_token))
+        o = Actor(ws.workspace_id, other.account_id, AccountKind.HUMAN, hash_token(other_token))
         channel = await store.create_channel(h, "general", "", [a.account_id])
         return cls(
             store,
@@ -54,7 +55,7 @@ class World:
         owner = self.human.account_id if kind is AccountKind.AGENT else None
         account, token = await self.store.create_account(self.workspace_id, handle, kind, owner)
         self.tokens[account.account_id] = token
-        return Actor(self.workspace_id, account.account_id, kind)
+        return Actor(self.workspace_id, account.account_id, kind, hash_token(token))
 
     async def add_pair(self) -> World:
         """Another person, an agent of theirs and a channel of the two, in this

@@ -141,7 +141,7 @@ class CommsApi:
 
     async def subscribe(self, actor: Actor, req: pb.SubscribeRequest) -> AsyncIterator[pb.Event]:
         """First a ready frame with the cursor, then the caller's events in order."""
-        current = await self.hub.current(actor.workspace_id)
+        current = await self.hub.current(actor)
         if req.after_event_id < 0:
             raise ApiError(Status.INVALID_ARGUMENT, "after_event_id can't be negative")
         if req.after_event_id > current:
@@ -171,9 +171,7 @@ class CommsApi:
         self._streams[actor.account_id] += 1
         try:
             yield pb.Event(event_id=cursor, ready=pb.Ready())
-            async for event in self.hub.stream(
-                actor.workspace_id, cursor, visible, actor.account_id
-            ):
+            async for event in self.hub.stream(actor, cursor, visible, actor.account_id):
                 wired = self._wire_event(actor.workspace_id, event)
                 del event  # a client that stops reading holds the wire event alone
                 yield wired

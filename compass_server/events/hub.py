@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable
 import psycopg
 
 from compass_server.store import Store
-from compass_server.store.types import Event
+from compass_server.store.types import Event, Scope
 
 log = logging.getLogger(__name__)
 
@@ -116,10 +116,12 @@ class Feed:
     """The recent events of one workspace, loaded once for all its subscribers."""
 
     def __init__(
-        self, store: Store, workspace_id: uuid.UUID, head: int, window_bytes: int, page_bytes: int
+        self, store: Store, scope: Scope, head: int, window_bytes: int, page_bytes: int
     ) -> None:
         self.store = store
-        self.workspace_id = workspace_id
+        self.workspace_id = scope.workspace_id
+        # Whose credential the feed reads the log with: its latest subscriber's.
+        self.scope = scope
         self.head = head
         self.window: collections.deque[Event] = collections.deque()
         self.window_bytes = 0
@@ -139,9 +141,7 @@ class Feed:
     async def _load(self) -> None:
         try:
             while self._wanted > self.head:
-                batch = await self.store.read_events(
-                    self.workspace_id, self.head, BATCH, self.page_bytes
-                )
+                batch = await self.store.read_events(self.scope, self.head, BATCH, self.page_bytes)
                 if not batch:
                     break
                 for event in batch:
@@ -177,7 +177,7 @@ class Feed:
             try:
                 await asyncio.wait_for(changed.wait(), RECHECK_SECONDS)
             except TimeoutError:
-                self.poke(await self.store.last_event_id(self.workspace_id))
+                self.poke(await self.store.last_event_id(self.scope))
         if self.closed:
             raise Closed
 
@@ -227,7 +227,7 @@ class EventHub:
                     backoff = 0.1
                     # Anything committed while we were not listening.
                     for feed in list(self.feeds.values()):
-                        feed.poke(await self.store.last_event_id(feed.workspace_id))
+                        feed.poke(await self.store.last_event_id(feed.scope))
                     async for note in conn.notifies():
                         self._on_notify(note.payload)
             except asyncio.CancelledError:
@@ -246,14 +246,15 @@ class EventHub:
         except ValueError:
             log.warning("ignoring a malformed notification %r", payload)
 
-    async def _feed(self, workspace_id: uuid.UUID) -> Feed:
-        feed = self.feeds.get(workspace_id)
+    async def _feed(self, scope: Scope) -> Feed:
+        feed = self.feeds.get(scope.workspace_id)
         if feed is None:
-            head = await self.store.last_event_id(workspace_id)
+            head = await self.store.last_event_id(scope)
             feed = self.feeds.setdefault(
-                workspace_id,
-                Feed(self.store, workspace_id, head, self.window_bytes, self.page_bytes),
+                scope.workspace_id,
+                Feed(self.store, scope, head, self.window_bytes, self.page_bytes),
             )
+        feed.scope = scope
         feed.users += 1
         return feed
 
@@ -262,26 +263,26 @@ class EventHub:
         if feed.users == 0 and self.feeds.get(feed.workspace_id) is feed:
             del self.feeds[feed.workspace_id]
 
-    async def current(self, workspace_id: uuid.UUID) -> int:
-        return await self.store.last_event_id(workspace_id)
+    async def current(self, scope: Scope) -> int:
+        return await self.store.last_event_id(scope)
 
     async def stream(
         self,
-        workspace_id: uuid.UUID,
+        scope: Scope,
         after: int,
         visible: Callable[[Event], bool],
         owner: uuid.UUID,
         room: Callable[[], int] | None = None,
     ) -> AsyncIterator[Event]:
-        """Every event after `after` that `visible` admits, in order, then live
-        ones as they commit; ends with Closed when the hub shuts down. Pages of
-        the log are paid from `owner`'s share of the replay budget (the
-        account or runner the stream serves). `room`, when given, is how many
-        events the caller can take before it has to wait: the log is read no
-        further ahead than that."""
+        """Every event of the scope's workspace after `after` that `visible`
+        admits, in order, then live ones as they commit; ends with Closed when
+        the hub shuts down. Pages of the log are paid from `owner`'s share of
+        the replay budget (the account or runner the stream serves). `room`,
+        when given, is how many events the caller can take before it has to
+        wait: the log is read no further ahead than that."""
         if self._closed:
             raise Closed
-        feed = await self._feed(workspace_id)
+        feed = await self._feed(scope)
         try:
             cursor = after
             while True:
@@ -305,7 +306,7 @@ class EventHub:
                 await self.replay.take(owner, held)
                 try:
                     page = collections.deque(
-                        await self.store.read_events(workspace_id, cursor, limit, self.page_bytes)
+                        await self.store.read_events(scope, cursor, limit, self.page_bytes)
                     )
                     weight = sum(e.size for e in page)
                     if weight > held:

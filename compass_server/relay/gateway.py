@@ -294,7 +294,7 @@ class RelayStream:
             )
         agent_id = parse_id(bind.agent_account_id, "agent_account_id")
         binding = await self.gateway.bind(self.runner, agent_id)
-        actor = Actor(self.runner.workspace_id, agent_id, AccountKind.AGENT)
+        actor = Actor(self.runner.workspace_id, agent_id, AccountKind.AGENT, self.runner.credential)
         session = Session(bind.session_id, binding, actor, self.gateway.window)
         self.sessions[session.name] = session
         await self.send(
@@ -326,7 +326,7 @@ class RelayStream:
                 f"of session {quoted(ack.session_id)}"
             )
         actor = session.actor
-        await self.gateway.store.ack_delivery(actor.workspace_id, actor.account_id, ack.event_id)
+        await self.gateway.store.ack_delivery(actor, actor.account_id, ack.event_id)
         session.acked(ack.event_id)
 
     async def _call(self, call: gw.RelayCommsCallRequest) -> None:
@@ -372,7 +372,7 @@ class RelayStream:
         try:
             channels = await self.gateway.store.delivery_channels(actor)
             events = self.gateway.hub.stream(
-                actor.workspace_id,
+                actor,
                 session.binding.acked_event_id,
                 hears(actor.account_id, channels),
                 self.runner.runner_id,
@@ -494,12 +494,10 @@ class AgentGateway:
     def _undo_bind(self, runner: RunnerPrincipal, task: asyncio.Task[SessionBinding]) -> None:
         if not task.cancelled() and task.exception() is None:
             binding = task.result()
-            self._track(self.store.unbind_session(runner.workspace_id, binding.session_id))
+            self._track(self.store.unbind_session(runner, binding.session_id))
 
     async def unbind(self, session: Session) -> None:
-        await self._finish(
-            self.store.unbind_session(session.actor.workspace_id, session.binding.session_id)
-        )
+        await self._finish(self.store.unbind_session(session.actor, session.binding.session_id))
 
     def _track(self, work: Awaitable[Any]) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(work)

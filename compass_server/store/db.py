@@ -9,7 +9,7 @@ import importlib.resources
 import logging
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import psycopg
@@ -18,6 +18,7 @@ from psycopg.rows import dict_row
 
 from compass_server.store.errors import Unavailable
 from compass_server.store.sequencer import Sequencer
+from compass_server.store.types import Scope
 
 log = logging.getLogger(__name__)
 
@@ -85,44 +86,59 @@ async def migrate(url: str) -> list[int]:
     return applied
 
 
-async def _as_app(conn: psycopg.AsyncConnection[Any]) -> None:
-    # Every pooled connection runs as compass_app, so row-level security holds.
-    await conn.execute("SET ROLE compass_app")
+def _as(role: str) -> Callable[[psycopg.AsyncConnection[Any]], Awaitable[None]]:
+    async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
+        await conn.execute(f"SET ROLE {role}".encode())
+
+    return configure
+
+
+def _pool(
+    url: str, role: str, min_size: int, max_size: int
+) -> psycopg_pool.AsyncConnectionPool[Conn]:
+    return psycopg_pool.AsyncConnectionPool(
+        url,
+        min_size=min_size,
+        max_size=max_size,
+        open=False,
+        configure=_as(role),
+        kwargs={"autocommit": True, "row_factory": dict_row},
+        timeout=10.0,
+        reconnect_timeout=0,
+    )
 
 
 class Database:
-    """A pool of connections that run as compass_app."""
+    """A pool of connections that run as compass_app (every request), so
+    row-level security holds; and a small one that runs as
+    compass_maintenance, for the operator's commands and server liveness."""
 
     def __init__(self, url: str, *, min_size: int = 2, max_size: int = 20) -> None:
         self.url = url
-        self.pool: psycopg_pool.AsyncConnectionPool[Conn] = psycopg_pool.AsyncConnectionPool(
-            url,
-            min_size=min_size,
-            max_size=max_size,
-            open=False,
-            configure=_as_app,
-            kwargs={"autocommit": True, "row_factory": dict_row},
-            timeout=10.0,
-            reconnect_timeout=0,
-        )
+        self.pool = _pool(url, "compass_app", min_size, max_size)
+        self.maintenance_pool = _pool(url, "compass_maintenance", 1, 2)
         self.sequencer = Sequencer(self._number_events)
 
     async def open(self) -> None:
         await migrate(self.url)
         await self.pool.open(wait=True, timeout=30.0)
+        await self.maintenance_pool.open(wait=True, timeout=30.0)
 
     async def close(self) -> None:
         await self.sequencer.idle()
         await self.pool.close()
+        await self.maintenance_pool.close()
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[Conn]:
-        try:
-            async with self.pool.connection() as conn:
-                yield conn
-        except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
-            log.warning("database unavailable: %s", exc)
-            raise Unavailable("the database is unavailable; retry shortly") from exc
+        async with _available(self.pool) as conn:
+            yield conn
+
+    @contextlib.asynccontextmanager
+    async def maintenance(self) -> AsyncIterator[Conn]:
+        """A connection as compass_maintenance: sees every workspace."""
+        async with _available(self.maintenance_pool) as conn:
+            yield conn
 
     @staticmethod
     def appended() -> None:
@@ -135,24 +151,25 @@ class Database:
 
     async def _number_events(self, workspace_id: uuid.UUID) -> None:
         async with self.connection() as conn:
-            await conn.execute("SELECT compass_sequence_events(%s)", (workspace_id,))
+            await conn.execute("SELECT compass_number_events(%s)", (workspace_id,))
 
     async def number_leftovers(self) -> int:
         """Numbers events any server left unnumbered (it died between a write's
         commit and its numbering). Returns how many workspaces it numbered."""
-        async with self.connection() as conn:
+        async with self.maintenance() as conn:
             row = await (await conn.execute("SELECT compass_sequence_leftovers() AS n")).fetchone()
         return int(row["n"]) if row else 0
 
     @contextlib.asynccontextmanager
-    async def tx(self, workspace_id: uuid.UUID) -> AsyncIterator[Conn]:
-        """One transaction scoped to a workspace: row-level security shows it
-        that workspace's rows and no other's."""
-        # BEGIN and the scope go in one round trip; the uuid is formatted, not
-        # interpolated from input.
+    async def tx(self, scope: Scope) -> AsyncIterator[Conn]:
+        """One transaction scoped to the caller's workspace: row-level
+        security shows it that workspace's rows and no other's. The database
+        finds the workspace from the caller's credential."""
+        workspace_id = scope.workspace_id
+        # BEGIN and the scope go in one round trip; hex digits only, so
+        # nothing of the input is interpolated.
         begin = (
-            f"BEGIN; SELECT set_config('compass.workspace_id', '{uuid.UUID(str(workspace_id))}'"
-            ", true)"
+            f"BEGIN; SELECT set_config('compass.credential', '{scope.credential.hex()}', true)"
         ).encode()
         try:
             for attempt in (1, 2):
@@ -184,3 +201,13 @@ class Database:
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
             log.warning("database unavailable: %s", exc)
             raise Unavailable("the database is unavailable; retry shortly") from exc
+
+
+@contextlib.asynccontextmanager
+async def _available(pool: psycopg_pool.AsyncConnectionPool[Conn]) -> AsyncIterator[Conn]:
+    try:
+        async with pool.connection() as conn:
+            yield conn
+    except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+        log.warning("database unavailable: %s", exc)
+        raise Unavailable("the database is unavailable; retry shortly") from exc

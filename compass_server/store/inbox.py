@@ -351,7 +351,7 @@ class InboxStore:
             prepared, _ = blockrules.prepare_for_append([ask])
             blocks.extend(prepared)
         checked = check_pictures(pictures)
-        async with self.db.tx(agent.workspace_id) as conn:
+        async with self.db.tx(agent) as conn:
             if ask is not None:
                 await conn.execute(INBOX["lock_agent"], {"agent_id": agent.account_id})
             row = await (
@@ -397,7 +397,7 @@ class InboxStore:
         """A message without an ask on the agent's own item."""
         _agent(agent)
         blocks, checked = _reply_parts(text, pictures)
-        async with self.db.tx(agent.workspace_id) as conn:
+        async with self.db.tx(agent) as conn:
             item = await self._lock_by_key(conn, agent, key)
             return await self._append_reply(conn, item, agent, blocks, checked)
 
@@ -406,7 +406,7 @@ class InboxStore:
         A repeat close changes nothing and returns changed=False."""
         _agent(agent)
         rules.check_reason(reason)
-        async with self.db.tx(agent.workspace_id) as conn:
+        async with self.db.tx(agent) as conn:
             item = await self._lock_by_key(conn, agent, key)
             return await self._close(conn, item, agent, reason)
 
@@ -414,7 +414,7 @@ class InboxStore:
 
     async def grant(self, owner: Actor, agent_id: uuid.UUID, account_id: uuid.UUID) -> None:
         """Lets another person of the workspace see and answer the agent's inbox."""
-        async with self.db.tx(owner.workspace_id) as conn:
+        async with self.db.tx(owner) as conn:
             row = await (await conn.execute(INBOX["agent_of"], {"id": agent_id})).fetchone()
             if row is None:
                 raise NotFound(f"no agent {agent_id}")
@@ -442,7 +442,7 @@ class InboxStore:
                 before_updated, before_id = datetime.datetime.fromisoformat(updated), uuid.UUID(iid)
             except ValueError:
                 raise InvalidArgument("page_token is not one this server issued") from None
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             cur = await conn.execute(
                 INBOX["list_items"],
                 {
@@ -465,7 +465,7 @@ class InboxStore:
         """The item and its thread: the latest `limit` messages, plus the first
         message and the open-ask message however long the thread runs."""
         n = rules.thread_read(limit)
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             cur = await conn.execute(
                 INBOX["visible_item"], {"id": item_id, "viewer": actor.account_id}
             )
@@ -494,7 +494,7 @@ class InboxStore:
         rules.check_client_key(client_key)
         text_blocks = _text_blocks(text)
         checked = check_pictures(files)
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             item = await self._lock_as_viewer(conn, actor, item_id)
             cur = await conn.execute(
                 INBOX["answer_by_client_key"], {"item_id": item_id, "client_key": client_key}
@@ -568,7 +568,7 @@ class InboxStore:
         """A person's message without an ask; it moves no revision."""
         _member(actor)
         blocks, checked = _reply_parts(text, files)
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             item = await self._lock_as_viewer(conn, actor, item_id)
             return await self._append_reply(conn, item, actor, blocks, checked)
 
@@ -590,7 +590,7 @@ class InboxStore:
         message, moves no revision and names the member as the closer. A
         repeat close changes nothing and returns changed=False."""
         _member(actor)
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             item = await self._lock_as_viewer(conn, actor, item_id)
             return await self._close(conn, item, actor, None)
 
@@ -598,7 +598,7 @@ class InboxStore:
         """Undoes a failed hand-off: deletes the answering message and its
         files and reopens the ask at the same revision. Only its answerer may."""
         _member(actor)
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             item = await self._lock_as_viewer(conn, actor, item_id)
             if item.status is not InboxStatus.ANSWERED:
                 raise Conflict(f"inbox item {item_id} holds no answer to take back")
@@ -622,7 +622,7 @@ class InboxStore:
         """Takes a member's close back: the same ask waits again. Only the
         member who closed may; an agent's close stands."""
         _member(actor)
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             item = await self._lock_as_viewer(conn, actor, item_id)
             if item.status is not InboxStatus.CLOSED:
                 raise Conflict(f"inbox item {item_id} is not closed")
@@ -640,7 +640,7 @@ class InboxStore:
     async def get_attachment(
         self, actor: Actor, item_id: uuid.UUID, attachment_id: uuid.UUID
     ) -> tuple[Attachment, bytes]:
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             cur = await conn.execute(
                 INBOX["file"], {"id": attachment_id, "item_id": item_id, "viewer": actor.account_id}
             )

@@ -52,6 +52,7 @@ from compass_server.store.types import (
     PresenceState,
     Runner,
     RunnerPrincipal,
+    Scope,
     SessionBinding,
     Workspace,
 )
@@ -328,7 +329,7 @@ class Store:
         if not name.strip():
             raise InvalidArgument("a workspace needs a name")
         ws = Workspace(workspace_id=uuid.uuid4(), name=name)
-        async with self.db.tx(ws.workspace_id) as conn:
+        async with self.db.maintenance() as conn:
             await conn.execute(ACCOUNTS["insert_workspace"], {"id": ws.workspace_id, "name": name})
         return ws
 
@@ -346,10 +347,12 @@ class Store:
             raise InvalidArgument("an agent needs an owning human; a human has no owner")
         account = Account(uuid.uuid4(), workspace_id, handle, kind, owner_id)
         token = new_token("cpa")
-        async with self.db.tx(workspace_id) as conn:
+        async with self.db.maintenance() as conn, conn.transaction():
             if owner_id is not None:
                 row = await (
-                    await conn.execute(ACCOUNTS["get_account"], {"id": owner_id})
+                    await conn.execute(
+                        ACCOUNTS["get_account"], {"id": owner_id, "ws": workspace_id}
+                    )
                 ).fetchone()
                 if row is None or row["kind"] != AccountKind.HUMAN:
                     raise InvalidArgument("the owner must be a human of the same workspace")
@@ -357,6 +360,7 @@ class Store:
                 await conn.execute(
                     ACCOUNTS["insert_account"],
                     {
+                        "ws": workspace_id,
                         "id": account.account_id,
                         "handle": handle,
                         "kind": kind.value,
@@ -370,6 +374,7 @@ class Store:
             await conn.execute(
                 ACCOUNTS["insert_credential"],
                 {
+                    "ws": workspace_id,
                     "token_hash": hash_token(token),
                     "account_id": account.account_id,
                     "runner_id": None,
@@ -382,16 +387,18 @@ class Store:
             raise InvalidArgument(f"a runner name needs 1 to {MAX_NAME_CHARS} characters")
         runner = Runner(uuid.uuid4(), workspace_id, name)
         token = new_token("cpr")
-        async with self.db.tx(workspace_id) as conn:
+        async with self.db.maintenance() as conn, conn.transaction():
             try:
                 await conn.execute(
-                    ACCOUNTS["insert_runner"], {"id": runner.runner_id, "name": name}
+                    ACCOUNTS["insert_runner"],
+                    {"ws": workspace_id, "id": runner.runner_id, "name": name},
                 )
             except psycopg.errors.ForeignKeyViolation:
                 raise NotFound(f"no workspace {workspace_id}") from None
             await conn.execute(
                 ACCOUNTS["insert_credential"],
                 {
+                    "ws": workspace_id,
                     "token_hash": hash_token(token),
                     "account_id": None,
                     "runner_id": runner.runner_id,
@@ -402,18 +409,21 @@ class Store:
     async def assign_agent(
         self, workspace_id: uuid.UUID, runner_id: uuid.UUID, agent_id: uuid.UUID
     ) -> None:
-        async with self.db.tx(workspace_id) as conn:
-            if not await (await conn.execute(ACCOUNTS["get_runner"], {"id": runner_id})).fetchone():
+        ids = {"ws": workspace_id, "runner_id": runner_id, "agent_id": agent_id}
+        async with self.db.maintenance() as conn, conn.transaction():
+            if not await (
+                await conn.execute(ACCOUNTS["get_runner"], {"id": runner_id, "ws": workspace_id})
+            ).fetchone():
                 raise NotFound(f"no runner {runner_id} in this workspace")
-            row = await (await conn.execute(ACCOUNTS["get_account"], {"id": agent_id})).fetchone()
+            row = await (
+                await conn.execute(ACCOUNTS["get_account"], {"id": agent_id, "ws": workspace_id})
+            ).fetchone()
             if row is None or row["kind"] != AccountKind.AGENT:
                 raise NotFound(f"no agent {agent_id} in this workspace")
-            await conn.execute(
-                ACCOUNTS["assign_agent"], {"runner_id": runner_id, "agent_id": agent_id}
-            )
+            await conn.execute(ACCOUNTS["assign_agent"], ids)
 
     async def runner_workspace(self, runner_id: uuid.UUID) -> uuid.UUID:
-        async with self.db.connection() as conn:
+        async with self.db.maintenance() as conn:
             cur = await conn.execute(ACCOUNTS["runner_workspace"], {"runner_id": runner_id})
             row = await cur.fetchone()
         if row is None or row["workspace_id"] is None:
@@ -421,27 +431,30 @@ class Store:
         return row["workspace_id"]  # type: ignore[no-any-return]
 
     async def runner_agents(self, runner: RunnerPrincipal) -> list[tuple[uuid.UUID, str]]:
-        async with self.db.tx(runner.workspace_id) as conn:
+        async with self.db.tx(runner) as conn:
             cur = await conn.execute(ACCOUNTS["runner_agents"], {"runner_id": runner.runner_id})
             return [(r["id"], r["handle"]) for r in await cur.fetchall()]
 
     async def authenticate(self, token: str) -> Actor | RunnerPrincipal | None:
         if not token:
             return None
+        digest = hash_token(token)
         async with self.db.connection() as conn:
-            cur = await conn.execute(
-                ACCOUNTS["lookup_credential"], {"token_hash": hash_token(token)}
-            )
+            cur = await conn.execute(ACCOUNTS["lookup_credential"], {"token_hash": digest})
             row = await cur.fetchone()
         if row is None:
             return None
         if row["runner_id"] is not None:
-            return RunnerPrincipal(row["workspace_id"], row["runner_id"])
-        return Actor(row["workspace_id"], row["account_id"], AccountKind(row["kind"]))
+            return RunnerPrincipal(row["workspace_id"], row["runner_id"], digest)
+        return Actor(row["workspace_id"], row["account_id"], AccountKind(row["kind"]), digest)
 
-    async def get_account(self, workspace_id: uuid.UUID, account_id: uuid.UUID) -> Account:
-        async with self.db.tx(workspace_id) as conn:
-            row = await (await conn.execute(ACCOUNTS["get_account"], {"id": account_id})).fetchone()
+    async def get_account(self, scope: Scope, account_id: uuid.UUID) -> Account:
+        async with self.db.tx(scope) as conn:
+            row = await (
+                await conn.execute(
+                    ACCOUNTS["get_account"], {"id": account_id, "ws": scope.workspace_id}
+                )
+            ).fetchone()
         if row is None:
             raise NotFound(f"no account {account_id}")
         return Account(
@@ -478,7 +491,7 @@ class Store:
             raise InvalidArgument(f"a channel starts with at most {MAX_PAGE} members")
         channel_id = uuid.uuid4()
         events = _Events()
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             await self._require_accounts(conn, members)
             await conn.execute(
                 CHANNELS["insert_channel"],
@@ -505,7 +518,7 @@ class Store:
                 after_created, after_id = datetime.datetime.fromisoformat(created), uuid.UUID(cid)
             except ValueError:
                 raise InvalidArgument("page_token is not one this server issued") from None
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             cur = await conn.execute(
                 CHANNELS["list_channels"],
                 {
@@ -528,7 +541,7 @@ class Store:
             raise InvalidArgument("a DM needs another account")
         dm_key = ":".join(sorted([str(actor.account_id), str(other_id)]))
         events = _Events()
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             await self._require_accounts(conn, [other_id])
             cur = await conn.execute(
                 CHANNELS["insert_channel"],
@@ -567,7 +580,7 @@ class Store:
         self, actor: Actor, channel_id: uuid.UUID, account_id: uuid.UUID
     ) -> Channel:
         events = _Events()
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             await self._lock_channel(
                 conn, actor, channel_id, "a DM has exactly two members; create a channel instead"
             )
@@ -589,7 +602,7 @@ class Store:
         if len(topic) > MAX_TOPIC_CHARS:
             raise InvalidArgument(f"a topic is at most {MAX_TOPIC_CHARS} characters")
         events = _Events()
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             await self._lock_channel(conn, actor, channel_id, "a DM has no topic")
             await conn.execute(CHANNELS["update_topic"], {"id": channel_id, "topic": topic})
             channel = await self._channel_as_member(conn, actor, channel_id)
@@ -598,7 +611,7 @@ class Store:
         return channel
 
     async def member_channel_ids(self, actor: Actor) -> set[uuid.UUID]:
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             cur = await conn.execute(CHANNELS["member_channel_ids"], {"actor": actor.account_id})
             return {r["channel_id"] for r in await cur.fetchall()}
 
@@ -616,7 +629,7 @@ class Store:
             cur = await conn.execute(
                 MESSAGES["post_message"],
                 {
-                    "ws": actor.workspace_id,
+                    "cred": actor.credential,
                     "id": uuid.uuid4(),
                     "channel_id": channel_id,
                     "author_id": actor.account_id,
@@ -638,7 +651,7 @@ class Store:
 
     async def _ask_state(self, actor: Actor, ask_id: str) -> Ask:
         """The ask as the actor may see it, unlocked; NOT_FOUND when it can't."""
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             cur = await conn.execute(
                 MESSAGES["ask_state"], {"ask_id": ask_id, "actor": actor.account_id}
             )
@@ -683,7 +696,7 @@ class Store:
             cur = await conn.execute(
                 MESSAGES["answer_ask"],
                 {
-                    "ws": actor.workspace_id,
+                    "cred": actor.credential,
                     "actor": actor.account_id,
                     "ask_id": ask_id,
                     "answered": Jsonb(blockrules.block_to_json(answered)["ask"]["questions"]),
@@ -716,7 +729,7 @@ class Store:
         async with self.db.connection() as conn:
             cur = await conn.execute(
                 MESSAGES["cancel_ask"],
-                {"ws": actor.workspace_id, "actor": actor.account_id, "ask_id": ask_id},
+                {"cred": actor.credential, "actor": actor.account_id, "ask_id": ask_id},
             )
             row = await cur.fetchone()
         result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
@@ -734,7 +747,7 @@ class Store:
         raise Corrupt(f"ask {quoted(ask_id)}: the withdrawal could not be applied ({status})")
 
     async def get_message(self, actor: Actor, message_id: uuid.UUID) -> Message:
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             cur = await conn.execute(
                 MESSAGES["get_message_as_member"], {"id": message_id, "actor": actor.account_id}
             )
@@ -748,7 +761,7 @@ class Store:
     ) -> Page[Message]:
         limit = page_size(size)
         before = _position_token(token)
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             cur = await conn.execute(
                 MESSAGES["is_member"], {"channel_id": channel_id, "actor": actor.account_id}
             )
@@ -771,7 +784,7 @@ class Store:
         limit = page_size(size)
         before = _position_token(token)
         escaped = query.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             cur = await conn.execute(
                 MESSAGES["search_messages"],
                 {
@@ -788,7 +801,7 @@ class Store:
     # --- presence -------------------------------------------------------------
 
     async def get_presence(self, actor: Actor, ids: Sequence[uuid.UUID]) -> list[Presence]:
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             cur = await conn.execute(ACCOUNTS["presence_of"], {"ids": list(ids)})
             rows = await cur.fetchall()
         return [
@@ -800,7 +813,7 @@ class Store:
             raise InvalidArgument("an agent sets its status to idle or working")
         if len(text) > MAX_STATUS_CHARS:
             raise InvalidArgument(f"a status text is at most {MAX_STATUS_CHARS} characters")
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             cur = await conn.execute(
                 ACCOUNTS["set_status"],
                 {"id": actor.account_id, "status": state.value, "status_text": text},
@@ -820,7 +833,7 @@ class Store:
     ) -> SessionBinding:
         """Binds an agent assigned to this runner; NOT_FOUND for any other."""
         session_id = uuid.uuid4()
-        async with self.db.tx(runner.workspace_id) as conn:
+        async with self.db.tx(runner) as conn:
             cur = await conn.execute(
                 ACCOUNTS["runner_agent"], {"runner_id": runner.runner_id, "agent_id": agent_id}
             )
@@ -842,18 +855,16 @@ class Store:
             await _refresh_presence(conn, agent_id)
         return SessionBinding(session_id, agent_id, row["acked_event_id"])
 
-    async def unbind_session(self, workspace_id: uuid.UUID, session_id: uuid.UUID) -> None:
-        async with self.db.tx(workspace_id) as conn:
+    async def unbind_session(self, scope: Scope, session_id: uuid.UUID) -> None:
+        async with self.db.tx(scope) as conn:
             row = await (
                 await conn.execute(SESSIONS["delete_session"], {"id": session_id})
             ).fetchone()
             if row is not None:
                 await _refresh_presence(conn, row["agent_id"])
 
-    async def ack_delivery(
-        self, workspace_id: uuid.UUID, agent_id: uuid.UUID, event_id: int
-    ) -> int:
-        async with self.db.tx(workspace_id) as conn:
+    async def ack_delivery(self, scope: Scope, agent_id: uuid.UUID, event_id: int) -> int:
+        async with self.db.tx(scope) as conn:
             row = await (
                 await conn.execute(SESSIONS["ack"], {"agent_id": agent_id, "event_id": event_id})
             ).fetchone()
@@ -863,7 +874,7 @@ class Store:
 
     async def delivery_channels(self, actor: Actor) -> dict[uuid.UUID, datetime.datetime]:
         """The actor's channels and when it joined each: it hears what came after."""
-        async with self.db.tx(actor.workspace_id) as conn:
+        async with self.db.tx(actor) as conn:
             cur = await conn.execute(SESSIONS["delivery_channels"], {"agent_id": actor.account_id})
             return {r["channel_id"]: r["joined_at"] for r in await cur.fetchall()}
 
@@ -871,13 +882,13 @@ class Store:
 
     async def heartbeat(self, server_id: uuid.UUID) -> bool:
         """Marks the server alive; False when its row was gone (it was reaped)."""
-        async with self.db.connection() as conn:
+        async with self.db.maintenance() as conn:
             row = await (await conn.execute(SESSIONS["heartbeat"], {"id": server_id})).fetchone()
         assert row is not None
         return not row["inserted"]
 
     async def remove_server(self, server_id: uuid.UUID) -> None:
-        async with self.db.connection() as conn:
+        async with self.db.maintenance() as conn:
             await conn.execute(SESSIONS["remove_server"], {"id": server_id})
 
     async def reap_stale_servers(
@@ -885,12 +896,9 @@ class Store:
     ) -> list[tuple[uuid.UUID, uuid.UUID]]:
         """Removes servers silent for longer than stale_after and their sessions,
         and recomputes those agents' presence, in one transaction."""
-        async with self.db.connection() as conn, conn.transaction():
+        async with self.db.maintenance() as conn:
             cur = await conn.execute(SESSIONS["reap_stale_sessions"], {"stale": stale_after})
-            reaped = sorted({(r["workspace_id"], r["agent_id"]) for r in await cur.fetchall()})
-            for workspace_id, agent_id in reaped:
-                await conn.execute(SESSIONS["scope_workspace"], {"workspace_id": str(workspace_id)})
-                await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": agent_id})
+            reaped = [(r["workspace_id"], r["agent_id"]) for r in await cur.fetchall()]
         for workspace_id in {ws for ws, _ in reaped}:
             self.db.sequencer.committed(workspace_id)
         return reaped
@@ -901,21 +909,21 @@ class Store:
     # --- the event log ---------------------------------------------------------
 
     async def read_events(
-        self, workspace_id: uuid.UUID, after: int, limit: int, max_bytes: int = EVENT_PAGE_BYTES
+        self, scope: Scope, after: int, limit: int, max_bytes: int = EVENT_PAGE_BYTES
     ) -> list[Event]:
         """Events after `after`, oldest first: at most `limit`, and no more than
         `max_bytes` of payload unless the first alone weighs more."""
-        await self.db.sequencer.flush(workspace_id)
-        async with self.db.tx(workspace_id) as conn:
+        await self.db.sequencer.flush(scope.workspace_id)
+        async with self.db.tx(scope) as conn:
             cur = await conn.execute(
                 EVENTS["read_events"], {"after": after, "limit": limit, "max_bytes": max_bytes}
             )
             rows = await cur.fetchall()
         return [event_from_row(r) for r in rows]
 
-    async def last_event_id(self, workspace_id: uuid.UUID) -> int:
-        await self.db.sequencer.flush(workspace_id)
-        async with self.db.tx(workspace_id) as conn:
+    async def last_event_id(self, scope: Scope) -> int:
+        await self.db.sequencer.flush(scope.workspace_id)
+        async with self.db.tx(scope) as conn:
             row = await (await conn.execute(EVENTS["last_event_id"])).fetchone()
         return int(row["last_event_id"]) if row else 0
 

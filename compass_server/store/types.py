@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import enum
 import uuid
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 
 class AccountKind(enum.StrEnum):
@@ -34,19 +35,34 @@ class EventKind(enum.StrEnum):
     INBOX_ITEM_CHANGED = "inbox_item_changed"
 
 
+class Scope(Protocol):
+    """What a workspace transaction runs as: the caller's workspace, and the
+    digest of the credential it signed in with, which is how the database
+    knows that workspace (a claim of the workspace alone proves nothing)."""
+
+    @property
+    def workspace_id(self) -> uuid.UUID: ...
+
+    @property
+    def credential(self) -> bytes: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Actor:
-    """Who a call runs as: an account of one workspace."""
+    """Who a call runs as: an account of one workspace, through a credential
+    (its own token's, or its runner's on the relay)."""
 
     workspace_id: uuid.UUID
     account_id: uuid.UUID
     kind: AccountKind
+    credential: bytes = dataclasses.field(repr=False)
 
 
 @dataclass(frozen=True, slots=True)
 class RunnerPrincipal:
     workspace_id: uuid.UUID
     runner_id: uuid.UUID
+    credential: bytes = dataclasses.field(repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,23 +1,27 @@
+-- The operator's writes (insert_*, assign_agent, get_*) run as
+-- compass_maintenance and name their workspace.
+
 -- name: insert_workspace
 WITH ws AS (INSERT INTO workspaces (id, name) VALUES (%(id)s, %(name)s) RETURNING id)
 INSERT INTO event_counters (workspace_id) SELECT id FROM ws
 
 -- name: insert_account
 INSERT INTO accounts (id, workspace_id, handle, kind, owner_id)
-VALUES (%(id)s, compass_workspace(), %(handle)s, %(kind)s, %(owner_id)s)
+VALUES (%(id)s, %(ws)s, %(handle)s, %(kind)s, %(owner_id)s)
 
 -- name: get_account
-SELECT id, workspace_id, handle, kind, owner_id FROM accounts WHERE id = %(id)s
+SELECT id, workspace_id, handle, kind, owner_id FROM accounts
+WHERE id = %(id)s AND workspace_id = %(ws)s
 
 -- name: insert_runner
-INSERT INTO runners (id, workspace_id, name) VALUES (%(id)s, compass_workspace(), %(name)s)
+INSERT INTO runners (id, workspace_id, name) VALUES (%(id)s, %(ws)s, %(name)s)
 
 -- name: get_runner
-SELECT id, workspace_id, name FROM runners WHERE id = %(id)s
+SELECT id, workspace_id, name FROM runners WHERE id = %(id)s AND workspace_id = %(ws)s
 
 -- name: assign_agent
 INSERT INTO runner_agents (runner_id, agent_id, workspace_id)
-VALUES (%(runner_id)s, %(agent_id)s, compass_workspace())
+VALUES (%(runner_id)s, %(agent_id)s, %(ws)s)
 ON CONFLICT DO NOTHING
 
 -- name: runner_agent
@@ -29,7 +33,7 @@ WHERE ra.runner_id = %(runner_id)s ORDER BY a.handle
 
 -- name: insert_credential
 INSERT INTO credentials (token_hash, workspace_id, account_id, runner_id)
-VALUES (%(token_hash)s, compass_workspace(), %(account_id)s, %(runner_id)s)
+VALUES (%(token_hash)s, %(ws)s, %(account_id)s, %(runner_id)s)
 
 -- name: lookup_credential
 SELECT workspace_id, account_id, runner_id, kind FROM compass_credential(%(token_hash)s)

@@ -28,6 +28,3 @@ DELETE FROM servers WHERE id = %(id)s
 
 -- name: reap_stale_sessions
 SELECT workspace_id, agent_id FROM compass_reap_stale_sessions(%(stale)s)
-
--- name: scope_workspace
-SELECT set_config('compass.workspace_id', %(workspace_id)s, true)

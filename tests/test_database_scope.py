@@ -1,0 +1,204 @@
+"""The database as the last line: whatever SQL the request path's role runs,
+it stays in the workspace of the credential it was given, no row can point
+into another workspace, and maintenance is not its to call."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg.rows import dict_row
+
+from compass_server.store import Database, Store
+from compass_server.store.types import Ask, TextBlock
+from tests.world import World
+
+
+@pytest.fixture
+async def app_conn(db: Database) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    """A connection as the request path's role, in a transaction rolled back."""
+    async with await psycopg.AsyncConnection.connect(db.url, row_factory=dict_row) as conn:
+        await conn.execute("SET ROLE compass_app")
+        yield conn
+        await conn.rollback()
+
+
+async def scope(conn: psycopg.AsyncConnection[Any], w: World) -> None:
+    await conn.execute(
+        "SELECT set_config('compass.credential', %s, false)", (w.human.credential.hex(),)
+    )
+
+
+async def test_the_request_role_cannot_name_another_workspace(
+    app_conn: psycopg.AsyncConnection[Any], store: Store
+) -> None:
+    a, b = await World.create(store), await World.create(store)
+    await a.post_text(a.human, "of a")
+    await b.post_text(b.human, "of b")
+    await scope(app_conn, a)
+    # Claiming b's workspace the way the request path once named its own.
+    await app_conn.execute(
+        "SELECT set_config('compass.workspace_id', %s, false)", (str(b.workspace_id),)
+    )
+    rows = await (await app_conn.execute("SELECT workspace_id FROM messages")).fetchall()
+    assert {r["workspace_id"] for r in rows} == {a.workspace_id}
+    # A credential it was not given names no workspace at all.
+    made_up = hashlib.sha256(b"not a token").hexdigest()
+    await app_conn.execute("SELECT set_config('compass.credential', %s, false)", (made_up,))
+    assert await (await app_conn.execute("SELECT 1 FROM messages")).fetchall() == []
+    assert await (await app_conn.execute("SELECT 1 FROM accounts")).fetchall() == []
+    # And it can't read the credentials it would need.
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        await app_conn.execute("SELECT token_hash FROM credentials")
+
+
+async def test_a_write_call_with_a_credential_it_was_not_given_writes_nothing(
+    app_conn: psycopg.AsyncConnection[Any], store: Store
+) -> None:
+    b = await World.create(store)
+    made_up = hashlib.sha256(b"not a token").digest()
+    row = await (
+        await app_conn.execute(
+            "SELECT compass_post_message(%s, %s, %s, %s, '[]'::jsonb, '', ARRAY[]::text[]) AS m",
+            (made_up, uuid.uuid4(), b.channel.channel_id, b.human.account_id),
+        )
+    ).fetchone()
+    assert row == {"m": None}
+    await scope(app_conn, b)
+    assert await (await app_conn.execute("SELECT 1 FROM messages")).fetchall() == []
+
+
+def _cross_workspace_rows(
+    a: World, b: World, b_message: uuid.UUID
+) -> list[tuple[str, tuple[Any, ...]]]:
+    """Rows of workspace a that point at a row of workspace b."""
+    return [
+        (
+            "INSERT INTO channel_members (channel_id, account_id, workspace_id)"
+            " VALUES (%s, %s, %s)",
+            (a.channel.channel_id, b.human.account_id, a.workspace_id),
+        ),
+        (
+            "INSERT INTO messages (id, workspace_id, channel_id, author_id, blocks)"
+            " VALUES (%s, %s, %s, %s, '[]')",
+            (uuid.uuid4(), a.workspace_id, a.channel.channel_id, b.human.account_id),
+        ),
+        (
+            "INSERT INTO messages (id, workspace_id, channel_id, author_id, blocks)"
+            " VALUES (%s, %s, %s, %s, '[]')",
+            (uuid.uuid4(), a.workspace_id, b.channel.channel_id, a.human.account_id),
+        ),
+        (
+            "INSERT INTO asks (ask_id, workspace_id, message_id) VALUES (%s, %s, %s)",
+            (f"ask_{uuid.uuid4().hex}", a.workspace_id, b_message),
+        ),
+        (
+            "INSERT INTO inbox_grants (agent_id, account_id, workspace_id) VALUES (%s, %s, %s)",
+            (a.agent.account_id, b.human.account_id, a.workspace_id),
+        ),
+        (
+            "INSERT INTO accounts (id, workspace_id, handle, kind, owner_id)"
+            " VALUES (%s, %s, 'stray', 'agent', %s)",
+            (uuid.uuid4(), a.workspace_id, b.human.account_id),
+        ),
+        (
+            "INSERT INTO delivery_cursors (agent_id, workspace_id) VALUES (%s, %s)",
+            (b.agent.account_id, a.workspace_id),
+        ),
+    ]
+
+
+async def test_no_row_can_point_into_another_workspace(db: Database, store: Store) -> None:
+    """Not as the request path scoped to a, and not even as the owner, who
+    is not held by row-level security."""
+    a, b = await World.create(store), await World.create(store)
+    b_message = (await b.post_text(b.human, "of b")).message_id
+    for sql, params in _cross_workspace_rows(a, b, b_message):
+        for role in ("compass_app", None):
+            async with await psycopg.AsyncConnection.connect(db.url) as conn:
+                if role is not None:
+                    await conn.execute(f"SET ROLE {role}")
+                    await scope(conn, a)
+                # The request path may not write some of these tables at all.
+                refused = (
+                    psycopg.errors.ForeignKeyViolation
+                    if role is None
+                    else (psycopg.errors.ForeignKeyViolation, psycopg.errors.InsufficientPrivilege)
+                )
+                with pytest.raises(refused):
+                    await conn.execute(sql.encode(), params)
+                await conn.rollback()
+
+
+async def test_the_same_rows_within_one_workspace_are_fine(db: Database, store: Store) -> None:
+    """The references themselves are allowed: only their workspace is checked."""
+    a = await World.create(store)
+    grace = await a.add_account("grace2")
+    async with await psycopg.AsyncConnection.connect(db.url) as conn:
+        await conn.execute("SET ROLE compass_app")
+        await scope(conn, a)
+        await conn.execute(
+            "INSERT INTO channel_members (channel_id, account_id, workspace_id)"
+            " VALUES (%s, %s, %s)",
+            (a.channel.channel_id, grace.account_id, a.workspace_id),
+        )
+        await conn.rollback()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM compass_reap_stale_sessions('-1 hour')",
+        "SELECT compass_sequence_leftovers()",
+        "SELECT compass_runner_workspace(gen_random_uuid())",
+        "SELECT compass_sequence_events(gen_random_uuid())",
+        "INSERT INTO servers (id) VALUES (gen_random_uuid())",
+        "DELETE FROM servers",
+        "INSERT INTO workspaces (id, name) VALUES (gen_random_uuid(), 'mine')",
+        "INSERT INTO credentials (token_hash, workspace_id, account_id)"
+        " SELECT '\\x00', workspace_id, id FROM accounts LIMIT 1",
+    ],
+)
+async def test_maintenance_is_not_the_request_paths_to_run(
+    app_conn: psycopg.AsyncConnection[Any], world: World, sql: str
+) -> None:
+    await scope(app_conn, world)
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        await app_conn.execute(sql.encode())
+
+
+async def test_the_reaper_runs_as_maintenance_and_leaves_live_servers_alone(
+    db: Database, world: World
+) -> None:
+    """The call that once deleted every server's sessions from the request
+    path: as maintenance, '-1 hour' takes only servers silent that long."""
+    from tests.relay_client import runner_for
+
+    await runner_for(world)
+    live = uuid.uuid4()
+    await world.store.heartbeat(live)
+    async with db.maintenance() as conn:
+        rows = await (
+            await conn.execute("SELECT * FROM compass_reap_stale_sessions('1 hour')")
+        ).fetchall()
+        assert rows == []
+        alive = await (
+            await conn.execute("SELECT 1 FROM servers WHERE id = %s", (live,))
+        ).fetchall()
+        assert alive
+    await world.store.remove_server(live)
+
+
+async def test_the_request_path_still_works_with_its_own_credential(world: World) -> None:
+    message = await world.post_ask()
+    ask = next(b for b in message.blocks if isinstance(b, Ask))
+    await world.store.cancel_ask(world.agent, ask.ask_id)
+    page = await world.store.list_messages(world.human, world.channel.channel_id, 10, "")
+    assert [m.message_id for m in page.items] == [message.message_id]
+    assert await world.store.append_message(
+        world.human, world.channel.channel_id, [TextBlock("still here")]
+    )
