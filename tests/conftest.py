@@ -3,6 +3,7 @@ with a fresh database per test run, and a fresh workspace per test."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import uuid
@@ -69,22 +70,34 @@ async def world(store: Store) -> World:
     return await World.create(store)
 
 
-@pytest.fixture(scope="session")
-async def server(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
-    """One in-process server on loopback ports for the whole run."""
+@contextlib.asynccontextmanager
+async def running_server(
+    database_url: str, data_dir: pathlib.Path, **limits: Any
+) -> AsyncIterator[Any]:
+    """An in-process server on loopback ports, with any settings changed."""
     from compass_server.app import CompassServer, Settings
 
     srv = CompassServer(
         Settings(
             database_url=database_url,
-            data_dir=tmp_path_factory.mktemp("data"),
+            data_dir=data_dir,
             grpc_listen="127.0.0.1:0",
             http_listen="127.0.0.1:0",
+            **limits,
         )
     )
     await srv.start()
-    yield srv
-    await srv.stop(1.0)
+    try:
+        yield srv
+    finally:
+        await srv.stop(1.0)
+
+
+@pytest.fixture(scope="session")
+async def server(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
+    """One in-process server on loopback ports for the whole run."""
+    async with running_server(database_url, tmp_path_factory.mktemp("data")) as srv:
+        yield srv
 
 
 @pytest.fixture(scope="session", params=["grpc", "json", "proto"])

@@ -14,9 +14,9 @@ import pytest
 
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
-from compass_server.app import CompassServer, Settings
 from compass_server.store import Store
 from compass_server.store.types import PresenceState, TextBlock
+from tests.conftest import running_server
 from tests.procs import ServerProcess
 from tests.relay_client import RELAY, relay, runner_for
 from tests.servers import CallError, GrpcClient
@@ -206,25 +206,19 @@ async def test_many_large_asks_do_not_grow_memory_past_the_ask_cache(
 @pytest.fixture(scope="module")
 async def tight(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
     """A server of its own with small limits."""
-    srv = CompassServer(
-        Settings(
-            database_url=database_url,
-            data_dir=tmp_path_factory.mktemp("tight"),
-            grpc_listen="127.0.0.1:0",
-            http_listen="127.0.0.1:0",
-            subscribe_streams_per_account=2,
-            relay_streams_per_runner=2,
-            relay_sessions_per_stream=3,
-            relay_window=2,
-            relay_ack_timeout_seconds=1.0,
-            event_window_bytes=1 * MIB,
-            replay_page_bytes=1 * MIB,
-            replay_bytes=1 * MIB,
-        )
-    )
-    await srv.start()
-    yield srv
-    await srv.stop(1.0)
+    async with running_server(
+        database_url,
+        tmp_path_factory.mktemp("tight"),
+        subscribe_streams_per_account=2,
+        relay_streams_per_runner=2,
+        relay_sessions_per_stream=3,
+        relay_window=2,
+        relay_ack_timeout_seconds=1.0,
+        event_window_bytes=1 * MIB,
+        replay_page_bytes=1 * MIB,
+        replay_bytes=1 * MIB,
+    ) as srv:
+        yield srv
 
 
 async def test_subscribe_streams_per_account_are_capped(tight: Any) -> None:
