@@ -305,3 +305,27 @@ async def test_replays_share_one_budget_and_all_arrive_in_order(tight: Any) -> N
         assert tight.hub.replay.used == 0
     finally:
         await client.close()
+
+
+async def test_a_page_of_messages_is_bounded_in_bytes_and_pages_on(store: Store) -> None:
+    """200 of the largest messages would be ~50 MB in one response; a page
+    stops at MAX_PAGE_BYTES and its token leads on, nothing skipped."""
+    from compass_server.store.store import MAX_PAGE_BYTES
+
+    w = await World.create(store)
+    await post_big(w, 40)  # ~10 MB
+    seen: list[Any] = []
+    pages = 0
+    token = ""
+    while True:
+        page = await store.list_messages(w.human, w.channel.channel_id, 200, token)
+        weight = sum(len(b.text.encode()) for m in page.items for b in m.blocks)  # type: ignore[union-attr]
+        assert weight <= MAX_PAGE_BYTES
+        seen.extend(m.message_id for m in page.items)
+        pages += 1
+        token = page.next_page_token
+        if not token:
+            break
+    assert len(seen) == len(set(seen)) == 40 and pages > 1
+    found = await store.search_messages(w.human, "😀", None, 200, "")
+    assert 0 < len(found.items) < 40 and found.next_page_token

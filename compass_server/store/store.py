@@ -64,6 +64,9 @@ EVENTS = queries("events")
 SESSIONS = queries("sessions")
 
 MAX_PAGE = 200
+# A page of messages in one response, in bytes of blocks as stored (at least
+# one message): 200 of the largest would be ~50 MB.
+MAX_PAGE_BYTES = 4 << 20
 DEFAULT_PAGE = 50
 MAX_NAME_CHARS = 80
 MAX_TOPIC_CHARS = 1_000
@@ -769,7 +772,12 @@ class Store:
                 raise NotFound(f"no channel {channel_id}")
             cur = await conn.execute(
                 MESSAGES["list_messages"],
-                {"channel_id": channel_id, "before": before, "limit": limit + 1},
+                {
+                    "channel_id": channel_id,
+                    "before": before,
+                    "limit": limit + 1,
+                    "max_bytes": MAX_PAGE_BYTES,
+                },
             )
             rows = await cur.fetchall()
         return _message_page(rows, limit)
@@ -793,6 +801,7 @@ class Store:
                     "channel_id": channel_id,
                     "before": before,
                     "limit": limit + 1,
+                    "max_bytes": MAX_PAGE_BYTES,
                 },
             )
             rows = await cur.fetchall()
@@ -939,6 +948,9 @@ def _position_token(token: str) -> int:
 
 
 def _message_page(rows: list[dict[str, Any]], limit: int) -> Page[Message]:
+    """A page from a query that fetched up to limit + 1 rows and may have cut
+    them short by bytes: either way, more follow."""
     items = [_message(r) for r in rows[:limit]]
-    token = _encode_token(items[-1].position) if len(rows) > limit else ""
+    more = len(rows) > limit or (bool(rows) and rows[0]["fetched"] > len(rows))
+    token = _encode_token(items[-1].position) if more else ""
     return Page(items, token)

@@ -25,20 +25,39 @@ JOIN accounts acc ON acc.id = m.author_id
 WHERE m.id = %(id)s
 
 -- name: list_messages
-SELECT m.id, m.channel_id, m.author_id, m.blocks, m.created_at, m.position, acc.handle AS author_handle
-FROM messages m
-JOIN accounts acc ON acc.id = m.author_id
-WHERE m.channel_id = %(channel_id)s AND m.position < %(before)s
-ORDER BY m.position DESC
-LIMIT %(limit)s
+-- list_messages and search_messages: at most %(limit)s messages, newest first,
+-- and no more than %(max_bytes)s of blocks unless the first alone weighs more;
+-- `fetched` is how many the count alone let through, so a cut page shows.
+SELECT * FROM (
+  SELECT page.*, sum(size) OVER (ORDER BY position DESC) AS running, count(*) OVER () AS fetched
+  FROM (
+    SELECT m.id, m.channel_id, m.author_id, m.blocks, m.created_at, m.position,
+           acc.handle AS author_handle, octet_length(m.blocks::text) AS size
+    FROM messages m
+    JOIN accounts acc ON acc.id = m.author_id
+    WHERE m.channel_id = %(channel_id)s AND m.position < %(before)s
+    ORDER BY m.position DESC
+    LIMIT %(limit)s
+  ) page
+) bounded
+WHERE running <= %(max_bytes)s OR running = size
+ORDER BY position DESC
 
 -- name: search_messages
-SELECT m.id, m.channel_id, m.author_id, m.blocks, m.created_at, m.position, acc.handle AS author_handle
-FROM messages m
-JOIN channel_members cm ON cm.channel_id = m.channel_id AND cm.account_id = %(actor)s
-JOIN accounts acc ON acc.id = m.author_id
-WHERE m.search_text LIKE %(pattern)s
-  AND (%(channel_id)s::uuid IS NULL OR m.channel_id = %(channel_id)s::uuid)
-  AND m.position < %(before)s
-ORDER BY m.position DESC
-LIMIT %(limit)s
+SELECT * FROM (
+  SELECT page.*, sum(size) OVER (ORDER BY position DESC) AS running, count(*) OVER () AS fetched
+  FROM (
+    SELECT m.id, m.channel_id, m.author_id, m.blocks, m.created_at, m.position,
+           acc.handle AS author_handle, octet_length(m.blocks::text) AS size
+    FROM messages m
+    JOIN channel_members cm ON cm.channel_id = m.channel_id AND cm.account_id = %(actor)s
+    JOIN accounts acc ON acc.id = m.author_id
+    WHERE m.search_text LIKE %(pattern)s
+      AND (%(channel_id)s::uuid IS NULL OR m.channel_id = %(channel_id)s::uuid)
+      AND m.position < %(before)s
+    ORDER BY m.position DESC
+    LIMIT %(limit)s
+  ) page
+) bounded
+WHERE running <= %(max_bytes)s OR running = size
+ORDER BY position DESC
