@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -329,3 +330,35 @@ async def test_a_page_of_messages_is_bounded_in_bytes_and_pages_on(store: Store)
     assert len(seen) == len(set(seen)) == 40 and pages > 1
     found = await store.search_messages(w.human, "😀", None, 200, "")
     assert 0 < len(found.items) < 40 and found.next_page_token
+
+
+async def test_the_replay_budget_keeps_each_owner_to_its_share() -> None:
+    """One owner at its share waits alone; the others are served past it; a
+    taker cancelled while waiting leaves nothing taken."""
+    from compass_server.events.hub import Budget
+
+    budget = Budget(total=4, per_owner=2)
+    greedy, other = uuid.uuid4(), uuid.uuid4()
+    await budget.take(greedy, 1)
+    await budget.take(greedy, 1)
+    blocked = asyncio.ensure_future(budget.take(greedy, 1))
+    await asyncio.sleep(0)
+    assert not blocked.done()
+    # Not held up by the greedy owner's waiter.
+    await asyncio.wait_for(budget.take(other, 1), 1)
+    await asyncio.wait_for(budget.take(other, 1), 1)
+    assert budget.used == 4
+    # The total is spent: a third owner waits its turn, and is cancelled.
+    third = asyncio.ensure_future(budget.take(uuid.uuid4(), 1))
+    await asyncio.sleep(0)
+    third.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await third
+    budget.give(other, 1)
+    await asyncio.sleep(0)
+    assert not blocked.done()  # still over its own share
+    budget.give(greedy, 1)
+    await asyncio.wait_for(blocked, 1)
+    budget.give(greedy, 2)
+    budget.give(other, 1)
+    assert budget.used == 0 and not budget.owners
