@@ -770,17 +770,7 @@ class Store:
             )
             if await cur.fetchone() is None:
                 raise NotFound(f"no channel {channel_id}")
-            cur = await conn.execute(
-                MESSAGES["list_messages"],
-                {
-                    "channel_id": channel_id,
-                    "before": before,
-                    "limit": limit + 1,
-                    "max_bytes": MAX_PAGE_BYTES,
-                },
-            )
-            rows = await cur.fetchall()
-        return _message_page(rows, limit)
+            return await _message_page(conn, actor, channel_id, None, before, limit)
 
     async def search_messages(
         self, actor: Actor, query: str, channel_id: uuid.UUID | None, size: int, token: str
@@ -793,19 +783,7 @@ class Store:
         before = _position_token(token)
         escaped = query.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         async with self.db.tx(actor) as conn:
-            cur = await conn.execute(
-                MESSAGES["search_messages"],
-                {
-                    "actor": actor.account_id,
-                    "pattern": f"%{escaped}%",
-                    "channel_id": channel_id,
-                    "before": before,
-                    "limit": limit + 1,
-                    "max_bytes": MAX_PAGE_BYTES,
-                },
-            )
-            rows = await cur.fetchall()
-        return _message_page(rows, limit)
+            return await _message_page(conn, actor, channel_id, f"%{escaped}%", before, limit)
 
     # --- presence -------------------------------------------------------------
 
@@ -947,9 +925,28 @@ def _position_token(token: str) -> int:
         raise InvalidArgument("page_token is not one this server issued") from None
 
 
-def _message_page(rows: list[dict[str, Any]], limit: int) -> Page[Message]:
-    """A page from a query that fetched up to limit + 1 rows and may have cut
-    them short by bytes: either way, more follow."""
+async def _message_page(
+    conn: Conn,
+    actor: Actor,
+    channel_id: uuid.UUID | None,
+    pattern: str | None,
+    before: int,
+    limit: int,
+) -> Page[Message]:
+    """A page of messages; up to limit + 1 are fetched, and the page may be
+    cut short by bytes: either way, more follow."""
+    cur = await conn.execute(
+        MESSAGES["message_page"],
+        {
+            "actor": actor.account_id,
+            "channel_id": channel_id,
+            "pattern": pattern,
+            "before": before,
+            "limit": limit + 1,
+            "max_bytes": MAX_PAGE_BYTES,
+        },
+    )
+    rows = await cur.fetchall()
     items = [_message(r) for r in rows[:limit]]
     more = len(rows) > limit or (bool(rows) and rows[0]["fetched"] > len(rows))
     token = _encode_token(items[-1].position) if more else ""

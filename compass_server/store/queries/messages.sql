@@ -24,26 +24,11 @@ JOIN channel_members cm ON cm.channel_id = m.channel_id AND cm.account_id = %(ac
 JOIN accounts acc ON acc.id = m.author_id
 WHERE m.id = %(id)s
 
--- name: list_messages
--- list_messages and search_messages: at most %(limit)s messages, newest first,
--- and no more than %(max_bytes)s of blocks unless the first alone weighs more;
--- `fetched` is how many the count alone let through, so a cut page shows.
-SELECT * FROM (
-  SELECT page.*, sum(size) OVER (ORDER BY position DESC) AS running, count(*) OVER () AS fetched
-  FROM (
-    SELECT m.id, m.channel_id, m.author_id, m.blocks, m.created_at, m.position,
-           acc.handle AS author_handle, octet_length(m.blocks::text) AS size
-    FROM messages m
-    JOIN accounts acc ON acc.id = m.author_id
-    WHERE m.channel_id = %(channel_id)s AND m.position < %(before)s
-    ORDER BY m.position DESC
-    LIMIT %(limit)s
-  ) page
-) bounded
-WHERE running <= %(max_bytes)s OR running = size
-ORDER BY position DESC
-
--- name: search_messages
+-- name: message_page
+-- A page of the messages the actor sees, newest first: in one channel and/or
+-- matching a search pattern. At most %(limit)s, and no more than
+-- %(max_bytes)s of blocks unless the first alone weighs more; `fetched` is how
+-- many the count alone let through, so a page cut by bytes shows.
 SELECT * FROM (
   SELECT page.*, sum(size) OVER (ORDER BY position DESC) AS running, count(*) OVER () AS fetched
   FROM (
@@ -52,8 +37,8 @@ SELECT * FROM (
     FROM messages m
     JOIN channel_members cm ON cm.channel_id = m.channel_id AND cm.account_id = %(actor)s
     JOIN accounts acc ON acc.id = m.author_id
-    WHERE m.search_text LIKE %(pattern)s
-      AND (%(channel_id)s::uuid IS NULL OR m.channel_id = %(channel_id)s::uuid)
+    WHERE (%(channel_id)s::uuid IS NULL OR m.channel_id = %(channel_id)s::uuid)
+      AND (%(pattern)s::text IS NULL OR m.search_text LIKE %(pattern)s::text)
       AND m.position < %(before)s
     ORDER BY m.position DESC
     LIMIT %(limit)s
