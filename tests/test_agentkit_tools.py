@@ -16,6 +16,7 @@ import pytest
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
 from compass_server.agentkit import schema
+from compass_server.agentkit.native_ask import answers_from_ask
 from compass_server.agentkit.relay import Relay
 from compass_server.agentkit.tools import SPECS, Tool, ToolError, comms_tools
 from compass_server.store.types import TextBlock
@@ -444,6 +445,29 @@ async def test_post_ask_maps_the_native_shape_onto_one_ask(lane: Lane) -> None:
     ]
     assert langs.allow_multiple and not langs.HasField("recommended")
     assert [o.label for o in langs.options] == ["Python", "Go", "TS"]
+
+
+async def test_an_out_of_range_recommendation_still_reaches_people(lane: Lane) -> None:
+    """Out of range only means nothing is recommended: the ask is posted, the
+    markers read as any open ask, and the answer maps back by its ids."""
+    questions = [
+        {**NATIVE_ASK["questions"][0], "recommended": 5},
+        {**NATIVE_ASK["questions"][1], "recommended": -1},
+    ]
+    text = await lane.run(
+        "comms_post_ask", {**NATIVE_ASK, "channel_id": lane.channel, "questions": questions}
+    )
+    ask_id = ask_id_of(text)
+    listed = await lane.run("comms_list_messages", {"channel_id": lane.channel})
+    assert [(m.group(1), m.group(3)) for m in MARKER.finditer(listed)] == [("ask", ask_id)] * 2
+    await lane.ada_answers(ask_id)
+    message_id = re.search(r"message (\S+?)[ .)]", text).group(1)  # type: ignore[union-attr]
+    ask = (await lane.ada_reads(message_id)).blocks[1].ask
+    assert [q.recommended for q in ask.questions] == [5, -1]
+    assert [(r.question_id, r.selected_options, r.custom_input) for r in answers_from_ask(ask)] == [
+        ("db", ["PostgreSQL"], None),
+        ("langs", [], "Rust"),
+    ]
 
 
 @pytest.mark.parametrize(

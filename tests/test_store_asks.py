@@ -88,11 +88,6 @@ async def test_append_drops_inbound_server_owned_state(world: World) -> None:
             "repeats option id",
         ),
         (Ask(questions=(AskQuestion("a", "Q?", options=(AskOption("", "X"),)),)), "empty id"),
-        (
-            Ask(questions=(AskQuestion("a", "Q?", options=(AskOption("x", "X"),), recommended=1),)),
-            "recommends option 1",
-        ),
-        (Ask(questions=(AskQuestion("a", "Q?", recommended=-1),)), "recommends option -1"),
     ],
 )
 async def test_append_rejects_a_malformed_ask_and_writes_nothing(
@@ -102,6 +97,26 @@ async def test_append_rejects_a_malformed_ask_and_writes_nothing(
     with pytest.raises(InvalidArgument, match=needle):
         await world.post_ask(world.agent, ask)
     assert len(await channel_messages(world)) == before
+
+
+@pytest.mark.parametrize("recommended", [1, 5, -1, 2**31 - 1, -(2**31)])
+async def test_an_out_of_range_recommendation_is_stored_as_sent(
+    world: World, recommended: int
+) -> None:
+    """Not bounds-checked: out of range only means nothing is recommended."""
+    ask = Ask(
+        questions=(
+            AskQuestion("a", "Q?", options=(AskOption("x", "X"),), recommended=recommended),
+            AskQuestion("b", "Free?", recommended=recommended),
+        )
+    )
+    message = await world.post_ask(world.agent, ask)
+    stored = only_ask(await world.store.get_message(world.human, message.message_id))
+    assert [q.recommended for q in stored.questions] == [recommended, recommended]
+    updated, _ = await world.store.answer_ask(
+        world.human, stored.ask_id, [Answer("a", ("x",)), Answer("b", (), "yes")]
+    )
+    assert [q.recommended for q in only_ask(updated).questions] == [recommended, recommended]
 
 
 async def test_append_refuses_an_ask_answer_block(world: World) -> None:

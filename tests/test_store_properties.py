@@ -19,7 +19,8 @@ ident = st.text("abcxyz0123-_", min_size=1, max_size=6)
 def questions(draw: st.DrawFn) -> AskQuestion:
     option_ids = draw(st.lists(ident, unique=True, max_size=4))
     options = tuple(AskOption(i, draw(text), draw(text), draw(text)) for i in option_ids)
-    recommended = draw(st.none() | st.integers(0, len(options) - 1)) if options else None
+    # Any int32: an index out of range is stored as sent and means no recommendation.
+    recommended = draw(st.none() | st.integers(0, len(options)) | st.integers(-(2**31), 2**31 - 1))
     return AskQuestion(
         question_id="",
         question=draw(text),

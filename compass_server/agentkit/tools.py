@@ -213,7 +213,9 @@ _QUESTION = _params(
         "multi": {"type": "boolean", "description": "Whether several options may be picked"},
         "recommended": {
             "type": "integer",
-            "minimum": 0,
+            # Any int32: an index past the options means no recommendation.
+            "minimum": -(2**31),
+            "maximum": 2**31 - 1,
             "description": "Zero-based index of the option you suggest",
         },
     },

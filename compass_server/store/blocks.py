@@ -34,6 +34,7 @@ MAX_DESCRIPTION_CHARS = 2_000
 MAX_PREVIEW_CHARS = 10_000
 MAX_CUSTOM_TEXT_CHARS = 10_000
 MAX_MESSAGE_CHARS = 256_000
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
 def mint_ask_id() -> str:
@@ -78,10 +79,10 @@ def validate_ask(ask: Ask, where: str = "ask") -> None:
             _check_len(o.label, MAX_LABEL_CHARS, f"{at} option {oi} label")
             _check_len(o.description, MAX_DESCRIPTION_CHARS, f"{at} option {oi} description")
             _check_len(o.preview, MAX_PREVIEW_CHARS, f"{at} option {oi} preview")
-        if q.recommended is not None and not 0 <= q.recommended < len(q.options):
-            raise InvalidArgument(
-                f"{at} recommends option {q.recommended}, but it has {len(q.options)} options"
-            )
+        # Not checked against the options: an index out of range is stored as
+        # sent and every surface shows it as no recommendation.
+        if q.recommended is not None and not _INT32_MIN <= q.recommended <= _INT32_MAX:
+            raise InvalidArgument(f"{at} recommended is not a 32-bit integer")
 
 
 def pending(question: AskQuestion) -> AskQuestion:
