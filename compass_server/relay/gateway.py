@@ -29,7 +29,6 @@ from compass_server.store.store import parse_id
 from compass_server.store.types import (
     AccountKind,
     Actor,
-    Ask,
     Event,
     EventKind,
     RunnerPrincipal,
@@ -77,10 +76,12 @@ class Session:
 def hears(
     agent_id: uuid.UUID, channels: dict[uuid.UUID, datetime.datetime]
 ) -> Callable[[Event], bool]:
-    """What the agent's delivery lane carries: messages by others in its
-    channels since it joined, updates of its own asks (answered or
-    withdrawn), and changes others make to its inbox items (answers, replies,
-    closes, take-backs). `channels` grows as the log shows the agent joining."""
+    """What the agent's delivery lane carries: one signal per change someone
+    else made. Messages by others in its channels since it joined (an answer
+    to its ask arrives as the answer message), and changes others make to its
+    inbox items (answers, replies, closes, take-backs). What the agent did
+    itself it learned from the call's result. `channels` grows as the log
+    shows the agent joining."""
 
     def visible(event: Event) -> bool:
         if event.inbox is not None:
@@ -95,7 +96,9 @@ def hears(
         if message is None:
             return False
         if event.kind is EventKind.MESSAGE_UPDATED:
-            return message.author_id == agent_id and any(isinstance(b, Ask) for b in message.blocks)
+            # An ask's update is its answer, heard as the answer message, or
+            # the asker's own withdrawal.
+            return False
         joined = channels.get(message.channel_id)
         return (
             message.author_id != agent_id
