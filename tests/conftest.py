@@ -3,6 +3,7 @@ with a fresh database per test run, and a fresh workspace per test."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import uuid
@@ -37,17 +38,26 @@ def _with_db(url: str, name: str) -> str:
     return psycopg.conninfo.make_conninfo(**info)  # type: ignore[arg-type]
 
 
+@contextlib.asynccontextmanager
+async def migrated_database(admin_url: str) -> AsyncIterator[str]:
+    """A new database, migrated, dropped on exit."""
+    name = f"compass_test_{uuid.uuid4().hex[:12]}"
+    async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as conn:
+        await conn.execute(f'CREATE DATABASE "{name}"'.encode())
+    try:
+        url = _with_db(admin_url, name)
+        await migrate(url)
+        yield url
+    finally:
+        async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as conn:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+
+
 @pytest.fixture(scope="session")
 async def database_url(pg_admin_url: str) -> AsyncIterator[str]:
     """A database of its own for this run, migrated once."""
-    name = f"compass_test_{uuid.uuid4().hex[:12]}"
-    async with await psycopg.AsyncConnection.connect(pg_admin_url, autocommit=True) as conn:
-        await conn.execute(f'CREATE DATABASE "{name}"'.encode())
-    url = _with_db(pg_admin_url, name)
-    await migrate(url)
-    yield url
-    async with await psycopg.AsyncConnection.connect(pg_admin_url, autocommit=True) as conn:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+    async with migrated_database(pg_admin_url) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
