@@ -185,7 +185,17 @@ class InboxStore:
             raise Corrupt(f"inbox item {item_id} vanished under its lock")
         return _item(row)
 
+    # Every write locks the agent's row before the item's: the open bound and
+    # the agent's presence are the agent's, and one lock order can't deadlock.
+
     async def _lock_as_viewer(self, conn: Conn, actor: Actor, item_id: uuid.UUID) -> InboxItem:
+        cur = await conn.execute(
+            INBOX["item_agent_as_viewer"], {"id": item_id, "viewer": actor.account_id}
+        )
+        row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"no inbox item {item_id}")
+        await conn.execute(INBOX["lock_agent"], {"agent_id": row["agent_id"]})
         cur = await conn.execute(
             INBOX["lock_item_as_viewer"], {"id": item_id, "viewer": actor.account_id}
         )
@@ -195,6 +205,7 @@ class InboxStore:
 
     async def _lock_by_key(self, conn: Conn, agent: Actor, key: str) -> InboxItem:
         rules.check_key(key)
+        await conn.execute(INBOX["lock_agent"], {"agent_id": agent.account_id})
         cur = await conn.execute(
             INBOX["lock_item_by_key"], {"agent_id": agent.account_id, "key": key}
         )
@@ -302,12 +313,20 @@ class InboxStore:
         item = await self._set_item(
             conn, item, rules.closed(item.state, by.account_id, by_agent=reason is not None)
         )
-        await self._publish(conn, item, by)
+        await self._publish(conn, item, by, settled=True)
         return item, True
 
     async def _publish(
-        self, conn: Conn, item: InboxItem, actor: Actor, message: InboxMessage | None = None
+        self,
+        conn: Conn,
+        item: InboxItem,
+        actor: Actor,
+        message: InboxMessage | None = None,
+        *,
+        settled: bool = False,
     ) -> None:
+        """Appends the item's change; `settled` when the item opened or closed,
+        which can move its agent's presence."""
         cur = await conn.execute(INBOX["audience"], {"agent_id": item.agent_id})
         audience = tuple(sorted(r["account_id"] for r in await cur.fetchall()))
         events = _Events()
@@ -323,6 +342,8 @@ class InboxStore:
                 message=message,
             )
         )
+        if settled:
+            await events.presence(conn, item.agent_id)
         await events.append(conn)
 
     # --- the agent's side ---------------------------------------------------------
@@ -367,21 +388,22 @@ class InboxStore:
             assert row is not None
             item = await self._item(conn, row["id"])
             state = item.state
+            opens = ask is not None and item.status is not InboxStatus.OPEN
+            if opens:
+                await self._check_open_bound(conn, agent.account_id, item.item_id)
             if ask is not None:
-                if item.status is not InboxStatus.OPEN:
-                    await self._check_open_bound(conn, agent, item.item_id)
                 await conn.execute(INBOX["replace_open_asks"], {"item_id": item.item_id})
             message = await self._insert_message(conn, item.item_id, agent, blocks, checked)
             if ask is not None:
                 state = rules.asked(state, message.message_id)
             item = await self._set_item(conn, item, state, title or None)
-            await self._publish(conn, item, agent, message)
+            await self._publish(conn, item, agent, message, settled=opens)
         return item, message
 
-    async def _check_open_bound(self, conn: Conn, agent: Actor, item_id: uuid.UUID) -> None:
-        cur = await conn.execute(
-            INBOX["count_open"], {"agent_id": agent.account_id, "item_id": item_id}
-        )
+    async def _check_open_bound(self, conn: Conn, agent_id: uuid.UUID, item_id: uuid.UUID) -> None:
+        """RESOURCE_EXHAUSTED when opening this item would pass the bound; the
+        caller holds the agent's lock, so racing openers count one another."""
+        cur = await conn.execute(INBOX["count_open"], {"agent_id": agent_id, "item_id": item_id})
         row = await cur.fetchone()
         assert row is not None
         if row["n"] >= self.max_open_per_agent:
@@ -533,7 +555,7 @@ class InboxStore:
                 {"id": ask_message.message_id, "status": AskStatus.ANSWERED.value, "reason": None},
             )
             item = await self._set_item(conn, item, rules.answered(item.state, actor.account_id))
-            await self._publish(conn, item, actor, message)
+            await self._publish(conn, item, actor, message, settled=True)
         return AnswerResult(AnswerOutcome.TAKEN, item, message=message)
 
     async def _not_open(
@@ -603,6 +625,7 @@ class InboxStore:
                 raise Conflict(f"inbox item {item_id} holds no answer to take back")
             if item.answered_by != actor.account_id:
                 raise PermissionDenied("only the person who answered can take the answer back")
+            await self._check_open_bound(conn, item.agent_id, item.item_id)
             assert item.ask_message_id is not None
             cur = await conn.execute(INBOX["answer_of"], {"ask_message_id": item.ask_message_id})
             answer = await cur.fetchone()
@@ -614,7 +637,7 @@ class InboxStore:
                 {"id": item.ask_message_id, "status": AskStatus.OPEN.value, "reason": None},
             )
             item = await self._set_item(conn, item, rules.reopened(item.state))
-            await self._publish(conn, item, actor)
+            await self._publish(conn, item, actor, settled=True)
         return item
 
     async def reopen(self, actor: Actor, item_id: uuid.UUID) -> InboxItem:
@@ -627,13 +650,14 @@ class InboxStore:
                 raise Conflict(f"inbox item {item_id} is not closed")
             if item.closed_by != actor.account_id:
                 raise PermissionDenied("only the person who closed the item can reopen it")
+            await self._check_open_bound(conn, item.agent_id, item.item_id)
             assert item.ask_message_id is not None
             await conn.execute(
                 INBOX["set_ask_status"],
                 {"id": item.ask_message_id, "status": AskStatus.OPEN.value, "reason": None},
             )
             item = await self._set_item(conn, item, rules.reopened(item.state))
-            await self._publish(conn, item, actor)
+            await self._publish(conn, item, actor, settled=True)
         return item
 
     async def get_attachment(

@@ -1,5 +1,6 @@
 -- name: lock_agent
--- Serializes an agent's posts with an ask, so the open bound holds under races.
+-- Serializes the writes to an agent's inbox that can open an item, so the
+-- open bound holds under races; taken before any item's lock.
 SELECT id FROM accounts WHERE id = %(agent_id)s AND kind = 'agent' FOR NO KEY UPDATE
 
 -- name: upsert_item
@@ -8,6 +9,11 @@ INSERT INTO inbox_items (id, workspace_id, agent_id, key, title, status, settled
 VALUES (%(id)s, compass_workspace(), %(agent_id)s, %(key)s, %(title)s, 'note', now())
 ON CONFLICT (workspace_id, agent_id, key) DO UPDATE SET key = excluded.key
 RETURNING id, (xmax = 0) AS created
+
+-- name: item_agent_as_viewer
+-- Whose item it is, unlocked: writers lock that agent first.
+SELECT agent_id FROM inbox_items
+WHERE id = %(id)s AND agent_id IN (SELECT compass_inbox_agents(%(viewer)s))
 
 -- name: lock_item_as_viewer
 -- The item, locked for the read-modify-write, if the viewer sees its agent's inbox.
