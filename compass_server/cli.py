@@ -1,20 +1,23 @@
 """`compass-server`: the operator's entry points.
 
-    compass-server serve [--grpc-listen H:P] [--http-listen H:P] [--database-url URL] [--data-dir D]
+    compass-server serve [--grpc-listen [H:]P] [--http-listen [H:]P]
+                         [--database-url URL] [--data-dir D]
     compass-server admin create-workspace NAME
     compass-server admin create-account --workspace ID --handle H --kind human|agent [--owner ID]
     compass-server admin create-runner --workspace ID --name N
     compass-server admin assign-agent --runner ID --agent ID
 
 Without --database-url (or COMPASS_DATABASE_URL) every command uses an
-embedded PostgreSQL kept under the data dir (default ./.compass).
+embedded PostgreSQL kept under the data dir (default ./.compass); serve
+creates it on first start, admin commands only use one that exists. A failure
+to start is one line on stderr and exit status 2 for serve, one JSON error
+object and exit status 1 for admin.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
 import json
 import logging
@@ -26,8 +29,15 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from compass_server.app import CompassServer, Settings, open_database
-from compass_server.store import Database, Store, StoreError
+from compass_server.app import (
+    DEFAULT_GRPC_LISTEN,
+    DEFAULT_HTTP_LISTEN,
+    CompassServer,
+    Settings,
+    StartupError,
+    open_database,
+)
+from compass_server.store import Store, StoreError
 from compass_server.store.types import AccountKind
 
 log = logging.getLogger("compass_server")
@@ -37,42 +47,80 @@ def _database_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--database-url",
         default=os.environ.get("COMPASS_DATABASE_URL"),
-        help="PostgreSQL URL (default: $COMPASS_DATABASE_URL, else an embedded PostgreSQL)",
+        help="PostgreSQL URL (default: $COMPASS_DATABASE_URL, else the embedded PostgreSQL)",
     )
     p.add_argument(
         "--data-dir",
         type=pathlib.Path,
         default=pathlib.Path(os.environ.get("COMPASS_DATA_DIR", ".compass")),
-        help="where the embedded PostgreSQL keeps its data (default ./.compass)",
+        help="where the embedded PostgreSQL keeps its data (default: $COMPASS_DATA_DIR, "
+        "else ./.compass)",
     )
+
+
+_ACTIONS = {
+    "create-workspace": "a new workspace; prints its id",
+    "create-account": "a person or an agent of a workspace; prints its id and token",
+    "create-runner": "a runner that hosts agents; prints its id and token",
+    "assign-agent": "lets a runner bind an agent of its workspace",
+}
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="compass-server", description=__doc__.split("\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the server")
-    _database_flags(serve)
-    serve.add_argument("--grpc-listen", default="127.0.0.1:50051", help="gRPC host:port")
-    serve.add_argument(
-        "--http-listen", default="127.0.0.1:8080", help="Connect and web page host:port"
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    serve = commands.add_parser(
+        "serve", help="run the server", description="Run the server until SIGINT or SIGTERM."
     )
-    admin = commands.add_parser("admin", help="create workspaces, accounts and runners")
-    actions = admin.add_subparsers(dest="action", required=True)
-    ws = actions.add_parser("create-workspace")
+    _database_flags(serve)
+    serve.add_argument(
+        "--grpc-listen",
+        default=DEFAULT_GRPC_LISTEN,
+        metavar="[HOST:]PORT",
+        help=f"gRPC address; a bare port is on 127.0.0.1 (default {DEFAULT_GRPC_LISTEN})",
+    )
+    serve.add_argument(
+        "--http-listen",
+        default=DEFAULT_HTTP_LISTEN,
+        metavar="[HOST:]PORT",
+        help="Connect and the web page; a bare port is on 127.0.0.1 "
+        f"(default {DEFAULT_HTTP_LISTEN})",
+    )
+    width = max(map(len, _ACTIONS))
+    admin = commands.add_parser(
+        "admin",
+        help="create workspaces, accounts and runners",
+        usage="%(prog)s [-h] ACTION ...",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Create workspaces, accounts and runners in the server's database. Each\n"
+        'prints one JSON object; a failure prints {"error": …} on stderr and exits 1.',
+        epilog="actions:\n"
+        + "\n".join(f"  {name:<{width}}  {summary}" for name, summary in _ACTIONS.items()),
+    )
+    # Listed in the epilog, one line each: argparse wraps long names onto two.
+    actions = admin.add_subparsers(
+        dest="action", required=True, metavar="ACTION", help=argparse.SUPPRESS
+    )
+
+    def action(name: str) -> argparse.ArgumentParser:
+        summary = _ACTIONS[name]
+        return actions.add_parser(name, description=summary[0].upper() + summary[1:] + ".")
+
+    ws = action("create-workspace")
     ws.add_argument("name")
-    acct = actions.add_parser("create-account")
+    acct = action("create-account")
     acct.add_argument("--workspace", required=True, type=uuid.UUID)
     acct.add_argument("--handle", required=True)
     acct.add_argument("--kind", required=True, choices=["human", "agent"])
     acct.add_argument("--owner", type=uuid.UUID, help="the owning human (agents only)")
-    runner = actions.add_parser("create-runner")
+    runner = action("create-runner")
     runner.add_argument("--workspace", required=True, type=uuid.UUID)
     runner.add_argument("--name", required=True)
-    assign = actions.add_parser("assign-agent")
+    assign = action("assign-agent")
     assign.add_argument("--runner", required=True, type=uuid.UUID)
     assign.add_argument("--agent", required=True, type=uuid.UUID)
-    for action in (ws, acct, runner, assign):
-        _database_flags(action)
+    for sub in (ws, acct, runner, assign):
+        _database_flags(sub)
     return parser
 
 
@@ -89,12 +137,7 @@ async def _serve(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    try:
-        await server.start()
-    except BaseException:
-        with contextlib.suppress(Exception):
-            await server.stop(0)
-        raise
+    await server.start()
     # What start-up built lives as long as the process: keep it out of every
     # collection's scan.
     gc.freeze()
@@ -110,10 +153,9 @@ async def _serve(args: argparse.Namespace) -> None:
 
 async def _admin(args: argparse.Namespace) -> dict[str, Any]:
     settings = Settings(database_url=args.database_url, data_dir=args.data_dir)
-    url, embedded = await open_database(settings)
-    db = Database(url, min_size=1, max_size=2)
+    # Never a new embedded database: ids minted there would be unknown to the server.
+    db, embedded = await open_database(settings, create=False, min_size=1, max_size=2)
     try:
-        await db.open()
         store = Store(db)
         return await _ADMIN[args.action](store, args)
     finally:
@@ -172,11 +214,15 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
     )
     if args.command == "serve":
-        _run(_serve(args))
+        try:
+            _run(_serve(args))
+        except StartupError as exc:
+            print(f"compass-server: {exc.message}", file=sys.stderr)
+            return 2
         return 0
     try:
         result = _run(_admin(args))
-    except StoreError as exc:
+    except (StoreError, StartupError) as exc:
         print(json.dumps({"error": exc.message}), file=sys.stderr)
         return 1
     print(json.dumps(result))

@@ -8,6 +8,7 @@ import functools
 import importlib.resources
 import logging
 import re
+import urllib.parse
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -55,6 +56,25 @@ def migrations() -> list[tuple[int, str, str]]:
         dupes = sorted({v for v in versions if versions.count(v) > 1})
         raise RuntimeError(f"two migrations share a number: {dupes}")
     return sorted(found)
+
+
+def redacted_url(url: str) -> str:
+    """The database URL (or key=value string) as safe to print: any password
+    replaced by ***."""
+    if "://" not in url:
+        return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", url)
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc
+    userinfo, at, hostport = netloc.rpartition("@")
+    if at:
+        user, colon, _ = userinfo.partition(":")
+        netloc = f"{user}{':***' if colon else ''}@{hostport}"
+    query = "&".join(
+        "password=***" if pair.partition("=")[0].lower() == "password" else pair
+        for pair in parts.query.split("&")
+        if pair
+    )
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 async def migrate(url: str) -> list[int]:
