@@ -129,6 +129,13 @@ class CommsApi:
         presences = await self.store.get_presence(actor, ids)
         return pb.GetPresenceResponse(presences=[wire.presence_to_wire(p) for p in presences])
 
+    async def get_accounts(
+        self, actor: Actor, req: pb.GetAccountsRequest
+    ) -> pb.GetAccountsResponse:
+        ids = [parse_id(a, "account_ids") for a in req.account_ids]
+        accounts = await self.store.get_accounts(actor, ids)
+        return pb.GetAccountsResponse(accounts=[wire.account_to_wire(a) for a in accounts])
+
     async def subscribe(self, actor: Actor, req: pb.SubscribeRequest) -> AsyncIterator[pb.Event]:
         """First a ready frame with the cursor, then the caller's events in order."""
         current = await self.hub.current(actor.workspace_id)

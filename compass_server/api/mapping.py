@@ -211,6 +211,18 @@ def presence_to_wire(p: st.Presence) -> pb.Presence:
     )
 
 
+_ACCOUNT_KIND_TO_WIRE = {
+    st.AccountKind.HUMAN: pb.ACCOUNT_KIND_HUMAN,
+    st.AccountKind.AGENT: pb.ACCOUNT_KIND_AGENT,
+}
+
+
+def account_to_wire(a: st.Account) -> pb.Account:
+    return pb.Account(
+        account_id=str(a.account_id), handle=a.handle, kind=_ACCOUNT_KIND_TO_WIRE[a.kind]
+    )
+
+
 def event_to_wire(e: st.Event) -> pb.Event:
     if e.message is not None:
         msg = message_to_wire(e.message)

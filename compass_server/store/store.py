@@ -67,6 +67,7 @@ MAX_NAME_CHARS = 80
 MAX_TOPIC_CHARS = 1_000
 MAX_STATUS_CHARS = 200
 MAX_QUERY_CHARS = 200
+MAX_ACCOUNT_IDS = 200
 
 
 def hash_token(token: str) -> bytes:
@@ -455,6 +456,23 @@ class Store:
         return Account(
             row["id"], row["workspace_id"], row["handle"], AccountKind(row["kind"]), row["owner_id"]
         )
+
+    async def get_accounts(self, actor: Actor, ids: Sequence[uuid.UUID]) -> list[Account]:
+        """Accounts of the actor's workspace, in the order asked; unknown ids
+        are left out."""
+        if len(ids) > MAX_ACCOUNT_IDS:
+            raise InvalidArgument(
+                f"{len(ids)} account ids; at most {MAX_ACCOUNT_IDS} are looked up at once"
+            )
+        async with self.db.tx(actor.workspace_id) as conn:
+            cur = await conn.execute(ACCOUNTS["accounts_by_id"], {"ids": list(ids)})
+            found = {
+                r["id"]: Account(
+                    r["id"], r["workspace_id"], r["handle"], AccountKind(r["kind"]), r["owner_id"]
+                )
+                for r in await cur.fetchall()
+            }
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
 
     # --- channels -----------------------------------------------------------
 

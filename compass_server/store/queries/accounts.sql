@@ -9,6 +9,9 @@ VALUES (%(id)s, compass_workspace(), %(handle)s, %(kind)s, %(owner_id)s)
 -- name: get_account
 SELECT id, workspace_id, handle, kind, owner_id FROM accounts WHERE id = %(id)s
 
+-- name: accounts_by_id
+SELECT id, workspace_id, handle, kind, owner_id FROM accounts WHERE id = ANY(%(ids)s::uuid[])
+
 -- name: insert_runner
 INSERT INTO runners (id, workspace_id, name) VALUES (%(id)s, compass_workspace(), %(name)s)
 

@@ -11,6 +11,8 @@ import { Comms, describe } from "./rpc.js";
 
 const TOKEN_KEY = "compass.token";
 const MAX_ALERTS = 3;
+// GetAccounts takes at most this many ids a call.
+const MAX_ACCOUNT_IDS = 200;
 
 // "#/channel/<id>" → a ChannelView. Another view adds its route here.
 const ROUTES = {
@@ -45,6 +47,7 @@ class App {
     this.route = null;
     this.loaded = false;
     this.inboxFilter = "open";
+    this.named = new Set(); // account ids whose handle was asked for
     this.alert = (text) => showAlert(text);
     this.reportQuiet = (text) => console.info(text);
     this.onHash = () => this.navigate();
@@ -95,11 +98,31 @@ class App {
   }
 
   onChange(change) {
+    if (change.kind === "channels" || change.kind === "presence") this.resolveHandles();
     if (change.kind === "channels" || change.kind === "handles") this.renderChannels();
     // The first channel, or the one the URL names, may arrive live.
     if (change.kind === "channels" && !this.view) this.navigate();
     if (change.kind === "presence" || change.kind === "handles") renderAgents(this.model, $("agent-list"));
     if (change.kind === "inbox") this.renderInboxLink();
+  }
+
+  /** Reads the handles of accounts shown without one (and of `more`), once each. */
+  resolveHandles(more = []) {
+    const ids = [...new Set([...this.model.unnamed(), ...more])].filter(
+      (id) => id && !this.named.has(id) && !this.model.handles.has(id),
+    );
+    for (let i = 0; i < ids.length; i += MAX_ACCOUNT_IDS) {
+      const batch = ids.slice(i, i + MAX_ACCOUNT_IDS);
+      for (const id of batch) this.named.add(id);
+      this.comms.call("GetAccounts", { accountIds: batch }).then(
+        (r) => this.model.setAccounts(r.accounts ?? []),
+        (err) => {
+          // Asked again the next time the page looks for names.
+          for (const id of batch) this.named.delete(id);
+          this.reportQuiet(`reading account names: ${err.message}`);
+        },
+      );
+    }
   }
 
   navigate() {
@@ -127,6 +150,7 @@ class App {
   }
 
   show(view, element) {
+    setMenu(false);
     this.view?.close();
     this.view = view;
     if (!view) this.route = null;
@@ -169,6 +193,25 @@ class App {
   }
 }
 
+// --- the menu (phone widths): the sidebar opens over the view ------------------
+
+function setMenu(open) {
+  $("app-view").classList.toggle("menu-open", open);
+  $("menu-toggle").setAttribute("aria-expanded", String(open));
+}
+
+$("menu-toggle").addEventListener("click", () => setMenu(!$("app-view").classList.contains("menu-open")));
+// Picking a place in the sidebar closes it, even the place already open.
+$("sidebar").addEventListener("click", (e) => {
+  if (e.target.closest("a")) setMenu(false);
+});
+document.addEventListener("keydown", (e) => {
+  if (e.key === "Escape" && $("app-view").classList.contains("menu-open")) {
+    setMenu(false);
+    $("menu-toggle").focus();
+  }
+});
+
 // --- alerts ------------------------------------------------------------------
 
 function showAlert(text) {
@@ -194,6 +237,7 @@ async function signIn(token) {
   $("sign-in-view").hidden = true;
   $("app-view").hidden = false;
   $("sign-out").hidden = false;
+  $("menu-toggle").hidden = false;
   app = new App(comms);
   app.start(channels);
 }
@@ -204,6 +248,8 @@ function signOut(reason) {
   sessionStorage.removeItem(TOKEN_KEY);
   $("app-view").hidden = true;
   $("sign-out").hidden = true;
+  $("menu-toggle").hidden = true;
+  setMenu(false);
   $("sign-in-view").hidden = false;
   $("view").replaceChildren();
   $("alerts").replaceChildren();

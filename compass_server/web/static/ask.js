@@ -7,7 +7,8 @@ import { isClosed } from "./model.js";
 
 export const WITHDRAWN = "Withdrawn by the asker — no longer taking answers.";
 
-// Picks and typed text are local until Submit: askId → { picks, text, error }.
+// Picks and typed text are local until Submit: askId → { picks, text, error,
+// confirmSkip }; confirmSkip while the person is asked to confirm skipping all.
 const drafts = new Map();
 // Asks with a RespondToAsk on the wire.
 const sending = new Set();
@@ -15,7 +16,7 @@ const sending = new Set();
 function draftOf(askId) {
   let draft = drafts.get(askId);
   if (!draft) {
-    draft = { picks: new Map(), text: new Map(), error: "" };
+    draft = { picks: new Map(), text: new Map(), error: "", confirmSkip: false };
     drafts.set(askId, draft);
   }
   return draft;
@@ -45,7 +46,7 @@ export function renderAsk(ask, message, ctx) {
   const formId = `ask-${ask.askId}`;
 
   const questions = (ask.questions ?? []).map((question, qi) =>
-    renderQuestion(ask, question, qi, { draft, locked, formId }),
+    renderQuestion(ask, question, qi, { draft, locked, formId, closed }),
   );
 
   let status = null;
@@ -82,30 +83,58 @@ export function renderAsk(ask, message, ctx) {
     },
     questions,
     status,
-    closed
-      ? null
-      : h(
-          "div",
-          { class: "ask-actions" },
-          h("button", { type: "submit", class: "primary", disabled: busy }, "Submit answers"),
-        ),
+    closed ? null : draft.confirmSkip && !busy ? renderConfirmSkip(ask.askId, ctx) : renderActions(busy),
   );
   return form;
 }
 
-function renderQuestion(ask, question, qi, { draft, locked, formId }) {
+function renderActions(busy) {
+  return h(
+    "div",
+    { class: "ask-actions" },
+    h("button", { type: "submit", class: "primary", disabled: busy }, "Submit answers"),
+  );
+}
+
+// Skipping every question is a real answer, so it is made on purpose: the
+// person confirms it or goes back to the form.
+function renderConfirmSkip(askId, ctx) {
+  return h(
+    "div",
+    { class: "ask-confirm", role: "group", "aria-label": "Confirm skipping" },
+    h("p", {}, "Submit with every question skipped?"),
+    h("button", { type: "button", "data-action": "back", onclick: () => goBack(askId, ctx) }, "Go back"),
+    h(
+      "button",
+      { type: "button", class: "primary", onclick: () => submit(askId, ctx, { skipAll: true }) },
+      "Skip every question",
+    ),
+  );
+}
+
+function goBack(askId, ctx) {
+  const found = ctx.model.ask(askId);
+  if (!found) return;
+  draftOf(askId).confirmSkip = false;
+  ctx.refresh(found.message.messageId);
+  document.getElementById(`ask-${askId}`)?.querySelector('button[type="submit"]')?.focus();
+}
+
+function renderQuestion(ask, question, qi, { draft, locked, formId, closed }) {
   const name = `${formId}-q${qi}`;
   const chosen = chosenOf(ask, question, draft);
   const multi = Boolean(question.allowMultiple);
   const options = (question.options ?? []).map((option, oi) => {
     const id = `${name}-o${oi}`;
+    // An index out of range recommends nothing; once closed, only the answer is highlighted.
     const recommended = question.recommended === oi;
+    const highlighted = recommended && !closed;
     const descId = option.description ? `${id}-desc` : null;
     const previewId = option.preview ? `${id}-preview` : null;
     const describedBy = [descId, previewId].filter(Boolean).join(" ") || null;
     return h(
       "div",
-      { class: `ask-option${recommended ? " recommended" : ""}` },
+      { class: `ask-option${highlighted ? " recommended" : ""}` },
       h("input", {
         type: multi ? "checkbox" : "radio",
         id,
@@ -169,7 +198,7 @@ function stage(ask, input, draft) {
   draft.picks.set(questionId, picks);
 }
 
-async function submit(askId, ctx) {
+async function submit(askId, ctx, { skipAll = false } = {}) {
   const found = ctx.model.ask(askId);
   if (!found || isClosed(found.ask) || sending.has(askId)) return;
   const { ask, message } = found;
@@ -179,6 +208,15 @@ async function submit(askId, ctx) {
     chosenOptionIds: [...(draft.picks.get(q.questionId) ?? [])],
     customText: draft.text.get(q.questionId) ?? "",
   }));
+  const skipped = answers.every((a) => a.chosenOptionIds.length === 0 && !a.customText.trim());
+  if (skipped && !skipAll) {
+    draft.confirmSkip = true;
+    draft.error = "";
+    ctx.refresh(message.messageId);
+    document.getElementById(`ask-${askId}`)?.querySelector('[data-action="back"]')?.focus();
+    return;
+  }
+  draft.confirmSkip = false;
   draft.error = "";
   sending.add(askId);
   ctx.refresh(message.messageId);

@@ -161,7 +161,8 @@ export class InboxView {
       h("div", { class: "scroller" }, this.list, this.moreButton),
     );
     this.itemPane = h("section", { class: "inbox-item-pane" });
-    this.root = h("div", { class: "inbox-view" }, listPane, this.itemPane);
+    // On a phone the view shows the list, or one item: has-item says which.
+    this.root = h("div", { class: `inbox-view${this.itemId ? " has-item" : ""}` }, listPane, this.itemPane);
     this.buildItemPane();
 
     this.ctx = {
@@ -198,6 +199,7 @@ export class InboxView {
   }
 
   onChange(change) {
+    if (change.kind === "handles" && this.item) this.renderItem();
     if (change.kind !== "inbox" || !change.live) return;
     this.refreshList();
     if (change.itemId === this.itemId) this.refreshItem();
@@ -331,6 +333,8 @@ export class InboxView {
       this.thread = read.thread ?? [];
       this.total = read.totalMessages ?? this.thread.length;
       this.missing = false;
+      // Who answered or closed it may have written nothing here: read their names.
+      this.app.resolveHandles?.([this.item.answeredByAccountId, this.item.closedByAccountId]);
     } catch (err) {
       if (err.code === "not_found" || err.code === "invalid_argument") this.missing = true;
       else this.app.alert(describe(err, "Couldn't load the item"));
@@ -359,6 +363,7 @@ export class InboxView {
     const first = this.rendered.size === 0;
     replaceChildren(
       this.header,
+      h("a", { class: "back-to-inbox", href: "#/inbox" }, "Back to the inbox"),
       h(
         "div",
         { class: "inbox-item-title" },

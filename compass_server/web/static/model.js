@@ -151,6 +151,27 @@ export class Model {
     return this.handles.get(accountId) ?? `account ${accountId.slice(0, 8)}`;
   }
 
+  /** Accounts the page shows by name (agents, channel members) whose handle it hasn't read. */
+  unnamed() {
+    const shown = new Set(this.presence.keys());
+    for (const channel of this.channels.values()) {
+      for (const id of channel.memberAccountIds ?? []) shown.add(id);
+    }
+    return [...shown].filter((id) => !this.handles.has(id));
+  }
+
+  /** Accounts as GetAccounts returns them. */
+  setAccounts(accounts) {
+    let changed = false;
+    for (const account of accounts) {
+      if (account.handle && this.handles.get(account.accountId) !== account.handle) {
+        this.handles.set(account.accountId, account.handle);
+        changed = true;
+      }
+    }
+    if (changed) this.emit({ kind: "handles" });
+  }
+
   // --- the inbox ------------------------------------------------------------
 
   setInboxOpen(itemIds) {

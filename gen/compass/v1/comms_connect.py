@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .comms_pb2 import AddChannelMemberRequest, AddChannelMemberResponse, CreateChannelRequest, CreateChannelResponse, Event, GetMessageRequest, GetMessageResponse, GetPresenceRequest, GetPresenceResponse, ListChannelsRequest, ListChannelsResponse, ListMessagesRequest, ListMessagesResponse, OpenDMRequest, OpenDMResponse, PostMessageRequest, PostMessageResponse, RespondToAskRequest, RespondToAskResponse, SearchMessagesRequest, SearchMessagesResponse, SubscribeRequest, UpdateTopicRequest, UpdateTopicResponse
+from .comms_pb2 import AddChannelMemberRequest, AddChannelMemberResponse, CreateChannelRequest, CreateChannelResponse, Event, GetAccountsRequest, GetAccountsResponse, GetMessageRequest, GetMessageResponse, GetPresenceRequest, GetPresenceResponse, ListChannelsRequest, ListChannelsResponse, ListMessagesRequest, ListMessagesResponse, OpenDMRequest, OpenDMResponse, PostMessageRequest, PostMessageResponse, RespondToAskRequest, RespondToAskResponse, SearchMessagesRequest, SearchMessagesResponse, SubscribeRequest, UpdateTopicRequest, UpdateTopicResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
@@ -111,6 +111,13 @@ class CommsService(Protocol):
     async def get_presence(self, request: GetPresenceRequest, ctx: RequestContext[GetPresenceRequest, GetPresenceResponse], /) -> GetPresenceResponse:
         """
         Presence of the agents in the caller's workspace.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def get_accounts(self, request: GetAccountsRequest, ctx: RequestContext[GetAccountsRequest, GetAccountsResponse], /) -> GetAccountsResponse:
+        """
+        Accounts of the caller's workspace by id, for showing their handles.
+        Unknown ids are left out; at most 200 ids a call (INVALID_ARGUMENT past it).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -259,6 +266,17 @@ class CommsServiceASGIApplication(ConnectASGIApplication[CommsService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.get_presence,
+                ),
+                "/compass.v1.CommsService/GetAccounts": Endpoint.unary(
+                    method=MethodInfo(
+                        name="GetAccounts",
+                        service_name="compass.v1.CommsService",
+                        input=GetAccountsRequest,
+                        output=GetAccountsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.get_accounts,
                 ),
             },
             interceptors=interceptors,
@@ -578,6 +596,30 @@ class CommsServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def get_accounts(
+        self,
+        request: GetAccountsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> GetAccountsResponse:
+        """
+        Accounts of the caller's workspace by id, for showing their handles.
+        Unknown ids are left out; at most 200 ids a call (INVALID_ARGUMENT past it).
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetAccounts",
+                service_name="compass.v1.CommsService",
+                input=GetAccountsRequest,
+                output=GetAccountsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
 
 class CommsServiceSync(Protocol):
     """
@@ -653,6 +695,13 @@ class CommsServiceSync(Protocol):
     def get_presence(self, request: GetPresenceRequest, ctx: RequestContext[GetPresenceRequest, GetPresenceResponse], /) -> GetPresenceResponse:
         """
         Presence of the agents in the caller's workspace.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def get_accounts(self, request: GetAccountsRequest, ctx: RequestContext[GetAccountsRequest, GetAccountsResponse], /) -> GetAccountsResponse:
+        """
+        Accounts of the caller's workspace by id, for showing their handles.
+        Unknown ids are left out; at most 200 ids a call (INVALID_ARGUMENT past it).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -799,6 +848,17 @@ class CommsServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.get_presence,
+                ),
+                "/compass.v1.CommsService/GetAccounts": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="GetAccounts",
+                        service_name="compass.v1.CommsService",
+                        input=GetAccountsRequest,
+                        output=GetAccountsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.get_accounts,
                 ),
             },
             interceptors=interceptors,
@@ -1112,6 +1172,30 @@ class CommsServiceClientSync(ConnectClientSync):
                 service_name="compass.v1.CommsService",
                 input=GetPresenceRequest,
                 output=GetPresenceResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def get_accounts(
+        self,
+        request: GetAccountsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> GetAccountsResponse:
+        """
+        Accounts of the caller's workspace by id, for showing their handles.
+        Unknown ids are left out; at most 200 ids a call (INVALID_ARGUMENT past it).
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetAccounts",
+                service_name="compass.v1.CommsService",
+                input=GetAccountsRequest,
+                output=GetAccountsResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

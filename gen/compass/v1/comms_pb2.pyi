@@ -24,6 +24,12 @@ class PresenceState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PRESENCE_STATE_WORKING: _ClassVar[PresenceState]
     PRESENCE_STATE_WAITING: _ClassVar[PresenceState]
 
+class AccountKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ACCOUNT_KIND_UNSPECIFIED: _ClassVar[AccountKind]
+    ACCOUNT_KIND_HUMAN: _ClassVar[AccountKind]
+    ACCOUNT_KIND_AGENT: _ClassVar[AccountKind]
+
 class InboxItemStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     INBOX_ITEM_STATUS_UNSPECIFIED: _ClassVar[InboxItemStatus]
@@ -39,6 +45,9 @@ PRESENCE_STATE_OFFLINE: PresenceState
 PRESENCE_STATE_IDLE: PresenceState
 PRESENCE_STATE_WORKING: PresenceState
 PRESENCE_STATE_WAITING: PresenceState
+ACCOUNT_KIND_UNSPECIFIED: AccountKind
+ACCOUNT_KIND_HUMAN: AccountKind
+ACCOUNT_KIND_AGENT: AccountKind
 INBOX_ITEM_STATUS_UNSPECIFIED: InboxItemStatus
 INBOX_ITEM_STATUS_OPEN: InboxItemStatus
 INBOX_ITEM_STATUS_ANSWERED: InboxItemStatus
@@ -338,6 +347,28 @@ class GetPresenceResponse(_message.Message):
     PRESENCES_FIELD_NUMBER: _ClassVar[int]
     presences: _containers.RepeatedCompositeFieldContainer[Presence]
     def __init__(self, presences: _Optional[_Iterable[_Union[Presence, _Mapping]]] = ...) -> None: ...
+
+class Account(_message.Message):
+    __slots__ = ("account_id", "handle", "kind")
+    ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    account_id: str
+    handle: str
+    kind: AccountKind
+    def __init__(self, account_id: _Optional[str] = ..., handle: _Optional[str] = ..., kind: _Optional[_Union[AccountKind, str]] = ...) -> None: ...
+
+class GetAccountsRequest(_message.Message):
+    __slots__ = ("account_ids",)
+    ACCOUNT_IDS_FIELD_NUMBER: _ClassVar[int]
+    account_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, account_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetAccountsResponse(_message.Message):
+    __slots__ = ("accounts",)
+    ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
+    accounts: _containers.RepeatedCompositeFieldContainer[Account]
+    def __init__(self, accounts: _Optional[_Iterable[_Union[Account, _Mapping]]] = ...) -> None: ...
 
 class Event(_message.Message):
     __slots__ = ("event_id", "ready", "message_posted", "message_updated", "presence_changed", "channel_changed", "inbox_item_changed")

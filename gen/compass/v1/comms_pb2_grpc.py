@@ -96,6 +96,11 @@ class CommsServiceStub:
                 request_serializer=compass_dot_v1_dot_comms__pb2.GetPresenceRequest.SerializeToString,
                 response_deserializer=compass_dot_v1_dot_comms__pb2.GetPresenceResponse.FromString,
                 _registered_method=True)
+        self.GetAccounts = channel.unary_unary(
+                '/compass.v1.CommsService/GetAccounts',
+                request_serializer=compass_dot_v1_dot_comms__pb2.GetAccountsRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_comms__pb2.GetAccountsResponse.FromString,
+                _registered_method=True)
 
 
 class CommsServiceServicer:
@@ -191,6 +196,14 @@ class CommsServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetAccounts(self, request, context):
+        """Accounts of the caller's workspace by id, for showing their handles.
+        Unknown ids are left out; at most 200 ids a call (INVALID_ARGUMENT past it).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CommsServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -253,6 +266,11 @@ def add_CommsServiceServicer_to_server(servicer, server):
                     servicer.GetPresence,
                     request_deserializer=compass_dot_v1_dot_comms__pb2.GetPresenceRequest.FromString,
                     response_serializer=compass_dot_v1_dot_comms__pb2.GetPresenceResponse.SerializeToString,
+            ),
+            'GetAccounts': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetAccounts,
+                    request_deserializer=compass_dot_v1_dot_comms__pb2.GetAccountsRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_comms__pb2.GetAccountsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -581,6 +599,33 @@ class CommsService:
             '/compass.v1.CommsService/GetPresence',
             compass_dot_v1_dot_comms__pb2.GetPresenceRequest.SerializeToString,
             compass_dot_v1_dot_comms__pb2.GetPresenceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetAccounts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.CommsService/GetAccounts',
+            compass_dot_v1_dot_comms__pb2.GetAccountsRequest.SerializeToString,
+            compass_dot_v1_dot_comms__pb2.GetAccountsResponse.FromString,
             options,
             channel_credentials,
             insecure,

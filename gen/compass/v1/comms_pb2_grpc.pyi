@@ -68,6 +68,10 @@ class CommsServiceStub:
     """
     GetPresence: _grpc.UnaryUnaryMultiCallable[_comms_pb2.GetPresenceRequest, _comms_pb2.GetPresenceResponse]
     """Presence of the agents in the caller's workspace."""
+    GetAccounts: _grpc.UnaryUnaryMultiCallable[_comms_pb2.GetAccountsRequest, _comms_pb2.GetAccountsResponse]
+    """Accounts of the caller's workspace by id, for showing their handles.
+    Unknown ids are left out; at most 200 ids a call (INVALID_ARGUMENT past it).
+    """
 
 @_typing.type_check_only
 class CommsServiceAsyncStub(CommsServiceStub):
@@ -109,6 +113,10 @@ class CommsServiceAsyncStub(CommsServiceStub):
     """
     GetPresence: _aio.UnaryUnaryMultiCallable[_comms_pb2.GetPresenceRequest, _comms_pb2.GetPresenceResponse]  # type: ignore[assignment]
     """Presence of the agents in the caller's workspace."""
+    GetAccounts: _aio.UnaryUnaryMultiCallable[_comms_pb2.GetAccountsRequest, _comms_pb2.GetAccountsResponse]  # type: ignore[assignment]
+    """Accounts of the caller's workspace by id, for showing their handles.
+    Unknown ids are left out; at most 200 ids a call (INVALID_ARGUMENT past it).
+    """
 
 class CommsServiceServicer(metaclass=_abc_1.ABCMeta):
     """CommsService is what people and agents call to talk in channels. Every call
@@ -219,5 +227,15 @@ class CommsServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_comms_pb2.GetPresenceResponse, _abc.Awaitable[_comms_pb2.GetPresenceResponse]]:
         """Presence of the agents in the caller's workspace."""
+
+    @_abc_1.abstractmethod
+    def GetAccounts(
+        self,
+        request: _comms_pb2.GetAccountsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_comms_pb2.GetAccountsResponse, _abc.Awaitable[_comms_pb2.GetAccountsResponse]]:
+        """Accounts of the caller's workspace by id, for showing their handles.
+        Unknown ids are left out; at most 200 ids a call (INVALID_ARGUMENT past it).
+        """
 
 def add_CommsServiceServicer_to_server(servicer: CommsServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
