@@ -208,8 +208,10 @@ def _run(coro: Awaitable[Any]) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # An admin command's output is its one JSON object; serve narrates.
+    default_level = "INFO" if args.command == "serve" else "WARNING"
     logging.basicConfig(
-        level=os.environ.get("COMPASS_LOG_LEVEL", "INFO"),
+        level=os.environ.get("COMPASS_LOG_LEVEL", default_level),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )

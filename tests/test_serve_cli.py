@@ -30,6 +30,7 @@ def admin(data_dir: pathlib.Path, *args: str) -> dict[str, str]:
         check=False,
     )
     assert out.returncode == 0, out.stderr
+    assert out.stderr == ""  # one JSON object on stdout and nothing else
     return json.loads(out.stdout)  # type: ignore[no-any-return]
 
 
