@@ -124,6 +124,12 @@ def _message(row: dict[str, Any]) -> Message:
     )
 
 
+def _account(row: dict[str, Any]) -> Account:
+    return Account(
+        row["id"], row["workspace_id"], row["handle"], AccountKind(row["kind"]), row["owner_id"]
+    )
+
+
 def _channel(row: dict[str, Any]) -> Channel:
     return Channel(
         channel_id=row["id"],
@@ -453,9 +459,7 @@ class Store:
             row = await (await conn.execute(ACCOUNTS["get_account"], {"id": account_id})).fetchone()
         if row is None:
             raise NotFound(f"no account {account_id}")
-        return Account(
-            row["id"], row["workspace_id"], row["handle"], AccountKind(row["kind"]), row["owner_id"]
-        )
+        return _account(row)
 
     async def get_accounts(self, actor: Actor, ids: Sequence[uuid.UUID]) -> list[Account]:
         """Accounts of the actor's workspace, in the order asked; unknown ids
@@ -466,12 +470,7 @@ class Store:
             )
         async with self.db.tx(actor.workspace_id) as conn:
             cur = await conn.execute(ACCOUNTS["accounts_by_id"], {"ids": list(ids)})
-            found = {
-                r["id"]: Account(
-                    r["id"], r["workspace_id"], r["handle"], AccountKind(r["kind"]), r["owner_id"]
-                )
-                for r in await cur.fetchall()
-            }
+            found = {r["id"]: _account(r) for r in await cur.fetchall()}
         return [found[i] for i in dict.fromkeys(ids) if i in found]
 
     # --- channels -----------------------------------------------------------
