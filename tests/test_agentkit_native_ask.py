@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compass.v1 import comms_pb2
-from compass_server.agentkit.native_ask import (
+from compass_agentkit.native_ask import (
     END_EVENT,
     START_EVENT,
     EventMapper,

@@ -15,9 +15,9 @@ import pytest
 
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
-from compass_server.agentkit import schema
-from compass_server.agentkit.relay import Relay
-from compass_server.agentkit.tools import SPECS, Tool, ToolError, comms_tools
+from compass_agentkit import schema
+from compass_agentkit.relay import Relay
+from compass_agentkit.tools import SPECS, Tool, ToolError, comms_tools
 from compass_server.store.types import TextBlock
 from tests.relay_client import runner_for
 from tests.servers import CallError, GrpcClient
@@ -200,7 +200,7 @@ def test_every_agent_arm_has_a_tool() -> None:
     missing = [a for a in arms if a not in tooled and a not in UNTOOLED]
     assert not missing, (
         f"CommsCallRequest arms with no agent tool: {missing}. Add a ToolSpec row to "
-        "compass_server/agentkit/tools.py SPECS (and a scenario to "
+        "agentkit/compass_agentkit/tools.py SPECS (and a scenario to "
         "test_every_tool_works_against_the_real_server), or list the arm in UNTOOLED with "
         "the reason it has no tool."
     )

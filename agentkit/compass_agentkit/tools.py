@@ -28,10 +28,10 @@ from google.protobuf.message import Message
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
 from compass.v1 import inbox_pb2
-from compass_server.agentkit import schema
-from compass_server.agentkit.native_ask import Unmapped, map_native_ask
-from compass_server.agentkit.relay import Caller, RelayError
-from compass_server.agentkit.render import render_messages
+from compass_agentkit import schema
+from compass_agentkit.native_ask import Unmapped, map_native_ask
+from compass_agentkit.relay import Caller, RelayError
+from compass_agentkit.render import render_messages
 
 __all__ = ["SPECS", "Caller", "Tool", "ToolError", "ToolSpec", "comms_tools"]
 

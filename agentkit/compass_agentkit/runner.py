@@ -32,10 +32,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from compass.v1 import comms_pb2 as pb
-from compass_server.agentkit.native_ask import answers_from_ask
-from compass_server.agentkit.relay import BoundSession, Relay, RelayError
-from compass_server.agentkit.render import render_messages
-from compass_server.agentkit.tools import Tool, ToolError, comms_tools
+from compass_agentkit.native_ask import answers_from_ask
+from compass_agentkit.relay import BoundSession, Relay, RelayError
+from compass_agentkit.render import render_messages
+from compass_agentkit.tools import Tool, ToolError, comms_tools
 
 __all__ = ["DEMO_ASK", "AgentLane", "DemoAgent", "Runner", "main", "print_delivery"]
 
