@@ -31,6 +31,7 @@ TOOL_NAMES = [
     "comms_post_message",
     "comms_post_ask",
     "comms_cancel_ask",
+    "comms_get_ask",
     "comms_list_messages",
     "comms_list_channels",
     "comms_get_message",
@@ -505,6 +506,27 @@ async def s_cancel_ask(ln: Lane) -> None:
     assert await ln.run("comms_cancel_ask", {"ask_id": ask_id}) == WITHDREW.format(ask_id)
 
 
+async def s_get_ask(ln: Lane) -> None:
+    ask_id = await ln.post_ask()
+    opened = await ln.run("comms_get_ask", {"ask_id": ask_id})
+    assert opened.startswith(f"Ask {ask_id} is open: nobody has answered it yet.")
+    assert "- Which database?" in opened
+    await ln.ada_answers(ask_id)
+    answered = await ln.run("comms_get_ask", {"ask_id": ask_id})
+    assert answered == (
+        f"Ask {ask_id} was answered:\n"
+        "- Which database? → PostgreSQL\n"
+        "- Which languages? → other: Rust"
+    )
+    withdrawn = await ln.post_ask()
+    await ln.run("comms_cancel_ask", {"ask_id": withdrawn})
+    assert await ln.run("comms_get_ask", {"ask_id": withdrawn}) == (
+        f"Ask {withdrawn} was withdrawn; it takes no answer."
+    )
+    with pytest.raises(ToolError, match="comms_get_ask failed: not_found: "):
+        await ln.run("comms_get_ask", {"ask_id": "ask_nope"})
+
+
 async def s_list_messages(ln: Lane) -> None:
     await ln.w.store.append_message(ln.w.human, ln.w.channel.channel_id, [TextBlock("hi\nscout")])
     text = await ln.run("comms_list_messages", {"channel_id": ln.channel, "limit": 10})
@@ -657,6 +679,7 @@ SCENARIOS: dict[str, Scenario] = {
     "comms_post_message": s_post_message,
     "comms_post_ask": s_post_ask,
     "comms_cancel_ask": s_cancel_ask,
+    "comms_get_ask": s_get_ask,
     "comms_list_messages": s_list_messages,
     "comms_list_channels": s_list_channels,
     "comms_get_message": s_get_message,

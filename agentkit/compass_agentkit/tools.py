@@ -29,6 +29,7 @@ from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
 from compass.v1 import inbox_pb2
 from compass_agentkit import schema
+from compass_agentkit.endings import state_text
 from compass_agentkit.native_ask import Unmapped, map_native_ask
 from compass_agentkit.relay import Caller, RelayError
 from compass_agentkit.render import render_messages
@@ -400,6 +401,26 @@ SPECS: tuple[ToolSpec, ...] = (
                 "in a later turn on your delivery lane"
             )
         },
+    ),
+    ToolSpec(
+        name="comms_get_ask",
+        arm="get_ask",
+        description=(
+            "Read one ask by its id: whether it is open, answered (each question's chosen "
+            "options and free text) or withdrawn. ask_id is the id comms_post_ask returned, or "
+            'the id="…" on a comms_list_messages ask marker. Answers to your own asks also '
+            "arrive on your delivery lane; this reads any ask in your channels."
+        ),
+        parameters=_params(
+            {
+                "ask_id": schema.id_param(
+                    'The ask\'s id, from comms_post_ask or the id="…" on an ask marker'
+                )
+            },
+            "ask_id",
+        ),
+        request=lambda args: gw.GetAskRequest(ask_id=args["ask_id"]),
+        text=lambda args, res: state_text(res.ask),
     ),
     ToolSpec(
         name="comms_list_messages",
