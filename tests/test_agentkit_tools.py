@@ -308,6 +308,10 @@ def test_the_validator_enforces_each_keyword() -> None:
     assert schema.errors(s, {"n": 1, "s": "abcd"}) == ["s must be at most 3 characters"]
     # JSON can carry a lone surrogate; protobuf strings can't.
     assert schema.errors({"type": "string"}, "\ud800") == ["the value must be valid text"]
+    # Nor can Compass store a NUL.
+    assert schema.errors({"type": "string"}, "a\x00") == [
+        "the value must not contain NUL characters"
+    ]
     with pytest.raises(ValueError, match="format"):
         schema.check_schema({"type": "string", "format": "uuid"})
 
