@@ -473,3 +473,27 @@ async def test_the_channel_and_inbox_tools_act_as_the_agent(
     assert 'inbox item "deploy"' in text_of(inbox) and "check_ask" in text_of(inbox)
     assert replied == 'Replied in inbox item "deploy".'
     assert closed.startswith('Closed inbox item "deploy"')
+
+
+async def test_the_readme_client_configuration_launches_compass_mcp(
+    server: Any, api_world: World, tmp_path: pathlib.Path
+) -> None:
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = re.search(r"\n    (\{\n      \"mcpServers\".*?\n    \})\n", readme, re.S)
+    assert block, "README has no mcpServers block"
+    config = json.loads(block.group(1).replace("\n    ", "\n"))["mcpServers"]["compass"]
+    w = api_world
+    real = {
+        "COMPASS_URL": f"127.0.0.1:{server.grpc_port}",
+        "COMPASS_RUNNER_TOKEN": await runner_for(w),
+        "COMPASS_AGENT_ID": str(w.agent.account_id),
+        "COMPASS_CHANNEL_ID": str(w.channel.channel_id),
+    }
+    assert set(config["env"]) == set(real)
+    params = StdioServerParameters(command=str(MCP), args=config["args"], env=real)
+    with (tmp_path / "mcp.log").open("w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                channels = await session.call_tool("list_channels", {})
+    assert f"{w.channel.channel_id} #general" in text_of(channels)
