@@ -475,13 +475,18 @@ async def test_the_channel_and_inbox_tools_act_as_the_agent(
     assert closed.startswith('Closed inbox item "deploy"')
 
 
-async def test_the_readme_client_configuration_launches_compass_mcp(
-    server: Any, api_world: World, tmp_path: pathlib.Path
-) -> None:
+def readme_mcp_configuration() -> dict[str, Any]:
     readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
     block = re.search(r"\n    (\{\n      \"mcpServers\".*?\n    \})\n", readme, re.S)
     assert block, "README has no mcpServers block"
-    config = json.loads(block.group(1).replace("\n    ", "\n"))["mcpServers"]["compass"]
+    servers = json.loads(block.group(1).replace("\n    ", "\n"))["mcpServers"]
+    return servers["compass"]  # type: ignore[no-any-return]
+
+
+async def test_the_readme_client_configuration_launches_compass_mcp(
+    server: Any, api_world: World, tmp_path: pathlib.Path
+) -> None:
+    config = readme_mcp_configuration()
     w = api_world
     real = {
         "COMPASS_URL": f"127.0.0.1:{server.grpc_port}",

@@ -261,6 +261,16 @@ async def _run(args: argparse.Namespace) -> int:
     return code
 
 
+def log_to_stderr() -> None:
+    """Logs on stderr at COMPASS_LOG_LEVEL (default INFO): stdout is the
+    agent's output (compass-runner) or the MCP protocol (compass-mcp)."""
+    logging.basicConfig(
+        level=os.environ.get("COMPASS_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -268,11 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("a runner token is required: --token or COMPASS_RUNNER_TOKEN")
     if args.demo and (not args.channel or len(args.agent) != 1):
         parser.error("--demo takes one --agent and a --channel to ask in")
-    logging.basicConfig(
-        level=os.environ.get("COMPASS_LOG_LEVEL", "INFO"),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    log_to_stderr()
     return asyncio.run(_run(args))
 
 

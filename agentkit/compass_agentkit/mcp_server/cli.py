@@ -27,6 +27,7 @@ from typing import Any
 from compass_agentkit.mcp_server.session import AgentSession
 from compass_agentkit.mcp_server.tools import Settings, build_server
 from compass_agentkit.relay import Relay
+from compass_agentkit.runner import log_to_stderr
 
 __all__ = ["main"]
 
@@ -167,11 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             _address(args.http)
     except ValueError as exc:
         parser.error(str(exc))
-    logging.basicConfig(
-        level=os.environ.get("COMPASS_LOG_LEVEL", "INFO"),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    log_to_stderr()
     return asyncio.run(_run(args))
 
 
