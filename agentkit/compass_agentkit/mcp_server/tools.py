@@ -102,7 +102,8 @@ def _inbox_posted(args: Args, res: gw.InboxPostResponse) -> str:
         return (
             f'Posted in inbox item "{" ".join(args["key"].split())}"; its ask '
             f'id="{res.item.ask_id}" is open (it replaces any ask the item held open). The '
-            "people who oversee you answer it in your inbox; check_ask reads it."
+            "people who oversee you answer it in your inbox; their answer is not shown here. "
+            "When you need to wait for an answer, use ask."
         )
     kit = next(s for s in SPECS if s.name == "comms_inbox_post")
     return kit.text(args, res)
@@ -190,7 +191,8 @@ ROWS: tuple[Row, ...] = (
             "Post to your Compass inbox, where the people who oversee you read and answer: one "
             "item per key, each a thread. With questions (the shape ask takes) it asks, "
             "replacing any ask the item held open, and the item waits for one answer; this "
-            "call does not wait for it (check_ask reads it by the id it returns). Without "
+            "call does not wait for it and its answer is not shown to you (use ask to wait "
+            "for an answer). Without "
             "questions it only adds to the thread; under a new key it is a note that waits on "
             "nobody. title names the item (a new item without one is titled by its key)."
         ),
