@@ -15,10 +15,10 @@ import pytest
 
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
-from compass_server.agentkit import schema
-from compass_server.agentkit.native_ask import answers_from_ask
-from compass_server.agentkit.relay import Relay
-from compass_server.agentkit.tools import SPECS, Tool, ToolError, comms_tools
+from compass_agentkit import schema
+from compass_agentkit.native_ask import answers_from_ask
+from compass_agentkit.relay import Relay
+from compass_agentkit.tools import SPECS, Tool, ToolError, comms_tools
 from compass_server.store.types import TextBlock
 from tests.relay_client import runner_for
 from tests.servers import CallError, GrpcClient
@@ -32,6 +32,7 @@ TOOL_NAMES = [
     "comms_post_message",
     "comms_post_ask",
     "comms_cancel_ask",
+    "comms_get_ask",
     "comms_list_messages",
     "comms_list_channels",
     "comms_get_message",
@@ -201,7 +202,7 @@ def test_every_agent_arm_has_a_tool() -> None:
     missing = [a for a in arms if a not in tooled and a not in UNTOOLED]
     assert not missing, (
         f"CommsCallRequest arms with no agent tool: {missing}. Add a ToolSpec row to "
-        "compass_server/agentkit/tools.py SPECS (and a scenario to "
+        "agentkit/compass_agentkit/tools.py SPECS (and a scenario to "
         "test_every_tool_works_against_the_real_server), or list the arm in UNTOOLED with "
         "the reason it has no tool."
     )
@@ -308,6 +309,10 @@ def test_the_validator_enforces_each_keyword() -> None:
     assert schema.errors(s, {"n": 1, "s": "abcd"}) == ["s must be at most 3 characters"]
     # JSON can carry a lone surrogate; protobuf strings can't.
     assert schema.errors({"type": "string"}, "\ud800") == ["the value must be valid text"]
+    # Nor can Compass store a NUL.
+    assert schema.errors({"type": "string"}, "a\x00") == [
+        "the value must not contain NUL characters"
+    ]
     with pytest.raises(ValueError, match="format"):
         schema.check_schema({"type": "string", "format": "uuid"})
 
@@ -529,6 +534,27 @@ async def s_cancel_ask(ln: Lane) -> None:
     assert await ln.run("comms_cancel_ask", {"ask_id": ask_id}) == WITHDREW.format(ask_id)
 
 
+async def s_get_ask(ln: Lane) -> None:
+    ask_id = await ln.post_ask()
+    opened = await ln.run("comms_get_ask", {"ask_id": ask_id})
+    assert opened.startswith(f"Ask {ask_id} is open: nobody has answered it yet.")
+    assert "- Which database?" in opened
+    await ln.ada_answers(ask_id)
+    answered = await ln.run("comms_get_ask", {"ask_id": ask_id})
+    assert answered == (
+        f"Ask {ask_id} was answered:\n"
+        "- Which database? → PostgreSQL\n"
+        "- Which languages? → other: Rust"
+    )
+    withdrawn = await ln.post_ask()
+    await ln.run("comms_cancel_ask", {"ask_id": withdrawn})
+    assert await ln.run("comms_get_ask", {"ask_id": withdrawn}) == (
+        f"Ask {withdrawn} was withdrawn; it takes no answer."
+    )
+    with pytest.raises(ToolError, match="comms_get_ask failed: not_found: "):
+        await ln.run("comms_get_ask", {"ask_id": "ask_nope"})
+
+
 async def s_list_messages(ln: Lane) -> None:
     await ln.w.store.append_message(ln.w.human, ln.w.channel.channel_id, [TextBlock("hi\nscout")])
     text = await ln.run("comms_list_messages", {"channel_id": ln.channel, "limit": 10})
@@ -681,6 +707,7 @@ SCENARIOS: dict[str, Scenario] = {
     "comms_post_message": s_post_message,
     "comms_post_ask": s_post_ask,
     "comms_cancel_ask": s_cancel_ask,
+    "comms_get_ask": s_get_ask,
     "comms_list_messages": s_list_messages,
     "comms_list_channels": s_list_channels,
     "comms_get_message": s_get_message,

@@ -1,5 +1,6 @@
 """What only an agent does, through the relay: post an ask, set its own
-status, withdraw its own ask. Everything else an agent does is CommsApi."""
+status, withdraw its own ask, read one ask by id. Everything else an agent
+does is CommsApi."""
 
 from __future__ import annotations
 
@@ -41,3 +42,7 @@ class AgentApi:
         """Author only; a repeat succeeds and changes nothing (the store's rule)."""
         await self.store.cancel_ask(actor, req.ask_id)
         return gw.CancelAskResponse()
+
+    async def get_ask(self, actor: Actor, req: gw.GetAskRequest) -> gw.GetAskResponse:
+        message, ask = await self.store.get_ask(actor, req.ask_id)
+        return gw.GetAskResponse(message=wire.message_to_wire(message), ask=wire.ask_to_wire(ask))

@@ -768,6 +768,24 @@ class Store:
             raise NotFound(f"no message {message_id}")
         return _message(row)
 
+    async def get_ask(self, actor: Actor, ask_id: str) -> tuple[Message, Ask]:
+        """The message holding the ask, and the ask; NOT_FOUND when the actor
+        can't see it (the same as an unknown id)."""
+        if not ask_id:
+            raise InvalidArgument("ask_id is required")
+        async with self.db.tx(actor.workspace_id) as conn:
+            cur = await conn.execute(
+                MESSAGES["get_ask_message"], {"ask_id": ask_id, "actor": actor.account_id}
+            )
+            row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"no ask {ask_id!r}")
+        message = _message(row)
+        for block in message.blocks:
+            if isinstance(block, Ask) and block.ask_id == ask_id:
+                return message, block
+        raise Corrupt(f"ask {ask_id!r} is indexed but missing from its message")
+
     async def list_messages(
         self, actor: Actor, channel_id: uuid.UUID, size: int, token: str
     ) -> Page[Message]:

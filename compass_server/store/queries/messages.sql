@@ -24,6 +24,14 @@ JOIN channel_members cm ON cm.channel_id = m.channel_id AND cm.account_id = %(ac
 JOIN accounts acc ON acc.id = m.author_id
 WHERE m.id = %(id)s
 
+-- name: get_ask_message
+SELECT m.id, m.channel_id, m.author_id, m.blocks, m.created_at, m.position, acc.handle AS author_handle
+FROM asks a
+JOIN messages m ON m.id = a.message_id
+JOIN channel_members cm ON cm.channel_id = m.channel_id AND cm.account_id = %(actor)s
+JOIN accounts acc ON acc.id = m.author_id
+WHERE a.ask_id = %(ask_id)s
+
 -- name: list_messages
 SELECT m.id, m.channel_id, m.author_id, m.blocks, m.created_at, m.position, acc.handle AS author_handle
 FROM messages m

@@ -23,6 +23,16 @@ malformation (a wrong type, a missing key, no questions, an empty or repeated
 question id) turns the whole call into one `Unmapped` naming it: never an
 exception, never an ask holding only the valid questions.
 
+Coding agents' own question tool takes a second shape, which
+`map_coding_agent_ask` maps the same way, with the same narrowing:
+
+    {"questions": [{"question", "header"?, "options": [{"label",
+      "description"?, "preview"?}], "multiSelect"?}]}
+
+    (questions have no id)     → questions[i].question_id = "1", "2", … (the position)
+    questions[i].multiSelect?  → questions[i].allow_multiple (absent → False)
+    (no recommendation)        → recommended unset
+
 The way back: `answers_from_ask` reads an answered ask (or its ask_answer
 snapshot) as the runtime's per-question results, labels looked up by id.
 """
@@ -43,12 +53,15 @@ __all__ = [
     "QuestionResult",
     "Unmapped",
     "answers_from_ask",
+    "map_coding_agent_ask",
     "map_native_ask",
 ]
 
 ASK_TOOL = "ask"
 START_EVENT = "tool_execution_start"
 END_EVENT = "tool_execution_end"
+# The event_type of a coding-agent question call that could not be mapped.
+QUESTION_TOOL = "question_tool"
 
 _INT32_MIN = -(2**31)
 _INT32_MAX = 2**31 - 1
@@ -145,18 +158,35 @@ def _option(value: object, index: int, path: str) -> comms_pb2.AskOption:
     )
 
 
-def _question(value: object, path: str) -> comms_pb2.AskQuestion:
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """Which keys one caller's question objects use."""
+
+    # None: questions carry no id and are numbered by position.
+    id_key: str | None
+    multi_key: str
+    recommended: bool
+
+
+_RUNTIME = _Shape(id_key="id", multi_key="multi", recommended=True)
+_CODING_AGENT = _Shape(id_key=None, multi_key="multiSelect", recommended=False)
+
+
+def _question(value: object, index: int, path: str, shape: _Shape) -> comms_pb2.AskQuestion:
     item = _object(value, path)
-    question_id = _text(_required(item, "id", path), f"{path}.id")
-    if not question_id:
-        raise _Malformed(f"{path}.id is empty")
+    if shape.id_key is None:
+        question_id = str(index + 1)
+    else:
+        question_id = _text(_required(item, shape.id_key, path), f"{path}.{shape.id_key}")
+        if not question_id:
+            raise _Malformed(f"{path}.{shape.id_key} is empty")
     text = _text(_required(item, "question", path), f"{path}.question")
     header = _optional_text(item, "header", path)
     options = _list(_required(item, "options", path), f"{path}.options")
     mapped = [_option(o, j, f"{path}.options[{j}]") for j, o in enumerate(options)]
-    multi = item.get("multi", False)
+    multi = item.get(shape.multi_key, False)
     if type(multi) is not bool:
-        raise _Malformed(f"{path}.multi is not a boolean")
+        raise _Malformed(f"{path}.{shape.multi_key} is not a boolean")
     question = comms_pb2.AskQuestion(
         question_id=question_id,
         question=text,
@@ -166,12 +196,12 @@ def _question(value: object, path: str) -> comms_pb2.AskQuestion:
     )
     # Not bounds-checked against the options: the page shows an index out of
     # range as no recommendation.
-    if "recommended" in item:
+    if shape.recommended and "recommended" in item:
         question.recommended = _index(item["recommended"], f"{path}.recommended")
     return question
 
 
-def _ask(args: object) -> comms_pb2.Ask:
+def _ask(args: object, shape: _Shape) -> comms_pb2.Ask:
     obj = _object(args, "args")
     if "questions" not in obj:
         raise _Malformed("questions is missing")
@@ -181,7 +211,7 @@ def _ask(args: object) -> comms_pb2.Ask:
     questions: list[comms_pb2.AskQuestion] = []
     first_seen: dict[str, int] = {}
     for i, item in enumerate(items):
-        question = _question(item, f"questions[{i}]")
+        question = _question(item, i, f"questions[{i}]", shape)
         # Two questions under one id could never both be answered.
         earlier = first_seen.setdefault(question.question_id, i)
         if earlier != i:
@@ -193,9 +223,18 @@ def _ask(args: object) -> comms_pb2.Ask:
 def map_native_ask(args: object) -> MappedAsk | Unmapped:
     """Map the `ask` tool's arguments onto one Ask, or say why they are malformed."""
     try:
-        return MappedAsk(_ask(args))
+        return MappedAsk(_ask(args, _RUNTIME))
     except _Malformed as malformed:
         return Unmapped(f"{START_EVENT}:{ASK_TOOL}", malformed.reason)
+
+
+def map_coding_agent_ask(args: object) -> MappedAsk | Unmapped:
+    """Map a coding agent's question-tool arguments onto one Ask, or say why
+    they are malformed."""
+    try:
+        return MappedAsk(_ask(args, _CODING_AGENT))
+    except _Malformed as malformed:
+        return Unmapped(QUESTION_TOOL, malformed.reason)
 
 
 class EventMapper:

@@ -14,13 +14,18 @@ code; a dropped stream is `unavailable`).
 To give agents a new arm: add one ToolSpec row to SPECS (its `arm` is the
 CommsCallRequest field name), and a real-server scenario to
 tests/test_agentkit_tools.py. The arm-coverage test fails until both exist.
+
+A tool that takes an ask's questions takes them in a QuestionShape: the
+runtime's (`RUNTIME_QUESTIONS`, what SPECS use) or the coding agents' own
+question tool's (`CODING_AGENT_QUESTIONS`); `with_questions` gives a spec
+the other shape, with the same rules.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from google.protobuf.message import Message
@@ -28,12 +33,29 @@ from google.protobuf.message import Message
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
 from compass.v1 import inbox_pb2
-from compass_server.agentkit import schema
-from compass_server.agentkit.native_ask import Unmapped, map_native_ask
-from compass_server.agentkit.relay import Caller, RelayError
-from compass_server.agentkit.render import render_messages
+from compass_agentkit import schema
+from compass_agentkit.endings import state_text
+from compass_agentkit.native_ask import (
+    MappedAsk,
+    Unmapped,
+    map_coding_agent_ask,
+    map_native_ask,
+)
+from compass_agentkit.relay import Caller, RelayError
+from compass_agentkit.render import render_messages
 
-__all__ = ["SPECS", "Caller", "Tool", "ToolError", "ToolSpec", "comms_tools"]
+__all__ = [
+    "CODING_AGENT_QUESTIONS",
+    "RUNTIME_QUESTIONS",
+    "SPECS",
+    "Caller",
+    "QuestionShape",
+    "Tool",
+    "ToolError",
+    "ToolSpec",
+    "comms_tools",
+    "with_questions",
+]
 
 Args = dict[str, Any]
 
@@ -49,18 +71,36 @@ class ToolError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class QuestionShape:
+    """How a tool takes an ask's questions: their schema and their mapping."""
+
+    schema: Mapping[str, Any]
+    mapper: Callable[[object], MappedAsk | Unmapped]
+
+    def ask(self, tool: str, questions: object) -> pb.Ask:
+        """The questions as one Ask; malformed is a tool failure, nothing sent."""
+        mapped = self.mapper({"questions": questions})
+        if isinstance(mapped, Unmapped):
+            raise ToolError(tool, "invalid_argument", mapped.reason)
+        return mapped.ask
+
+
+@dataclass(frozen=True, slots=True)
 class ToolSpec:
     name: str
     # The CommsCallRequest.call arm the tool sends.
     arm: str
     description: str
     parameters: Mapping[str, Any]
-    # Checked arguments → the arm's request (may raise ToolError).
+    # Checked arguments → the arm's request (may raise ToolError). With a
+    # shape, `questions` reaches it already mapped to one Ask.
     request: Callable[[Args], Message]
     # Checked arguments and the arm's response → the tool text.
     text: Callable[[Args, Any], str]
     # Error code → what it means for the agent, appended to the server's message.
     meanings: Mapping[str, str] = field(default_factory=dict)
+    # Set on a tool whose `questions` parameter is an ask's questions.
+    shape: QuestionShape | None = None
 
 
 class Tool:
@@ -105,6 +145,9 @@ class Tool:
         if problems:
             raise ToolError(self.name, "invalid_argument", "; ".join(problems))
         assert isinstance(args, dict)
+        shape = self.spec.shape
+        if shape is not None and "questions" in args:
+            args = {**args, "questions": shape.ask(self.name, args["questions"])}
         request = self.spec.request(args)
         call = gw.CommsCallRequest()
         getattr(call, self.arm).CopyFrom(request)
@@ -232,19 +275,9 @@ def _post_message(args: Args) -> Message:
     )
 
 
-def _ask(tool: str, questions: object) -> pb.Ask:
-    """The native ask shape as one Ask; malformed is a tool failure, nothing sent."""
-    mapped = map_native_ask({"questions": questions})
-    if isinstance(mapped, Unmapped):
-        raise ToolError(tool, "invalid_argument", mapped.reason)
-    return mapped.ask
-
-
 def _post_ask(args: Args) -> Message:
     return gw.PostAskRequest(
-        channel_id=args["channel_id"],
-        text=args.get("text", ""),
-        ask=_ask("comms_post_ask", args["questions"]),
+        channel_id=args["channel_id"], text=args.get("text", ""), ask=args["questions"]
     )
 
 
@@ -253,7 +286,7 @@ def _inbox_post(args: Args) -> Message:
         key=args["key"], title=args.get("title", ""), body=args.get("body", "")
     )
     if "questions" in args:
-        request.ask.CopyFrom(_ask("comms_inbox_post", args["questions"]))
+        request.ask.CopyFrom(args["questions"])
     return request
 
 
@@ -319,6 +352,55 @@ _QUESTIONS = {
     "minItems": 1,
     "description": "The questions, in the order asked",
 }
+RUNTIME_QUESTIONS = QuestionShape(_QUESTIONS, map_native_ask)
+
+# What coding agents' own question tool takes: no ids (questions are numbered
+# by position), multiSelect, no recommendation.
+CODING_AGENT_QUESTIONS = QuestionShape(
+    {
+        "type": "array",
+        "items": _params(
+            {
+                "question": schema.text_param("The complete question to ask"),
+                "header": {
+                    "type": "string",
+                    "maxLength": 100,
+                    "description": 'A very short label shown as a chip, e.g. "Auth method"',
+                },
+                "options": {
+                    "type": "array",
+                    "items": _OPTION,
+                    "description": (
+                        "The choices, each a label and an optional description; empty for a "
+                        "question answered in free text only"
+                    ),
+                },
+                "multiSelect": {
+                    "type": "boolean",
+                    "description": "Whether several options may be chosen (default false)",
+                },
+            },
+            "question",
+            "options",
+        ),
+        "minItems": 1,
+        "description": (
+            "The questions, in the order asked; one person answers all of them at once, and "
+            "can always type their own answer instead of picking an option"
+        ),
+    },
+    map_coding_agent_ask,
+)
+
+
+def with_questions(spec: ToolSpec, shape: QuestionShape) -> ToolSpec:
+    """The same tool taking its `questions` in another shape."""
+    assert spec.shape is not None, f"{spec.name} takes no questions"
+    parameters = copy.deepcopy(dict(spec.parameters))
+    parameters["properties"]["questions"] = copy.deepcopy(dict(shape.schema))
+    return replace(spec, parameters=parameters, shape=shape)
+
+
 _KEY = {
     "type": "string",
     "minLength": 1,
@@ -373,6 +455,7 @@ SPECS: tuple[ToolSpec, ...] = (
         ),
         request=_post_ask,
         text=_posted_ask,
+        shape=RUNTIME_QUESTIONS,
     ),
     ToolSpec(
         name="comms_cancel_ask",
@@ -402,6 +485,26 @@ SPECS: tuple[ToolSpec, ...] = (
                 "in a later turn on your delivery lane"
             )
         },
+    ),
+    ToolSpec(
+        name="comms_get_ask",
+        arm="get_ask",
+        description=(
+            "Read one ask by its id: whether it is open, answered (each question's chosen "
+            "options and free text) or withdrawn. ask_id is the id comms_post_ask returned, or "
+            'the id="…" on a comms_list_messages ask marker. Answers to your own asks also '
+            "arrive on your delivery lane; this reads any ask in your channels."
+        ),
+        parameters=_params(
+            {
+                "ask_id": schema.id_param(
+                    'The ask\'s id, from comms_post_ask or the id="…" on an ask marker'
+                )
+            },
+            "ask_id",
+        ),
+        request=lambda args: gw.GetAskRequest(ask_id=args["ask_id"]),
+        text=lambda args, res: state_text(res.ask),
     ),
     ToolSpec(
         name="comms_list_messages",
@@ -606,6 +709,7 @@ SPECS: tuple[ToolSpec, ...] = (
         ),
         request=_inbox_post,
         text=_inbox_posted,
+        shape=RUNTIME_QUESTIONS,
     ),
     ToolSpec(
         name="comms_inbox_reply",

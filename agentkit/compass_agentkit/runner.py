@@ -32,10 +32,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from compass.v1 import comms_pb2 as pb
-from compass_server.agentkit.native_ask import answers_from_ask
-from compass_server.agentkit.relay import BoundSession, Relay, RelayError
-from compass_server.agentkit.render import render_messages
-from compass_server.agentkit.tools import Tool, ToolError, comms_tools
+from compass_agentkit.native_ask import answers_from_ask
+from compass_agentkit.relay import BoundSession, Relay, RelayError
+from compass_agentkit.render import render_messages
+from compass_agentkit.tools import Tool, ToolError, comms_tools
 
 __all__ = ["DEMO_ASK", "AgentLane", "DemoAgent", "Runner", "main", "print_delivery"]
 
@@ -261,6 +261,16 @@ async def _run(args: argparse.Namespace) -> int:
     return code
 
 
+def log_to_stderr() -> None:
+    """Logs on stderr at COMPASS_LOG_LEVEL (default INFO): stdout is the
+    agent's output (compass-runner) or the MCP protocol (compass-mcp)."""
+    logging.basicConfig(
+        level=os.environ.get("COMPASS_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -268,11 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("a runner token is required: --token or COMPASS_RUNNER_TOKEN")
     if args.demo and (not args.channel or len(args.agent) != 1):
         parser.error("--demo takes one --agent and a --channel to ask in")
-    logging.basicConfig(
-        level=os.environ.get("COMPASS_LOG_LEVEL", "INFO"),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    log_to_stderr()
     return asyncio.run(_run(args))
 
 

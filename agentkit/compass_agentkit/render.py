@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from compass.v1 import comms_pb2
 
-__all__ = ["Rendering", "new_fence", "render_messages"]
+__all__ = ["Rendering", "answer_text", "continued", "new_fence", "render_messages"]
 
 _SAFE_ID = re.compile(r"[!-~]{1,128}")
 
@@ -75,7 +75,8 @@ class _Entry:
         yield self.body
 
 
-def _answer(question: comms_pb2.AskQuestion) -> str:
+def answer_text(question: comms_pb2.AskQuestion) -> str:
+    """One question's answer: the chosen labels, then `other: <text>`."""
     labels = {option.id: option.label for option in question.options}
     parts = []
     chosen = [labels[i] for i in question.chosen_option_ids if i in labels]
@@ -84,7 +85,17 @@ def _answer(question: comms_pb2.AskQuestion) -> str:
     if question.custom_text:
         parts.append(f"other: {question.custom_text}")
     answer = "; ".join(parts) or "(skipped)"
-    return f" → {answer}" + (" (timed out)" if question.timed_out else "")
+    return answer + (" (timed out)" if question.timed_out else "")
+
+
+def continued(line: str) -> str:
+    """Every line break, of any kind, continues indented: text inside an
+    entry can't start a line that looks like another entry."""
+    return "\n  ".join(line.splitlines())
+
+
+def _answer(question: comms_pb2.AskQuestion) -> str:
+    return f" → {answer_text(question)}"
 
 
 def _marker_bodies(
@@ -136,9 +147,7 @@ def _line(entry: _Entry, fence: str) -> str:
         kind, ask_id = entry.marker
         marker = f'[{kind} {fence} id="{_attr(ask_id, fence)}"]'
         content = f"{marker} {content}" if content else marker
-    line = f"@{entry.author} ({entry.message_id}): {content}"
-    # Every line break, of any kind, continues indented.
-    return "\n  ".join(line.splitlines())
+    return continued(f"@{entry.author} ({entry.message_id}): {content}")
 
 
 def render_messages(

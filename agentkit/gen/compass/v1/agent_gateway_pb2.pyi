@@ -109,7 +109,7 @@ class RelayCommsCallResult(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., call_id: _Optional[str] = ..., result: _Optional[_Union[CommsCallResult, _Mapping]] = ...) -> None: ...
 
 class CommsCallRequest(_message.Message):
-    __slots__ = ("post_message", "post_ask", "list_messages", "list_channels", "get_message", "search_messages", "open_dm", "create_channel", "add_channel_member", "update_topic", "set_status", "cancel_ask", "inbox_post", "inbox_reply", "inbox_close", "trigger_traceparent")
+    __slots__ = ("post_message", "post_ask", "list_messages", "list_channels", "get_message", "search_messages", "open_dm", "create_channel", "add_channel_member", "update_topic", "set_status", "cancel_ask", "inbox_post", "inbox_reply", "inbox_close", "get_ask", "trigger_traceparent")
     POST_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     POST_ASK_FIELD_NUMBER: _ClassVar[int]
     LIST_MESSAGES_FIELD_NUMBER: _ClassVar[int]
@@ -125,6 +125,7 @@ class CommsCallRequest(_message.Message):
     INBOX_POST_FIELD_NUMBER: _ClassVar[int]
     INBOX_REPLY_FIELD_NUMBER: _ClassVar[int]
     INBOX_CLOSE_FIELD_NUMBER: _ClassVar[int]
+    GET_ASK_FIELD_NUMBER: _ClassVar[int]
     TRIGGER_TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
     post_message: _comms_pb2.PostMessageRequest
     post_ask: PostAskRequest
@@ -141,11 +142,12 @@ class CommsCallRequest(_message.Message):
     inbox_post: InboxPostRequest
     inbox_reply: InboxReplyRequest
     inbox_close: InboxCloseRequest
+    get_ask: GetAskRequest
     trigger_traceparent: str
-    def __init__(self, post_message: _Optional[_Union[_comms_pb2.PostMessageRequest, _Mapping]] = ..., post_ask: _Optional[_Union[PostAskRequest, _Mapping]] = ..., list_messages: _Optional[_Union[_comms_pb2.ListMessagesRequest, _Mapping]] = ..., list_channels: _Optional[_Union[_comms_pb2.ListChannelsRequest, _Mapping]] = ..., get_message: _Optional[_Union[_comms_pb2.GetMessageRequest, _Mapping]] = ..., search_messages: _Optional[_Union[_comms_pb2.SearchMessagesRequest, _Mapping]] = ..., open_dm: _Optional[_Union[_comms_pb2.OpenDMRequest, _Mapping]] = ..., create_channel: _Optional[_Union[_comms_pb2.CreateChannelRequest, _Mapping]] = ..., add_channel_member: _Optional[_Union[_comms_pb2.AddChannelMemberRequest, _Mapping]] = ..., update_topic: _Optional[_Union[_comms_pb2.UpdateTopicRequest, _Mapping]] = ..., set_status: _Optional[_Union[SetAgentStatusRequest, _Mapping]] = ..., cancel_ask: _Optional[_Union[CancelAskRequest, _Mapping]] = ..., inbox_post: _Optional[_Union[InboxPostRequest, _Mapping]] = ..., inbox_reply: _Optional[_Union[InboxReplyRequest, _Mapping]] = ..., inbox_close: _Optional[_Union[InboxCloseRequest, _Mapping]] = ..., trigger_traceparent: _Optional[str] = ...) -> None: ...
+    def __init__(self, post_message: _Optional[_Union[_comms_pb2.PostMessageRequest, _Mapping]] = ..., post_ask: _Optional[_Union[PostAskRequest, _Mapping]] = ..., list_messages: _Optional[_Union[_comms_pb2.ListMessagesRequest, _Mapping]] = ..., list_channels: _Optional[_Union[_comms_pb2.ListChannelsRequest, _Mapping]] = ..., get_message: _Optional[_Union[_comms_pb2.GetMessageRequest, _Mapping]] = ..., search_messages: _Optional[_Union[_comms_pb2.SearchMessagesRequest, _Mapping]] = ..., open_dm: _Optional[_Union[_comms_pb2.OpenDMRequest, _Mapping]] = ..., create_channel: _Optional[_Union[_comms_pb2.CreateChannelRequest, _Mapping]] = ..., add_channel_member: _Optional[_Union[_comms_pb2.AddChannelMemberRequest, _Mapping]] = ..., update_topic: _Optional[_Union[_comms_pb2.UpdateTopicRequest, _Mapping]] = ..., set_status: _Optional[_Union[SetAgentStatusRequest, _Mapping]] = ..., cancel_ask: _Optional[_Union[CancelAskRequest, _Mapping]] = ..., inbox_post: _Optional[_Union[InboxPostRequest, _Mapping]] = ..., inbox_reply: _Optional[_Union[InboxReplyRequest, _Mapping]] = ..., inbox_close: _Optional[_Union[InboxCloseRequest, _Mapping]] = ..., get_ask: _Optional[_Union[GetAskRequest, _Mapping]] = ..., trigger_traceparent: _Optional[str] = ...) -> None: ...
 
 class CommsCallResult(_message.Message):
-    __slots__ = ("post_message", "post_ask", "list_messages", "list_channels", "get_message", "search_messages", "open_dm", "create_channel", "add_channel_member", "error", "update_topic", "set_status", "cancel_ask", "inbox_post", "inbox_reply", "inbox_close")
+    __slots__ = ("post_message", "post_ask", "list_messages", "list_channels", "get_message", "search_messages", "open_dm", "create_channel", "add_channel_member", "error", "update_topic", "set_status", "cancel_ask", "inbox_post", "inbox_reply", "inbox_close", "get_ask")
     POST_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     POST_ASK_FIELD_NUMBER: _ClassVar[int]
     LIST_MESSAGES_FIELD_NUMBER: _ClassVar[int]
@@ -162,6 +164,7 @@ class CommsCallResult(_message.Message):
     INBOX_POST_FIELD_NUMBER: _ClassVar[int]
     INBOX_REPLY_FIELD_NUMBER: _ClassVar[int]
     INBOX_CLOSE_FIELD_NUMBER: _ClassVar[int]
+    GET_ASK_FIELD_NUMBER: _ClassVar[int]
     post_message: _comms_pb2.PostMessageResponse
     post_ask: PostAskResponse
     list_messages: _comms_pb2.ListMessagesResponse
@@ -178,7 +181,8 @@ class CommsCallResult(_message.Message):
     inbox_post: InboxPostResponse
     inbox_reply: InboxReplyResponse
     inbox_close: InboxCloseResponse
-    def __init__(self, post_message: _Optional[_Union[_comms_pb2.PostMessageResponse, _Mapping]] = ..., post_ask: _Optional[_Union[PostAskResponse, _Mapping]] = ..., list_messages: _Optional[_Union[_comms_pb2.ListMessagesResponse, _Mapping]] = ..., list_channels: _Optional[_Union[_comms_pb2.ListChannelsResponse, _Mapping]] = ..., get_message: _Optional[_Union[_comms_pb2.GetMessageResponse, _Mapping]] = ..., search_messages: _Optional[_Union[_comms_pb2.SearchMessagesResponse, _Mapping]] = ..., open_dm: _Optional[_Union[_comms_pb2.OpenDMResponse, _Mapping]] = ..., create_channel: _Optional[_Union[_comms_pb2.CreateChannelResponse, _Mapping]] = ..., add_channel_member: _Optional[_Union[_comms_pb2.AddChannelMemberResponse, _Mapping]] = ..., error: _Optional[_Union[CommsCallError, _Mapping]] = ..., update_topic: _Optional[_Union[_comms_pb2.UpdateTopicResponse, _Mapping]] = ..., set_status: _Optional[_Union[SetAgentStatusResponse, _Mapping]] = ..., cancel_ask: _Optional[_Union[CancelAskResponse, _Mapping]] = ..., inbox_post: _Optional[_Union[InboxPostResponse, _Mapping]] = ..., inbox_reply: _Optional[_Union[InboxReplyResponse, _Mapping]] = ..., inbox_close: _Optional[_Union[InboxCloseResponse, _Mapping]] = ...) -> None: ...
+    get_ask: GetAskResponse
+    def __init__(self, post_message: _Optional[_Union[_comms_pb2.PostMessageResponse, _Mapping]] = ..., post_ask: _Optional[_Union[PostAskResponse, _Mapping]] = ..., list_messages: _Optional[_Union[_comms_pb2.ListMessagesResponse, _Mapping]] = ..., list_channels: _Optional[_Union[_comms_pb2.ListChannelsResponse, _Mapping]] = ..., get_message: _Optional[_Union[_comms_pb2.GetMessageResponse, _Mapping]] = ..., search_messages: _Optional[_Union[_comms_pb2.SearchMessagesResponse, _Mapping]] = ..., open_dm: _Optional[_Union[_comms_pb2.OpenDMResponse, _Mapping]] = ..., create_channel: _Optional[_Union[_comms_pb2.CreateChannelResponse, _Mapping]] = ..., add_channel_member: _Optional[_Union[_comms_pb2.AddChannelMemberResponse, _Mapping]] = ..., error: _Optional[_Union[CommsCallError, _Mapping]] = ..., update_topic: _Optional[_Union[_comms_pb2.UpdateTopicResponse, _Mapping]] = ..., set_status: _Optional[_Union[SetAgentStatusResponse, _Mapping]] = ..., cancel_ask: _Optional[_Union[CancelAskResponse, _Mapping]] = ..., inbox_post: _Optional[_Union[InboxPostResponse, _Mapping]] = ..., inbox_reply: _Optional[_Union[InboxReplyResponse, _Mapping]] = ..., inbox_close: _Optional[_Union[InboxCloseResponse, _Mapping]] = ..., get_ask: _Optional[_Union[GetAskResponse, _Mapping]] = ...) -> None: ...
 
 class CommsCallError(_message.Message):
     __slots__ = ("code", "message")
@@ -229,6 +233,20 @@ class CancelAskRequest(_message.Message):
 class CancelAskResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class GetAskRequest(_message.Message):
+    __slots__ = ("ask_id",)
+    ASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ask_id: str
+    def __init__(self, ask_id: _Optional[str] = ...) -> None: ...
+
+class GetAskResponse(_message.Message):
+    __slots__ = ("message", "ask")
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ASK_FIELD_NUMBER: _ClassVar[int]
+    message: _comms_pb2.Message
+    ask: _comms_pb2.Ask
+    def __init__(self, message: _Optional[_Union[_comms_pb2.Message, _Mapping]] = ..., ask: _Optional[_Union[_comms_pb2.Ask, _Mapping]] = ...) -> None: ...
 
 class InboxPostRequest(_message.Message):
     __slots__ = ("key", "title", "body", "ask", "pictures")

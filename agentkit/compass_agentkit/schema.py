@@ -131,6 +131,9 @@ def _string_errors(schema: Mapping[str, Any], value: str, name: str) -> list[str
         value.encode("utf-8")
     except UnicodeEncodeError:
         return [f"{name} must be valid text"]
+    if "\x00" in value:
+        # Compass stores text in PostgreSQL, which can't hold a NUL.
+        return [f"{name} must not contain NUL characters"]
     if "enum" in schema and value not in schema["enum"]:
         choices = ", ".join(f'"{choice}"' for choice in schema["enum"])
         return [f"{name} must be one of {choices}"]
