@@ -92,15 +92,28 @@ class AgentSession:
         return await self.relay.call(session.session_id, request)
 
     async def _heard(self, event: pb.Event) -> None:
-        # Only an update of the agent's own ask can end it; everything else
-        # on the lane is for agents that read it turn by turn.
-        if event.WhichOneof("kind") != "message_updated":
+        # An answer arrives as the answer message; other endings by someone
+        # else as an update of the agent's own ask. Everything else on the
+        # lane is for agents that read it turn by turn.
+        kind = event.WhichOneof("kind")
+        if kind == "message_posted":
+            for block in event.message_posted.message.blocks:
+                if block.HasField("ask_answer"):
+                    answer = block.ask_answer
+                    self._ended(
+                        pb.Ask(ask_id=answer.ask_id, questions=answer.questions, answered=True)
+                    )
+            return
+        if kind != "message_updated":
             return
         message = event.message_updated.message
         if message.author_account_id != self.agent_id:
             return
         for block in message.blocks:
             if block.HasField("ask"):
-                ending = self.endings.heard(block.ask)
-                if ending is not None:
-                    log.info("ask %s ended: %s", block.ask.ask_id, ending.name)
+                self._ended(block.ask)
+
+    def _ended(self, ask: pb.Ask) -> None:
+        ending = self.endings.heard(ask)
+        if ending is not None:
+            log.info("ask %s ended: %s", ask.ask_id, ending.name)
