@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import os
 import pathlib
@@ -22,9 +23,11 @@ from compass_server.api.auth import Authenticator
 from compass_server.api.comms import CommsApi
 from compass_server.api.errors import ApiError, Status
 from compass_server.api.inbox import AgentInboxApi, InboxApi
+from compass_server.asks import Expiry
 from compass_server.events.hub import EventHub
 from compass_server.relay import AgentGateway, Dispatcher, Heartbeat, arms_for
 from compass_server.store import Database, Store
+from compass_server.store.blocks import DeadlineBounds
 from compass_server.store.embedded import EmbeddedPostgres
 from compass_server.store.inbox import InboxStore
 from compass_server.transport.binding import ServiceBinding
@@ -45,6 +48,19 @@ class Settings:
     # A stream whose client doesn't take a message for this long is closed.
     slow_stream_seconds: float = field(
         default_factory=lambda: float(os.environ.get("COMPASS_SLOW_STREAM_SECONDS", "30"))
+    )
+    # An ask's deadline may be this soon and this late after its post.
+    ask_deadline_min_seconds: float = field(
+        default_factory=lambda: float(os.environ.get("COMPASS_ASK_DEADLINE_MIN_SECONDS", "60"))
+    )
+    ask_deadline_max_seconds: float = field(
+        default_factory=lambda: float(
+            os.environ.get("COMPASS_ASK_DEADLINE_MAX_SECONDS", str(30 * 86_400))
+        )
+    )
+    # The expiry loop sweeps at least this often, besides waking at deadlines.
+    expiry_interval_seconds: float = field(
+        default_factory=lambda: float(os.environ.get("COMPASS_EXPIRY_INTERVAL_SECONDS", "30"))
     )
 
 
@@ -69,7 +85,13 @@ class CompassServer:
         self.database_url = url
         self.db = Database(url, max_size=self.settings.pool_size)
         await self.db.open()
-        self.store = Store(self.db)
+        self.store = Store(
+            self.db,
+            deadline_bounds=DeadlineBounds(
+                datetime.timedelta(seconds=self.settings.ask_deadline_min_seconds),
+                datetime.timedelta(seconds=self.settings.ask_deadline_max_seconds),
+            ),
+        )
         self.hub = EventHub(self.store, url)
         await self.hub.start()
         self.auth = Authenticator(self.store)
@@ -92,6 +114,8 @@ class CompassServer:
             ),
         )
         await self.heartbeat.start()
+        self.expiry = Expiry(self.store, interval=self.settings.expiry_interval_seconds)
+        await self.expiry.start()
         relay = ServiceBinding.of(agent_gateway_pb2, "AgentGatewayService", self.gateway, "runner")
         bindings = [comms, inbox, relay]
         connect = [
@@ -118,6 +142,7 @@ class CompassServer:
         # Streams end first, so the transports can drain without waiting on them;
         # relay sessions unbind first, so their agents go OFFLINE.
         await self.gateway.close()
+        await self.expiry.stop()
         await self.heartbeat.stop()
         await self.hub.close()
         await self.grpc.stop(grace)
