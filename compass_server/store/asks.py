@@ -77,6 +77,13 @@ def refusal(status: str, ask_id: str) -> StoreError:
     return Corrupt(f"ask {ask_id!r}: the change could not be applied ({status})")
 
 
+def _check_ask_id(ask_id: str) -> None:
+    if not ask_id:
+        raise InvalidArgument("ask_id is required")
+    if "\x00" in ask_id:
+        raise refusal("not_found", ask_id)  # no id the server mints holds one
+
+
 def _person(actor: Actor) -> None:
     if actor.kind is not AccountKind.HUMAN:
         raise PermissionDenied("agents never answer or decline asks")
@@ -214,8 +221,7 @@ class AskEndings:
         An ask's content never changes, so the answers are checked against a
         cached copy; permission and state are checked on the locked row."""
         _person(actor)
-        if not ask_id:
-            raise InvalidArgument("ask_id is required")
+        _check_ask_id(ask_id)
         ask = self._asks.get(ask_id)
         if ask is None:
             ask = await self._open_to_answer(actor, ask_id)
@@ -253,8 +259,7 @@ class AskEndings:
         """Ends the ask without an answer; whoever may answer may decline. The
         asking agent hears the reason."""
         _person(actor)
-        if not ask_id:
-            raise InvalidArgument("ask_id is required")
+        _check_ask_id(ask_id)
         try:
             blockrules.check_reason(reason)
         except InvalidArgument:
@@ -285,8 +290,7 @@ class AskEndings:
         surface: Surface | None,
         reason: str = "",
     ) -> tuple[Message, bool]:
-        if not ask_id:
-            raise InvalidArgument("ask_id is required")
+        _check_ask_id(ask_id)
         async with self.db.connection() as conn:
             cur = await conn.execute(
                 ASKS["end_ask"],
@@ -333,8 +337,7 @@ class AskEndings:
     async def ask_history(self, actor: Actor, ask_id: str) -> AskHistory:
         """Who did what to the ask, oldest first, for anyone who can see it, and
         what the reader may do with it now."""
-        if not ask_id:
-            raise InvalidArgument("ask_id is required")
+        _check_ask_id(ask_id)
         seen = await self._seen(actor, ask_id)
         async with self.db.tx(actor.workspace_id) as conn:
             cur = await conn.execute(ASKS["ask_history"], {"ask_id": ask_id})
