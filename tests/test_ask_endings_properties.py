@@ -28,16 +28,10 @@ from compass_server.store.types import (
     EventKind,
     PresenceState,
 )
+from tests.test_ask_race_matrix import SAID
 from tests.world import World, two_question_ask
 
 GOOD = [Answer("db", ("pg",)), Answer("langs", ())]
-SAID = {
-    EndingKind.ANSWERED: "already answered",
-    EndingKind.DECLINED: "already declined",
-    EndingKind.WITHDRAWN_BY_AGENT: "already withdrawn",
-    EndingKind.WITHDRAWN_BY_OWNER: "already withdrawn by its agent's owner",
-    EndingKind.EXPIRED: "already expired",
-}
 
 # (what, who): who is "ada" (the agent's owner), "grace" or "agent".
 OPS = st.sampled_from(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections.abc import Iterable
+from typing import Any
 
 from google.protobuf import timestamp_pb2
 
@@ -178,14 +179,18 @@ _CHANGE_TO_WIRE = {
 }
 
 
+def _who(e: st.AskEnding | st.AskHistoryEntry) -> dict[str, Any]:
+    """Who made a change to an ask, through which surface and why."""
+    return {
+        "actor_account_id": str(e.actor_id) if e.actor_id else "",
+        "actor_handle": e.actor_handle,
+        "surface": SURFACE_TO_WIRE[e.surface] if e.surface else pb.ASK_SURFACE_UNSPECIFIED,
+        "reason": e.reason,
+    }
+
+
 def ending_to_wire(e: st.AskEnding) -> pb.AskEnding:
-    out = pb.AskEnding(
-        kind=_ENDING_TO_WIRE[e.kind],
-        actor_account_id=str(e.actor_id) if e.actor_id else "",
-        actor_handle=e.actor_handle,
-        surface=SURFACE_TO_WIRE[e.surface] if e.surface else pb.ASK_SURFACE_UNSPECIFIED,
-        reason=e.reason,
-    )
+    out = pb.AskEnding(kind=_ENDING_TO_WIRE[e.kind], **_who(e))
     if e.at is not None:
         out.ended_at.CopyFrom(timestamp(e.at))
     return out
@@ -210,13 +215,7 @@ def ask_to_wire(a: st.Ask) -> pb.Ask:
 def history_to_wire(h: st.AskHistory) -> pb.GetAskHistoryResponse:
     entries = []
     for e in h.entries:
-        entry = pb.AskHistoryEntry(
-            kind=_CHANGE_TO_WIRE[e.change],
-            actor_account_id=str(e.actor_id) if e.actor_id else "",
-            actor_handle=e.actor_handle,
-            surface=SURFACE_TO_WIRE[e.surface] if e.surface else pb.ASK_SURFACE_UNSPECIFIED,
-            reason=e.reason,
-        )
+        entry = pb.AskHistoryEntry(kind=_CHANGE_TO_WIRE[e.change], **_who(e))
         entry.at.CopyFrom(timestamp(e.at))
         entries.append(entry)
     return pb.GetAskHistoryResponse(

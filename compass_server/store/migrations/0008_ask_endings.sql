@@ -113,6 +113,33 @@ BEGIN
 END
 $$;
 
+-- Appends an ending's events: the ask's MessageUpdated, the answer's
+-- MessagePosted when there is one, and the agent's presence change when it
+-- moved. Returns the last event id, NULL when they are left to number after
+-- commit.
+CREATE FUNCTION compass_append_ending(
+  channel uuid, ask_msg jsonb, change jsonb, answer_msg jsonb DEFAULT NULL
+) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+  kinds text[] := ARRAY['message_updated'];
+  channels uuid[] := ARRAY[channel];
+  payloads jsonb[] := ARRAY[ask_msg];
+BEGIN
+  IF answer_msg IS NOT NULL THEN
+    kinds := kinds || 'message_posted'::text;
+    channels := channels || channel;
+    payloads := payloads || answer_msg;
+  END IF;
+  IF change IS NOT NULL THEN
+    kinds := kinds || 'presence_changed'::text;
+    channels := channels || NULL::uuid;
+    payloads := payloads || change;
+  END IF;
+  RETURN compass_append_events(kinds, channels, payloads);
+END
+$$;
+
 -- Posts a message for a member of the channel; NULL when the author isn't one.
 -- Each ask is indexed with its due time and recorded as posted.
 DROP FUNCTION compass_post_message(uuid, uuid, uuid, uuid, jsonb, text, text[]);
@@ -200,16 +227,7 @@ BEGIN
     RETURNING * INTO answer_row;
   answer_msg := compass_message_json(answer_row, (SELECT handle FROM accounts WHERE id = actor));
   change := compass_presence_change((locked.m).author_id, -1);
-  IF change IS NULL THEN
-    last_id := compass_append_events(
-      ARRAY['message_updated', 'message_posted'],
-      ARRAY[(locked.m).channel_id, (locked.m).channel_id], ARRAY[ask_msg, answer_msg]);
-  ELSE
-    last_id := compass_append_events(
-      ARRAY['message_updated', 'message_posted', 'presence_changed'],
-      ARRAY[(locked.m).channel_id, (locked.m).channel_id, NULL],
-      ARRAY[ask_msg, answer_msg, change]);
-  END IF;
+  last_id := compass_append_ending((locked.m).channel_id, ask_msg, change, answer_msg);
   RETURN jsonb_build_object('status', 'taken', 'ask_message', ask_msg, 'answer_message', answer_msg,
     'numbered', last_id IS NOT NULL);
 END
@@ -262,14 +280,7 @@ BEGIN
   END IF;
   ask_msg := compass_write_ending(locked.m, locked.idx, kind, actor, surface, reason);
   change := compass_presence_change((locked.m).author_id, -1);
-  IF change IS NULL THEN
-    last_id := compass_append_events(
-      ARRAY['message_updated'], ARRAY[(locked.m).channel_id], ARRAY[ask_msg]);
-  ELSE
-    last_id := compass_append_events(
-      ARRAY['message_updated', 'presence_changed'], ARRAY[(locked.m).channel_id, NULL],
-      ARRAY[ask_msg, change]);
-  END IF;
+  last_id := compass_append_ending((locked.m).channel_id, ask_msg, change);
   RETURN jsonb_build_object('status', 'changed', 'ask_message', ask_msg,
     'numbered', last_id IS NOT NULL);
 END
@@ -316,13 +327,7 @@ BEGIN
     END IF;
     ask_msg := compass_write_ending(m, idx, 'expired', NULL, 'server', NULL);
     change := compass_presence_change(m.author_id, -1);
-    IF change IS NULL THEN
-      last_id := compass_append_events(ARRAY['message_updated'], ARRAY[m.channel_id], ARRAY[ask_msg]);
-    ELSE
-      last_id := compass_append_events(
-        ARRAY['message_updated', 'presence_changed'], ARRAY[m.channel_id, NULL],
-        ARRAY[ask_msg, change]);
-    END IF;
+    last_id := compass_append_ending(m.channel_id, ask_msg, change);
     expired := expired + 1;
     IF last_id IS NULL AND NOT due.workspace_id = ANY(unnumbered) THEN
       unnumbered := unnumbered || due.workspace_id;
