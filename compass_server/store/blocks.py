@@ -326,7 +326,7 @@ def _ending_to_json(e: AskEnding) -> dict[str, Any]:
     return out
 
 
-def _ending_from_json(a: dict[str, Any]) -> AskEnding | None:
+def ending_from_json(a: dict[str, Any]) -> AskEnding | None:
     """The ending as written, or derived from the flags of an ask that ended
     before endings were recorded (who and when unknown)."""
     raw = a.get("ending")
@@ -389,7 +389,7 @@ def block_from_json(raw: dict[str, Any], where: str = "block") -> Block:
                 ),
                 answerer_ids=tuple(uuid.UUID(i) for i in a.get("answerer_ids", ())),
                 answerer_handles=tuple(a.get("answerer_handles", ())),
-                ending=_ending_from_json(a),
+                ending=ending_from_json(a),
             )
             if ask.answered and ask.cancelled:
                 raise Corrupt(f"stored {where} ask {ask.ask_id!r} is both answered and cancelled")

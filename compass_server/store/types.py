@@ -279,6 +279,8 @@ class AskStatus(enum.StrEnum):
     REPLACED = "replaced"
     ANSWERED = "answered"
     WITHDRAWN = "withdrawn"
+    # A person declined it; the ask's ending says who and why.
+    DECLINED = "declined"
 
 
 @dataclass(frozen=True, slots=True)
