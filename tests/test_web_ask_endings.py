@@ -183,3 +183,31 @@ async def test_a_decline_elsewhere_lands_on_an_open_form_with_staged_input(
         "Declined by grace through gRPC"
     )
     await expect(page.get_by_role("alert")).to_have_count(0)
+
+
+async def test_declining_an_inbox_ask(page: Any, api_world: World, server: Any) -> None:
+    world, inbox = api_world, server.inbox
+    item, _ = await inbox.post(
+        world.agent, "deploy", "Deploy now?", "Staging is green.", design_ask()
+    )
+    await sign_in(page, world.tokens[world.human.account_id])
+    await page.goto(f"/#/inbox/{item.item_id}")
+    form = ask_form(page, item.ask_id)
+    await stage_picks(form)
+    await form.get_by_role("button", name="Decline…").click()
+    await form.get_by_label("Reason (optional)").fill("not this week")
+    await form.get_by_role("button", name="Decline", exact=True).click()
+
+    await expect(form.get_by_role("status")).to_have_text("Declined by ada: not this week")
+    await expect_locked(form)
+    await expect(page.locator(".inbox-item-header .inbox-status")).to_have_text("Closed")
+    await expect(page.get_by_role("button", name="Close without answering")).to_have_count(0)
+    await expect(page.get_by_role("alert")).to_have_count(0)
+    stored_item = await inbox.read_thread(world.human, item.item_id)
+    (asked,) = stored_item.messages
+    assert asked.ask is not None and asked.ask.ending is not None
+    assert (asked.ask.ending.kind, asked.ask.ending.reason) == (
+        EndingKind.DECLINED,
+        "not this week",
+    )
+    assert asked.ask.ending.surface is Surface.INBOX

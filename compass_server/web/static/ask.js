@@ -111,7 +111,10 @@ function chosenOf(ask, question, draft) {
  * Optional, for asks that live outside channels (the inbox):
  * ctx.closedStatus(ask, message) words a closed ask's status line;
  * ctx.send(ask, message, answers) sends the answers in place of RespondToAsk
- * and resolves to "" when done, or to an error to show with the picks kept.
+ * and resolves to "" when done, or to an error to show with the picks kept;
+ * ctx.decline(ask, message, reason) does the same in place of DeclineAsk.
+ * A channel's ask reads its history, which says whether the reader may
+ * answer, decline or withdraw it.
  */
 export function renderAsk(ask, message, ctx) {
   const closed = isClosed(ask);
@@ -189,7 +192,7 @@ function renderActions(ask, message, ctx, { draft, busy, history, inChannel, rea
     : null;
   // Someone the ask doesn't name sees it read-only; its agent's owner may still withdraw it.
   if (readOnly) return withdraw ? h("div", { class: "ask-actions" }, withdraw) : null;
-  if (inChannel && draft.declining) {
+  if (draft.declining) {
     const reasonId = `ask-${ask.askId}-reason`;
     return h(
       "div",
@@ -235,7 +238,7 @@ function renderActions(ask, message, ctx, { draft, busy, history, inChannel, rea
     "div",
     { class: "ask-actions" },
     withdraw,
-    inChannel && history?.callerMayAnswer
+    (inChannel ? history?.callerMayAnswer : ctx.decline)
       ? h(
           "button",
           {
@@ -262,6 +265,14 @@ async function end(ask, message, ctx, method, extra) {
   draft.error = "";
   sending.set(ask.askId, method === "DeclineAsk" ? "Declining…" : "Withdrawing…");
   ctx.refresh(message.messageId);
+  if (ctx.decline && method === "DeclineAsk") {
+    const error = await ctx.decline(ask, message, extra.reason);
+    sending.delete(ask.askId);
+    if (error && !closedNow(ctx, ask.askId)) draftOf(ask.askId).error = error;
+    else drafts.delete(ask.askId);
+    ctx.refresh(message.messageId);
+    return;
+  }
   try {
     const response = await ctx.comms.call(method, { askId: ask.askId, ...extra });
     sending.delete(ask.askId);
