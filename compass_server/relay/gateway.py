@@ -78,9 +78,10 @@ def hears(
     agent_id: uuid.UUID, channels: dict[uuid.UUID, datetime.datetime]
 ) -> Callable[[Event], bool]:
     """What the agent's delivery lane carries: messages by others in its
-    channels since it joined, updates of its own asks (answered or
-    withdrawn), and changes others make to its inbox items (answers, replies,
-    closes, take-backs). `channels` grows as the log shows the agent joining."""
+    channels since it joined, every ending of its own asks (the ask's
+    MessageUpdated: answered, declined, withdrawn, expired), and changes
+    others make to its inbox items (answers, replies, declines, closes,
+    take-backs). `channels` grows as the log shows the agent joining."""
 
     def visible(event: Event) -> bool:
         if event.inbox is not None:
