@@ -76,6 +76,9 @@ class Expiry:
                 await self.sweep()
             except StoreError as exc:
                 log.warning("expiring asks failed: %s", exc)
+            except Exception:
+                # The loop outlives any one sweep; the next one tries again.
+                log.exception("expiring asks failed")
 
     async def stop(self) -> None:
         with contextlib.suppress(ValueError):
