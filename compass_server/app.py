@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import errno
 import logging
 import os
@@ -28,9 +29,11 @@ from compass_server.api.auth import Authenticator
 from compass_server.api.comms import CommsApi
 from compass_server.api.errors import ApiError, Status
 from compass_server.api.inbox import AgentInboxApi, InboxApi
+from compass_server.asks import Expiry
 from compass_server.events.hub import EventHub
 from compass_server.relay import AgentGateway, Dispatcher, Heartbeat, arms_for
 from compass_server.store import Database, Store
+from compass_server.store.blocks import DeadlineBounds
 from compass_server.store.db import redacted_url
 from compass_server.store.embedded import EmbeddedPostgres
 from compass_server.store.inbox import InboxStore
@@ -115,6 +118,19 @@ class Settings:
     slow_stream_seconds: float = field(
         default_factory=lambda: float(os.environ.get("COMPASS_SLOW_STREAM_SECONDS", "30"))
     )
+    # An ask's deadline may be this soon and this late after its post.
+    ask_deadline_min_seconds: float = field(
+        default_factory=lambda: float(os.environ.get("COMPASS_ASK_DEADLINE_MIN_SECONDS", "60"))
+    )
+    ask_deadline_max_seconds: float = field(
+        default_factory=lambda: float(
+            os.environ.get("COMPASS_ASK_DEADLINE_MAX_SECONDS", str(30 * 86_400))
+        )
+    )
+    # The expiry loop sweeps at least this often, besides waking at deadlines.
+    expiry_interval_seconds: float = field(
+        default_factory=lambda: float(os.environ.get("COMPASS_EXPIRY_INTERVAL_SECONDS", "30"))
+    )
 
 
 async def open_database(
@@ -178,7 +194,13 @@ class CompassServer:
             raise
 
     async def _start(self, url: str, grpc_at: tuple[str, int], http_at: tuple[str, int]) -> None:
-        self.store = Store(self.db)
+        self.store = Store(
+            self.db,
+            deadline_bounds=DeadlineBounds(
+                datetime.timedelta(seconds=self.settings.ask_deadline_min_seconds),
+                datetime.timedelta(seconds=self.settings.ask_deadline_max_seconds),
+            ),
+        )
         # Each part is kept once it started, so a failed start stops only those.
         hub = EventHub(self.store, url)
         await hub.start()
@@ -204,6 +226,9 @@ class CompassServer:
         )
         await heartbeat.start()
         self.heartbeat = heartbeat
+        expiry = Expiry(self.store, interval=self.settings.expiry_interval_seconds)
+        await expiry.start()
+        self.expiry = expiry
         relay = ServiceBinding.of(agent_gateway_pb2, "AgentGatewayService", self.gateway, "runner")
         bindings = [comms, inbox, relay]
         connect = [
@@ -241,6 +266,8 @@ class CompassServer:
         # relay sessions unbind first, so their agents go OFFLINE.
         if hasattr(self, "gateway"):
             await self.gateway.close()
+        if hasattr(self, "expiry"):
+            await self.expiry.stop()
         if hasattr(self, "heartbeat"):
             await self.heartbeat.stop()
         if hasattr(self, "hub"):

@@ -19,6 +19,7 @@ from tests.browser import browser_fixture, page_fixture  # noqa: F401  (`browser
 from tests.world import World
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+TEST_DEADLINE_MIN_SECONDS = 0.2
 
 
 @pytest.fixture(scope="session")
@@ -90,6 +91,8 @@ async def server(database_url: str, tmp_path_factory: pytest.TempPathFactory) ->
             data_dir=tmp_path_factory.mktemp("data"),
             grpc_listen="127.0.0.1:0",
             http_listen="127.0.0.1:0",
+            # Deadlines tests can wait for; the 1 minute default is tested on a store.
+            ask_deadline_min_seconds=TEST_DEADLINE_MIN_SECONDS,
         )
     )
     await srv.start()

@@ -213,7 +213,7 @@ async def test_respond_to_a_cancelled_ask_is_already_exists_and_posts_nothing(
             "RespondToAsk", pb.RespondToAskRequest(ask_id=ask_id, answers=GOOD), tok(w, w.human)
         ),
     )
-    assert "cancelled" in err.message
+    assert "already withdrawn" in err.message
     assert await count_messages(client, w) == before
 
 

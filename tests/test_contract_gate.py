@@ -78,7 +78,42 @@ def _numbers(descriptor: Any) -> dict[str, int]:
 
 
 WIRE_NUMBERS: dict[str, dict[str, int]] = {
-    "Ask": {"ask_id": 1, "questions": 2, "answered": 3, "cancelled": 4},
+    "Ask": {
+        "ask_id": 1,
+        "questions": 2,
+        "answered": 3,
+        "cancelled": 4,
+        "deadline": 5,
+        "timeout": 6,
+        "answerer_account_ids": 7,
+        "answerer_handles": 8,
+        "ending": 9,
+    },
+    "AskEnding": {
+        "kind": 1,
+        "actor_account_id": 2,
+        "actor_handle": 3,
+        "ended_at": 4,
+        "surface": 5,
+        "reason": 6,
+    },
+    "AskHistoryEntry": {
+        "kind": 1,
+        "actor_account_id": 2,
+        "actor_handle": 3,
+        "at": 4,
+        "surface": 5,
+        "reason": 6,
+    },
+    "DeclineAskRequest": {"ask_id": 1, "reason": 2},
+    "WithdrawAskRequest": {"ask_id": 1},
+    "GetAskHistoryRequest": {"ask_id": 1},
+    "GetAskHistoryResponse": {
+        "ask_id": 1,
+        "entries": 2,
+        "caller_may_answer": 3,
+        "caller_may_withdraw": 4,
+    },
     "AskQuestion": {
         "question_id": 1,
         "question": 2,

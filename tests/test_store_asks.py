@@ -228,10 +228,23 @@ async def test_answer_by_a_non_member_is_not_found_like_an_unknown_id(world: Wor
 
 
 async def test_answer_by_a_non_author_member_works(world: World) -> None:
+    await world.store.add_channel_member(
+        world.human, world.channel.channel_id, world.other_human.account_id
+    )
     ask = Ask(questions=(AskQuestion("q", "Lunch?"),))
     ask_id = only_ask(await world.post_ask(world.human, ask)).ask_id
-    updated, answer = await world.store.answer_ask(world.agent, ask_id, [Answer("q", (), "yes")])
-    assert only_ask(updated).answered and answer.author_id == world.agent.account_id
+    updated, answer = await world.store.answer_ask(
+        world.other_human, ask_id, [Answer("q", (), "yes")]
+    )
+    assert only_ask(updated).answered and answer.author_id == world.other_human.account_id
+
+
+async def test_an_agent_never_answers_even_through_the_store(world: World) -> None:
+    ask = Ask(questions=(AskQuestion("q", "Lunch?"),))
+    message = await world.post_ask(world.human, ask)
+    with pytest.raises(PermissionDenied, match="agents never answer"):
+        await world.store.answer_ask(world.agent, only_ask(message).ask_id, [Answer("q", (), "x")])
+    assert only_ask(await world.store.get_message(world.human, message.message_id)).is_open
 
 
 # --- cancel --------------------------------------------------------------------------
@@ -269,7 +282,7 @@ async def test_answer_after_cancel_conflicts_and_inserts_no_answer(world: World)
     ask_id = only_ask(await world.post_ask()).ask_id
     await world.store.cancel_ask(world.agent, ask_id)
     count = len(await channel_messages(world))
-    with pytest.raises(Conflict, match="cancelled"):
+    with pytest.raises(Conflict, match="already withdrawn"):
         await world.store.answer_ask(world.human, ask_id, GOOD)
     assert len(await channel_messages(world)) == count
 

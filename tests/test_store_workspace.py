@@ -182,7 +182,7 @@ DYNAMIC_SQL = re.compile(r"\bexecute\s+(?!function\b|procedure\b)", re.IGNORECAS
 # server-owned ask state. The app role writes through these functions.
 MESSAGE_WRITERS = {
     "function compass_answer_ask",
-    "function compass_cancel_ask",
+    "function compass_write_ending",
     "function compass_post_message",
     "compass_app may DELETE messages",
     "compass_app may INSERT messages",

@@ -232,7 +232,7 @@ async def test_withdrawn_before_the_push_arrives(page: Any, api_world: World, se
         await form.get_by_role("button", name="Submit answers").click()
     response = await refused.value
     assert response.status == 409
-    assert (await response.json())["message"] == f"ask {ask_id!r} is cancelled"
+    assert (await response.json())["message"] == f"ask {ask_id!r} is already withdrawn"
     await expect_withdrawn_and_empty(page, form)
     # Nothing pushed yet: the presence change comes with the resumed stream.
     await expect(presence_badge(page, world.agent.account_id)).to_have_text("WAITING")

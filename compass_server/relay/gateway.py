@@ -29,6 +29,8 @@ from compass_server.store.store import parse_id
 from compass_server.store.types import (
     AccountKind,
     Actor,
+    Ask,
+    EndingKind,
     Event,
     EventKind,
     RunnerPrincipal,
@@ -78,10 +80,11 @@ def hears(
 ) -> Callable[[Event], bool]:
     """What the agent's delivery lane carries: one signal per change someone
     else made. Messages by others in its channels since it joined (an answer
-    to its ask arrives as the answer message), and changes others make to its
-    inbox items (answers, replies, closes, take-backs). What the agent did
-    itself it learned from the call's result. `channels` grows as the log
-    shows the agent joining."""
+    to its ask arrives as the answer message), the other endings of its own
+    asks (the ask's MessageUpdated: declined, withdrawn by its owner,
+    expired), and changes others make to its inbox items (answers, replies,
+    declines, closes, take-backs). What the agent did itself it learned from
+    the call's result. `channels` grows as the log shows the agent joining."""
 
     def visible(event: Event) -> bool:
         if event.inbox is not None:
@@ -96,9 +99,16 @@ def hears(
         if message is None:
             return False
         if event.kind is EventKind.MESSAGE_UPDATED:
-            # An ask's update is its answer, heard as the answer message, or
-            # the asker's own withdrawal.
-            return False
+            # An ask's update is heard when someone else ended it some way
+            # other than answering: the answer comes as the answer message,
+            # and the agent's own withdrawal came back with its call.
+            return message.author_id == agent_id and any(
+                isinstance(b, Ask)
+                and b.ending is not None
+                and b.ending.kind is not EndingKind.ANSWERED
+                and b.ending.actor_id != agent_id
+                for b in message.blocks
+            )
         joined = channels.get(message.channel_id)
         return (
             message.author_id != agent_id

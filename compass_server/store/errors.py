@@ -24,7 +24,8 @@ class PermissionDenied(StoreError):
 
 
 class Conflict(StoreError):
-    """The target is already in a terminal state (answered, cancelled, taken)."""
+    """The target is already in a terminal state (an ask answered, withdrawn,
+    declined or expired; a session taken)."""
 
 
 class InvalidArgument(StoreError):

@@ -44,6 +44,7 @@ from compass_server.store.types import (
     InboxMessage,
     InboxStatus,
     Page,
+    Surface,
     TextBlock,
 )
 
@@ -64,6 +65,8 @@ class InboxItem:
     ask_message_id: uuid.UUID | None
     # The agent's reason when it closed the item; empty for a member's close.
     close_reason: str
+    # The standing of the item's newest ask; None for a note.
+    ask_status: AskStatus | None
     answered_by: uuid.UUID | None
     closed_by: uuid.UUID | None
     created_at: datetime.datetime
@@ -120,6 +123,7 @@ def _item(row: dict[str, Any]) -> InboxItem:
         ask_id=row["ask_id"] or "",
         ask_message_id=row["ask_message_id"],
         close_reason=row["close_reason"],
+        ask_status=AskStatus(row["ask_status"]) if row["ask_status"] else None,
         answered_by=row["answered_by"],
         closed_by=row["closed_by"],
         created_at=row["created_at"],
@@ -128,9 +132,12 @@ def _item(row: dict[str, Any]) -> InboxItem:
     )
 
 
-def _standing(blocks: Sequence[Block], status: AskStatus | None) -> tuple[Block, ...]:
-    """Blocks as read: an ask's answered/cancelled follow its standing. A
-    replaced ask reads cancelled: the agent's newer ask took it back."""
+def _standing(
+    blocks: Sequence[Block], status: AskStatus | None, ending: dict[str, Any] | None = None
+) -> tuple[Block, ...]:
+    """Blocks as read: an ask's answered/cancelled follow its standing, and a
+    declined ask carries its ending. A replaced ask reads cancelled: the
+    agent's newer ask took it back."""
     if status is None:
         return tuple(blocks)
     return tuple(
@@ -139,6 +146,7 @@ def _standing(blocks: Sequence[Block], status: AskStatus | None) -> tuple[Block,
             ask_id=b.ask_id,
             answered=status is AskStatus.ANSWERED,
             cancelled=status in (AskStatus.WITHDRAWN, AskStatus.REPLACED),
+            ending=blockrules.ending_from_json({"ending": ending}) if ending else None,
         )
         if isinstance(b, Ask)
         else b
@@ -153,7 +161,7 @@ def _message(row: dict[str, Any]) -> InboxMessage:
         item_id=row["item_id"],
         author_id=row["author_id"],
         author_handle=row["author_handle"],
-        blocks=_standing(blockrules.blocks_from_json(row["blocks"]), status),
+        blocks=_standing(blockrules.blocks_from_json(row["blocks"]), status, row.get("ending")),
         created_at=row["created_at"],
         position=row["position"],
         ask_status=status,
@@ -366,6 +374,10 @@ class InboxStore:
         rules.check_title(title)
         if not body and ask is None:
             raise InvalidArgument("a post needs a body, an ask, or both")
+        if ask is not None and (ask.deadline or ask.timeout or ask.answerer_ids):
+            # Its readers are the agent's owner and those granted, and its
+            # agent closes or replaces it itself.
+            raise InvalidArgument("an inbox ask takes no deadline and names no answerers")
         blocks = _text_blocks(body)
         if ask is not None:
             prepared, _ = blockrules.prepare_for_append([ask])
@@ -571,6 +583,8 @@ class InboxStore:
                 return f"this item has no ask {ask_id!r}"
             return f"ask {ask_id!r} is {row['ask_status']}"
         if item.status is not InboxStatus.OPEN:
+            if item.ask_status is AskStatus.DECLINED:
+                return "the ask was declined"
             return {
                 InboxStatus.ANSWERED: "the ask is answered already",
                 InboxStatus.CLOSED: "the ask was withdrawn",
@@ -614,6 +628,39 @@ class InboxStore:
         async with self.db.tx(actor.workspace_id) as conn:
             item = await self._lock_as_viewer(conn, actor, item_id)
             return await self._close(conn, item, actor, None)
+
+    async def decline(
+        self, actor: Actor, item_id: uuid.UUID, reason: str = "", *, surface: Surface | None = None
+    ) -> InboxItem:
+        """A person declines the item's open ask, with an optional reason the
+        agent hears: the ask ends declined, the item is closed by the person
+        and its revision stays; no message is written. Refusals in the order
+        visibility, state, reason."""
+        _member(actor)
+        async with self.db.tx(actor.workspace_id) as conn:
+            item = await self._lock_as_viewer(conn, actor, item_id)
+            _require_open(item, "decline")
+            if item.status is InboxStatus.CLOSED:
+                ended = "declined" if item.ask_status is AskStatus.DECLINED else "closed"
+                raise Conflict(f"inbox item {item_id} is already {ended}; nothing to decline")
+            blockrules.check_reason(reason)
+            asked = item.ask_message_id
+            assert asked is not None
+            await conn.execute(
+                INBOX["decline_ask"],
+                {
+                    "id": asked,
+                    "actor": actor.account_id,
+                    "surface": surface.value if surface else None,
+                    "reason": reason,
+                },
+            )
+            item = await self._set_item(
+                conn, item, rules.closed(item.state, actor.account_id, by_agent=False)
+            )
+            # The agent hears the declined ask, its ending saying who and why.
+            await self._publish(conn, item, actor, await self._message(conn, asked))
+        return item
 
     async def take_back_answer(self, actor: Actor, item_id: uuid.UUID) -> InboxItem:
         """Undoes a failed hand-off: deletes the answering message and its

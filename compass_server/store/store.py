@@ -9,7 +9,6 @@ sequencer.py); reads of the log first wait for this process's own writes.
 from __future__ import annotations
 
 import base64
-import collections
 import datetime
 import hashlib
 import secrets
@@ -21,6 +20,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from compass_server.store import blocks as blockrules
+from compass_server.store.asks import AskCache, AskEndings
 from compass_server.store.db import Conn, Database, queries
 from compass_server.store.errors import (
     Conflict,
@@ -33,7 +33,6 @@ from compass_server.store.types import (
     Account,
     AccountKind,
     Actor,
-    Answer,
     Ask,
     AskStatus,
     Attachment,
@@ -52,6 +51,7 @@ from compass_server.store.types import (
     Runner,
     RunnerPrincipal,
     SessionBinding,
+    Surface,
     Workspace,
 )
 
@@ -141,19 +141,6 @@ def _channel(row: dict[str, Any]) -> Channel:
     )
 
 
-def _message_from_payload(p: dict[str, Any]) -> Message:
-    """A message as compass_message_json (migration 0004) writes it."""
-    return Message(
-        message_id=uuid.UUID(p["message_id"]),
-        channel_id=uuid.UUID(p["channel_id"]),
-        author_id=uuid.UUID(p["author_id"]),
-        author_handle=p["author_handle"],
-        blocks=blockrules.blocks_from_json(p["blocks"]),
-        created_at=datetime.datetime.fromisoformat(p["created_at"]),
-        position=p.get("position", 0),
-    )
-
-
 def _channel_payload(c: Channel) -> dict[str, Any]:
     return {
         "id": str(c.channel_id),
@@ -228,7 +215,7 @@ def event_from_row(row: dict[str, Any]) -> Event:
     p = row["payload"]
     message = presence = channel = inbox = None
     if kind in (EventKind.MESSAGE_POSTED, EventKind.MESSAGE_UPDATED):
-        message = _message_from_payload(p)
+        message = blockrules.message_from_json(p)
     elif kind is EventKind.INBOX_ITEM_CHANGED:
         inbox = _inbox_change_from_payload(p)
     elif kind is EventKind.PRESENCE_CHANGED:
@@ -310,32 +297,17 @@ async def _refresh_presence(conn: Conn, agent_id: uuid.UUID) -> None:
         Database.appended()
 
 
-class _AskCache:
-    """Asks' content by id. Content never changes after append, so a copy can
-    check answers without a read; state always comes from the locked row."""
-
-    def __init__(self, size: int = 50_000) -> None:
-        self.size = size
-        self._asks: collections.OrderedDict[str, Ask] = collections.OrderedDict()
-
-    def get(self, ask_id: str) -> Ask | None:
-        ask = self._asks.get(ask_id)
-        if ask is not None:
-            self._asks.move_to_end(ask_id)
-        return ask
-
-    def put(self, ask: Ask) -> None:
-        self._asks[ask.ask_id] = Ask(
-            questions=tuple(blockrules.pending(q) for q in ask.questions), ask_id=ask.ask_id
-        )
-        if len(self._asks) > self.size:
-            self._asks.popitem(last=False)
-
-
-class Store:
-    def __init__(self, db: Database) -> None:
+class Store(AskEndings):
+    def __init__(
+        self,
+        db: Database,
+        *,
+        deadline_bounds: blockrules.DeadlineBounds = blockrules.DEADLINE_BOUNDS,
+    ) -> None:
         self.db = db
-        self._asks = _AskCache()
+        self._asks = AskCache()
+        self.deadline_bounds = deadline_bounds
+        self.deadline_listeners = []
 
     # --- workspaces, accounts, runners, sign-in ----------------------------
 
@@ -630,11 +602,18 @@ class Store:
     # --- messages and asks --------------------------------------------------
 
     async def append_message(
-        self, actor: Actor, channel_id: uuid.UUID, blocks: Sequence[Block]
+        self,
+        actor: Actor,
+        channel_id: uuid.UUID,
+        blocks: Sequence[Block],
+        *,
+        surface: Surface | None = None,
     ) -> Message:
-        """Posts blocks as the actor. Mints one ask_id per ask block and drops
-        any inbound server-owned ask state; refuses ask_answer blocks."""
-        stored, ask_ids = blockrules.prepare_for_append(blocks)
+        """Posts blocks as the actor. Mints one ask_id per ask block, settles
+        each ask's deadline and checks its answerers, and drops any inbound
+        server-owned ask state; refuses ask_answer blocks."""
+        stored, ask_ids = blockrules.prepare_for_append(blocks, bounds=self.deadline_bounds)
+        stored = await self._name_answerers(actor, channel_id, stored)
         blocks_json = blockrules.blocks_to_json(stored)
         blockrules.check_message_size(blocks_json)
         async with self.db.connection() as conn:
@@ -648,6 +627,8 @@ class Store:
                     "blocks": Jsonb(blocks_json),
                     "search_text": blockrules.search_text(stored),
                     "ask_ids": ask_ids,
+                    "due": [b.deadline for b in stored if isinstance(b, Ask)],
+                    "surface": surface.value if surface else None,
                 },
             )
             row = await cur.fetchone()
@@ -655,108 +636,9 @@ class Store:
             raise NotFound(f"no channel {channel_id}")
         if not row["message"]["numbered"]:
             self.db.sequencer.committed(actor.workspace_id)
-        message = _message_from_payload(row["message"]["message"])
-        for block in message.blocks:
-            if isinstance(block, Ask):
-                self._asks.put(block)
+        message = blockrules.message_from_json(row["message"]["message"])
+        self._posted(message)
         return message
-
-    async def _ask_state(self, actor: Actor, ask_id: str) -> Ask:
-        """The ask as the actor may see it, unlocked; NOT_FOUND when it can't."""
-        async with self.db.tx(actor.workspace_id) as conn:
-            cur = await conn.execute(
-                MESSAGES["ask_state"], {"ask_id": ask_id, "actor": actor.account_id}
-            )
-            row = await cur.fetchone()
-        if row is None or row["state"] is None:
-            raise NotFound(f"no ask {ask_id!r}")
-        ask = blockrules.block_from_json({"kind": "ask", "ask": row["state"]["ask"]})
-        if not isinstance(ask, Ask):
-            raise Corrupt(f"ask {ask_id!r} is indexed but missing from its message")
-        self._asks.put(ask)
-        return ask
-
-    @staticmethod
-    def _refuse_closed(ask: Ask) -> None:
-        if ask.answered:
-            raise Conflict(f"ask {ask.ask_id!r} is already answered")
-        if ask.cancelled:
-            raise Conflict(f"ask {ask.ask_id!r} is cancelled")
-
-    async def answer_ask(
-        self, actor: Actor, ask_id: str, answers: Sequence[Answer]
-    ) -> tuple[Message, Message]:
-        """Answers every question at once. Returns the ask's message, now
-        answered, and the new ask_answer message by the actor.
-
-        Refusals come in the order visibility (NOT_FOUND), state (conflict),
-        answers (invalid argument). An ask's content never changes, so the
-        answers are checked against a cached copy; the state is checked on the
-        locked row."""
-        if not ask_id:
-            raise InvalidArgument("ask_id is required")
-        ask = self._asks.get(ask_id)
-        if ask is None:
-            ask = await self._ask_state(actor, ask_id)
-            self._refuse_closed(ask)
-        try:
-            answered = blockrules.apply_answers(ask, answers)
-        except InvalidArgument:
-            self._refuse_closed(await self._ask_state(actor, ask_id))
-            raise
-        async with self.db.connection() as conn:
-            cur = await conn.execute(
-                MESSAGES["answer_ask"],
-                {
-                    "ws": actor.workspace_id,
-                    "actor": actor.account_id,
-                    "ask_id": ask_id,
-                    "answered": Jsonb(blockrules.block_to_json(answered)["ask"]["questions"]),
-                    "answer_id": uuid.uuid4(),
-                },
-            )
-            row = await cur.fetchone()
-        result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
-        status = result["status"]
-        if status == "taken":
-            if not result["numbered"]:
-                self.db.sequencer.committed(actor.workspace_id)
-            return (
-                _message_from_payload(result["ask_message"]),
-                _message_from_payload(result["answer_message"]),
-            )
-        if status == "not_found":
-            raise NotFound(f"no ask {ask_id!r}")
-        if status == "answered":
-            raise Conflict(f"ask {ask_id!r} is already answered")
-        if status == "cancelled":
-            raise Conflict(f"ask {ask_id!r} is cancelled")
-        raise Corrupt(f"ask {ask_id!r}: the answer could not be applied ({status})")
-
-    async def cancel_ask(self, actor: Actor, ask_id: str) -> tuple[Message, bool]:
-        """Withdraws the actor's own ask. Checks run find → author → state; a
-        repeat cancel changes nothing and returns changed=False."""
-        if not ask_id:
-            raise InvalidArgument("ask_id is required")
-        async with self.db.connection() as conn:
-            cur = await conn.execute(
-                MESSAGES["cancel_ask"],
-                {"ws": actor.workspace_id, "actor": actor.account_id, "ask_id": ask_id},
-            )
-            row = await cur.fetchone()
-        result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
-        status = result["status"]
-        if status == "changed" and not result["numbered"]:
-            self.db.sequencer.committed(actor.workspace_id)
-        if status in ("changed", "unchanged"):
-            return _message_from_payload(result["ask_message"]), status == "changed"
-        if status == "not_found":
-            raise NotFound(f"no ask {ask_id!r}")
-        if status == "not_author":
-            raise PermissionDenied(f"only the asker can withdraw ask {ask_id!r}")
-        if status == "answered":
-            raise Conflict(f"ask {ask_id!r} is already answered")
-        raise Corrupt(f"ask {ask_id!r}: the withdrawal could not be applied ({status})")
 
     async def get_message(self, actor: Actor, message_id: uuid.UUID) -> Message:
         async with self.db.tx(actor.workspace_id) as conn:

@@ -108,6 +108,52 @@ class AskQuestion:
     timed_out: bool = False
 
 
+class EndingKind(enum.StrEnum):
+    """How an ask ended; it ends exactly once."""
+
+    ANSWERED = "answered"
+    WITHDRAWN_BY_AGENT = "withdrawn_by_agent"
+    WITHDRAWN_BY_OWNER = "withdrawn_by_owner"
+    DECLINED = "declined"
+    EXPIRED = "expired"
+
+
+class AskChange(enum.StrEnum):
+    """An entry of an ask's history: its post, then its ending."""
+
+    POSTED = "posted"
+    ANSWERED = "answered"
+    WITHDRAWN_BY_AGENT = "withdrawn_by_agent"
+    WITHDRAWN_BY_OWNER = "withdrawn_by_owner"
+    DECLINED = "declined"
+    EXPIRED = "expired"
+
+
+class Surface(enum.StrEnum):
+    """Where a change to an ask came from."""
+
+    GRPC = "grpc"
+    CONNECT = "connect"
+    RELAY = "relay"
+    # The web page: Connect calls that name it in a header.
+    WEB = "web"
+    INBOX = "inbox"
+    # The server itself: an expiry.
+    SERVER = "server"
+
+
+@dataclass(frozen=True, slots=True)
+class AskEnding:
+    kind: EndingKind
+    # None only for asks that ended before endings were recorded.
+    at: datetime.datetime | None = None
+    # None for an expiry (and for asks that ended before endings were recorded).
+    actor_id: uuid.UUID | None = None
+    actor_handle: str = ""
+    surface: Surface | None = None
+    reason: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class Ask:
     questions: tuple[AskQuestion, ...]
@@ -115,10 +161,20 @@ class Ask:
     ask_id: str = ""
     answered: bool = False
     cancelled: bool = False
+    # When it expires if still open; set at post, from `timeout` if given.
+    deadline: datetime.datetime | None = None
+    # Inbound only: the deadline as a time from the post.
+    timeout: datetime.timedelta | None = None
+    # Who may answer or decline; empty means any person in the channel.
+    answerer_ids: tuple[uuid.UUID, ...] = ()
+    # Server-owned: their handles, filled at post.
+    answerer_handles: tuple[str, ...] = ()
+    # Server-owned: None while open.
+    ending: AskEnding | None = None
 
     @property
     def is_open(self) -> bool:
-        return not self.answered and not self.cancelled
+        return self.ending is None and not self.answered and not self.cancelled
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +213,28 @@ class Message:
             if isinstance(block, Ask) and block.ask_id == ask_id:
                 return block
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class AskHistoryEntry:
+    change: AskChange
+    at: datetime.datetime
+    # None for an expiry.
+    actor_id: uuid.UUID | None = None
+    actor_handle: str = ""
+    # None for changes made before surfaces were recorded.
+    surface: Surface | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AskHistory:
+    """An ask's record as a reader sees it, and what the reader may do now."""
+
+    ask_id: str
+    entries: tuple[AskHistoryEntry, ...]
+    may_answer: bool
+    may_withdraw: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +279,8 @@ class AskStatus(enum.StrEnum):
     REPLACED = "replaced"
     ANSWERED = "answered"
     WITHDRAWN = "withdrawn"
+    # A person declined it; the ask's ending says who and why.
+    DECLINED = "declined"
 
 
 @dataclass(frozen=True, slots=True)

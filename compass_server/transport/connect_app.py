@@ -17,6 +17,7 @@ from connectrpc.errors import ConnectError
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
+from compass_server.api import surface
 from compass_server.api.auth import Authenticator
 from compass_server.api.errors import ApiError
 from compass_server.transport.binding import Method, ServiceBinding
@@ -36,8 +37,8 @@ def _endpoint(binding: ServiceBinding, method: Method, auth: Authenticator) -> A
     resolve = binding.resolver(auth)
     fn = getattr(binding.impl, method.attr)
 
-    def header(ctx: Any) -> str | None:
-        value = ctx.request_headers.get("authorization")
+    def header(ctx: Any, name: str = "authorization") -> str | None:
+        value = ctx.request_headers.get(name)
         return value if value is None else str(value)
 
     if not method.server_streaming:
@@ -45,7 +46,8 @@ def _endpoint(binding: ServiceBinding, method: Method, auth: Authenticator) -> A
         async def unary(request: Any, ctx: Any) -> Any:
             try:
                 principal = await resolve(header(ctx))
-                return await fn(principal, request)
+                with surface.through(surface.of_connect(header(ctx, surface.HEADER))):
+                    return await fn(principal, request)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

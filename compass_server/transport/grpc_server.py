@@ -12,9 +12,11 @@ from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from compass_server.api import surface
 from compass_server.api.auth import Authenticator
 from compass_server.api.errors import ApiError, Status, to_api_error
 from compass_server.events.hub import Closed
+from compass_server.store.types import Surface
 from compass_server.transport.binding import Method, ServiceBinding
 
 log = logging.getLogger(__name__)
@@ -81,7 +83,8 @@ def _handler(
         async def unary(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             try:
                 principal = await resolve(_authorization(context))
-                return await fn(principal, parse(request))
+                with surface.through(Surface.GRPC):
+                    return await fn(principal, parse(request))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

@@ -83,7 +83,17 @@ FROM unnest(%(ids)s::uuid[], %(names)s::text[], %(types)s::text[], %(data)s::byt
   WITH ORDINALITY AS f (id, name, content_type, data, ordinal)
 
 -- name: set_ask_status
-UPDATE inbox_messages SET ask_status = %(status)s, withdrawn_reason = %(reason)s
+-- Every standing but a decline has no ending of its own.
+UPDATE inbox_messages SET ask_status = %(status)s, withdrawn_reason = %(reason)s, ending = NULL
+WHERE id = %(id)s
+
+-- name: decline_ask
+-- The ending in the shape compass_write_ending (migration 0009) gives Ask.ending.
+UPDATE inbox_messages SET ask_status = 'declined', withdrawn_reason = NULL,
+  ending = jsonb_strip_nulls(jsonb_build_object(
+    'kind', 'declined', 'actor_id', %(actor)s::uuid,
+    'actor_handle', (SELECT handle FROM accounts WHERE id = %(actor)s::uuid),
+    'at', now(), 'surface', %(surface)s::text, 'reason', nullif(%(reason)s::text, '')))
 WHERE id = %(id)s
 
 -- name: set_item
@@ -125,7 +135,7 @@ WITH latest AS (
   SELECT id FROM inbox_messages WHERE item_id = %(item_id)s AND ask_status = 'open'
 )
 SELECT m.id, m.item_id, m.author_id, acc.handle AS author_handle, m.blocks, m.created_at,
-       m.position, m.ask_status, coalesce(m.withdrawn_reason, '') AS withdrawn_reason,
+       m.position, m.ask_status, coalesce(m.withdrawn_reason, '') AS withdrawn_reason, m.ending,
        coalesce((SELECT jsonb_agg(jsonb_build_array(f.id, f.name, f.content_type, f.size_bytes)
                                   ORDER BY f.ordinal)
                  FROM inbox_files f WHERE f.message_id = m.id), '[]'::jsonb) AS attachments,
@@ -137,7 +147,7 @@ ORDER BY m.position
 
 -- name: message
 SELECT m.id, m.item_id, m.author_id, acc.handle AS author_handle, m.blocks, m.created_at,
-       m.position, m.ask_status, coalesce(m.withdrawn_reason, '') AS withdrawn_reason,
+       m.position, m.ask_status, coalesce(m.withdrawn_reason, '') AS withdrawn_reason, m.ending,
        coalesce((SELECT jsonb_agg(jsonb_build_array(f.id, f.name, f.content_type, f.size_bytes)
                                   ORDER BY f.ordinal)
                  FROM inbox_files f WHERE f.message_id = m.id), '[]'::jsonb) AS attachments,

@@ -1,18 +1,9 @@
 -- name: post_message
--- Messages are written only by these three calls (migration 0004): insert,
--- index its asks, append events, in one statement.
+-- Messages are written only by this call and the ask endings (asks.sql):
+-- insert, index and record its asks, append events, in one statement.
 SELECT compass_post_message(
   %(ws)s, %(id)s, %(channel_id)s, %(author_id)s, %(blocks)s, %(search_text)s,
-  %(ask_ids)s::text[]) AS message
-
--- name: answer_ask
-SELECT compass_answer_ask(%(ws)s, %(actor)s, %(ask_id)s, %(answered)s, %(answer_id)s) AS result
-
--- name: cancel_ask
-SELECT compass_cancel_ask(%(ws)s, %(actor)s, %(ask_id)s) AS result
-
--- name: ask_state
-SELECT compass_ask_state(%(ask_id)s, %(actor)s) AS state
+  %(ask_ids)s::text[], %(due)s::timestamptz[], %(surface)s) AS message
 
 -- name: is_member
 SELECT 1 AS ok FROM channel_members WHERE channel_id = %(channel_id)s AND account_id = %(actor)s

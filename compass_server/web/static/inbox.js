@@ -31,6 +31,7 @@ const ASK = {
   replaced: "INBOX_ASK_STATUS_REPLACED",
   answered: "INBOX_ASK_STATUS_ANSWERED",
   withdrawn: "INBOX_ASK_STATUS_WITHDRAWN",
+  declined: "INBOX_ASK_STATUS_DECLINED",
 };
 
 const OUTCOME = {
@@ -177,6 +178,7 @@ export class InboxView {
       reportQuiet: app.reportQuiet,
       closedStatus: (ask, message) => this.closedStatus(ask, message),
       send: (ask, message, answers) => this.send(ask, answers),
+      decline: (ask, message, reason) => this.decline(reason),
     };
     this.refreshList = coalesced(() => this.loadList());
     this.refreshItem = coalesced(() => this.loadItem());
@@ -529,6 +531,10 @@ export class InboxView {
       const by = closer ? ` by ${closer}` : "";
       return tried ? `${NOT_RECORDED} it was closed without answering${by}.` : `Closed without answering${by}.`;
     }
+    if (status === ASK.declined) {
+      // ask.js words it from the ask's ending: who declined, and why.
+      return tried ? `${NOT_RECORDED} it was declined.` : "";
+    }
     if (status === ASK.answered) {
       const answer = this.answerTo(ask.askId);
       const who =
@@ -567,6 +573,18 @@ export class InboxView {
       this.notRecorded.delete(ask.askId);
       return `${NOT_RECORDED} ${reason}.`;
     }
+    return "";
+  }
+
+  /** DeclineInboxAsk for ask.js's form: "" when done, or the error to show. */
+  async decline(reason) {
+    try {
+      const response = await this.comms.call("DeclineInboxAsk", { itemId: this.itemId, reason }, INBOX);
+      this.item = response.item;
+    } catch (err) {
+      return describe(err, "The ask wasn't declined");
+    }
+    await this.refreshItem();
     return "";
   }
 

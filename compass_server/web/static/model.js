@@ -12,8 +12,9 @@ export function askBlocks(message) {
   return (message.blocks ?? []).filter((b) => b.ask).map((b) => b.ask);
 }
 
+/** Ended in any way: answered, withdrawn, declined or expired. */
 export function isClosed(ask) {
-  return Boolean(ask.answered || ask.cancelled);
+  return Boolean(ask.answered || ask.cancelled || ask.ending);
 }
 
 // An ask only ever moves from open to closed, so the copy with more closed

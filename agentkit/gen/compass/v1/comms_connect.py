@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .comms_pb2 import AddChannelMemberRequest, AddChannelMemberResponse, CreateChannelRequest, CreateChannelResponse, Event, GetAccountsRequest, GetAccountsResponse, GetMessageRequest, GetMessageResponse, GetPresenceRequest, GetPresenceResponse, ListChannelsRequest, ListChannelsResponse, ListMessagesRequest, ListMessagesResponse, OpenDMRequest, OpenDMResponse, PostMessageRequest, PostMessageResponse, RespondToAskRequest, RespondToAskResponse, SearchMessagesRequest, SearchMessagesResponse, SubscribeRequest, UpdateTopicRequest, UpdateTopicResponse
+from .comms_pb2 import AddChannelMemberRequest, AddChannelMemberResponse, CreateChannelRequest, CreateChannelResponse, DeclineAskRequest, DeclineAskResponse, Event, GetAccountsRequest, GetAccountsResponse, GetAskHistoryRequest, GetAskHistoryResponse, GetMessageRequest, GetMessageResponse, GetPresenceRequest, GetPresenceResponse, ListChannelsRequest, ListChannelsResponse, ListMessagesRequest, ListMessagesResponse, OpenDMRequest, OpenDMResponse, PostMessageRequest, PostMessageResponse, RespondToAskRequest, RespondToAskResponse, SearchMessagesRequest, SearchMessagesResponse, SubscribeRequest, UpdateTopicRequest, UpdateTopicResponse, WithdrawAskRequest, WithdrawAskResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
@@ -73,7 +73,8 @@ class CommsService(Protocol):
     async def post_message(self, request: PostMessageRequest, ctx: RequestContext[PostMessageRequest, PostMessageResponse], /) -> PostMessageResponse:
         """
         Post text and ask blocks. The server mints one ask_id per ask block and
-        drops every server-owned field of an ask. ask_answer blocks are refused.
+        drops every server-owned field of an ask; an ask's deadline (or timeout)
+        and named answerers are checked here. ask_answer blocks are refused.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -96,8 +97,34 @@ class CommsService(Protocol):
     async def respond_to_ask(self, request: RespondToAskRequest, ctx: RequestContext[RespondToAskRequest, RespondToAskResponse], /) -> RespondToAskResponse:
         """
         Answer every question of an ask at once. An ask the caller can't see is
-        NOT_FOUND; an answered or cancelled ask is ALREADY_EXISTS and posts
-        nothing. Agents may not answer (PERMISSION_DENIED).
+        NOT_FOUND; a caller the ask does not name, or an agent, is
+        PERMISSION_DENIED; an ask that already ended (answered, withdrawn,
+        declined, expired) is ALREADY_EXISTS and posts nothing.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def decline_ask(self, request: DeclineAskRequest, ctx: RequestContext[DeclineAskRequest, DeclineAskResponse], /) -> DeclineAskResponse:
+        """
+        End an ask without answering it, with an optional reason; the asking
+        agent hears the reason. Who may answer may decline, by the same refusals
+        as RespondToAsk; nothing is posted.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def withdraw_ask(self, request: WithdrawAskRequest, ctx: RequestContext[WithdrawAskRequest, WithdrawAskResponse], /) -> WithdrawAskResponse:
+        """
+        The owner's withdraw: the person who owns the agent that asked ends its
+        open ask (the way out when the agent is stuck); the agent hears who
+        withdrew it. Anyone else who can see the ask is PERMISSION_DENIED; an
+        ended ask is ALREADY_EXISTS, except a repeat of this withdraw, which
+        succeeds and changes nothing.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def get_ask_history(self, request: GetAskHistoryRequest, ctx: RequestContext[GetAskHistoryRequest, GetAskHistoryResponse], /) -> GetAskHistoryResponse:
+        """
+        Who did what to an ask and through which surface, oldest first, for
+        anyone who can see it; and what the caller may do with it now.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -244,6 +271,39 @@ class CommsServiceASGIApplication(ConnectASGIApplication[CommsService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.respond_to_ask,
+                ),
+                "/compass.v1.CommsService/DeclineAsk": Endpoint.unary(
+                    method=MethodInfo(
+                        name="DeclineAsk",
+                        service_name="compass.v1.CommsService",
+                        input=DeclineAskRequest,
+                        output=DeclineAskResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.decline_ask,
+                ),
+                "/compass.v1.CommsService/WithdrawAsk": Endpoint.unary(
+                    method=MethodInfo(
+                        name="WithdrawAsk",
+                        service_name="compass.v1.CommsService",
+                        input=WithdrawAskRequest,
+                        output=WithdrawAskResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.withdraw_ask,
+                ),
+                "/compass.v1.CommsService/GetAskHistory": Endpoint.unary(
+                    method=MethodInfo(
+                        name="GetAskHistory",
+                        service_name="compass.v1.CommsService",
+                        input=GetAskHistoryRequest,
+                        output=GetAskHistoryResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.get_ask_history,
                 ),
                 "/compass.v1.CommsService/Subscribe": Endpoint.server_stream(
                     method=MethodInfo(
@@ -442,7 +502,8 @@ class CommsServiceClient(ConnectClient):
     ) -> PostMessageResponse:
         """
         Post text and ask blocks. The server mints one ask_id per ask block and
-        drops every server-owned field of an ask. ask_answer blocks are refused.
+        drops every server-owned field of an ask; an ask's deadline (or timeout)
+        and named answerers are checked here. ask_answer blocks are refused.
         """
         return await self.execute_unary(
             request=request,
@@ -533,8 +594,9 @@ class CommsServiceClient(ConnectClient):
     ) -> RespondToAskResponse:
         """
         Answer every question of an ask at once. An ask the caller can't see is
-        NOT_FOUND; an answered or cancelled ask is ALREADY_EXISTS and posts
-        nothing. Agents may not answer (PERMISSION_DENIED).
+        NOT_FOUND; a caller the ask does not name, or an agent, is
+        PERMISSION_DENIED; an ask that already ended (answered, withdrawn,
+        declined, expired) is ALREADY_EXISTS and posts nothing.
         """
         return await self.execute_unary(
             request=request,
@@ -543,6 +605,82 @@ class CommsServiceClient(ConnectClient):
                 service_name="compass.v1.CommsService",
                 input=RespondToAskRequest,
                 output=RespondToAskResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def decline_ask(
+        self,
+        request: DeclineAskRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> DeclineAskResponse:
+        """
+        End an ask without answering it, with an optional reason; the asking
+        agent hears the reason. Who may answer may decline, by the same refusals
+        as RespondToAsk; nothing is posted.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DeclineAsk",
+                service_name="compass.v1.CommsService",
+                input=DeclineAskRequest,
+                output=DeclineAskResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def withdraw_ask(
+        self,
+        request: WithdrawAskRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> WithdrawAskResponse:
+        """
+        The owner's withdraw: the person who owns the agent that asked ends its
+        open ask (the way out when the agent is stuck); the agent hears who
+        withdrew it. Anyone else who can see the ask is PERMISSION_DENIED; an
+        ended ask is ALREADY_EXISTS, except a repeat of this withdraw, which
+        succeeds and changes nothing.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="WithdrawAsk",
+                service_name="compass.v1.CommsService",
+                input=WithdrawAskRequest,
+                output=WithdrawAskResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def get_ask_history(
+        self,
+        request: GetAskHistoryRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> GetAskHistoryResponse:
+        """
+        Who did what to an ask and through which surface, oldest first, for
+        anyone who can see it; and what the caller may do with it now.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetAskHistory",
+                service_name="compass.v1.CommsService",
+                input=GetAskHistoryRequest,
+                output=GetAskHistoryResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),
@@ -657,7 +795,8 @@ class CommsServiceSync(Protocol):
     def post_message(self, request: PostMessageRequest, ctx: RequestContext[PostMessageRequest, PostMessageResponse], /) -> PostMessageResponse:
         """
         Post text and ask blocks. The server mints one ask_id per ask block and
-        drops every server-owned field of an ask. ask_answer blocks are refused.
+        drops every server-owned field of an ask; an ask's deadline (or timeout)
+        and named answerers are checked here. ask_answer blocks are refused.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -680,8 +819,34 @@ class CommsServiceSync(Protocol):
     def respond_to_ask(self, request: RespondToAskRequest, ctx: RequestContext[RespondToAskRequest, RespondToAskResponse], /) -> RespondToAskResponse:
         """
         Answer every question of an ask at once. An ask the caller can't see is
-        NOT_FOUND; an answered or cancelled ask is ALREADY_EXISTS and posts
-        nothing. Agents may not answer (PERMISSION_DENIED).
+        NOT_FOUND; a caller the ask does not name, or an agent, is
+        PERMISSION_DENIED; an ask that already ended (answered, withdrawn,
+        declined, expired) is ALREADY_EXISTS and posts nothing.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def decline_ask(self, request: DeclineAskRequest, ctx: RequestContext[DeclineAskRequest, DeclineAskResponse], /) -> DeclineAskResponse:
+        """
+        End an ask without answering it, with an optional reason; the asking
+        agent hears the reason. Who may answer may decline, by the same refusals
+        as RespondToAsk; nothing is posted.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def withdraw_ask(self, request: WithdrawAskRequest, ctx: RequestContext[WithdrawAskRequest, WithdrawAskResponse], /) -> WithdrawAskResponse:
+        """
+        The owner's withdraw: the person who owns the agent that asked ends its
+        open ask (the way out when the agent is stuck); the agent hears who
+        withdrew it. Anyone else who can see the ask is PERMISSION_DENIED; an
+        ended ask is ALREADY_EXISTS, except a repeat of this withdraw, which
+        succeeds and changes nothing.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def get_ask_history(self, request: GetAskHistoryRequest, ctx: RequestContext[GetAskHistoryRequest, GetAskHistoryResponse], /) -> GetAskHistoryResponse:
+        """
+        Who did what to an ask and through which surface, oldest first, for
+        anyone who can see it; and what the caller may do with it now.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -826,6 +991,39 @@ class CommsServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.respond_to_ask,
+                ),
+                "/compass.v1.CommsService/DeclineAsk": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="DeclineAsk",
+                        service_name="compass.v1.CommsService",
+                        input=DeclineAskRequest,
+                        output=DeclineAskResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.decline_ask,
+                ),
+                "/compass.v1.CommsService/WithdrawAsk": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="WithdrawAsk",
+                        service_name="compass.v1.CommsService",
+                        input=WithdrawAskRequest,
+                        output=WithdrawAskResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.withdraw_ask,
+                ),
+                "/compass.v1.CommsService/GetAskHistory": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="GetAskHistory",
+                        service_name="compass.v1.CommsService",
+                        input=GetAskHistoryRequest,
+                        output=GetAskHistoryResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.get_ask_history,
                 ),
                 "/compass.v1.CommsService/Subscribe": EndpointSync.server_stream(
                     method=MethodInfo(
@@ -1024,7 +1222,8 @@ class CommsServiceClientSync(ConnectClientSync):
     ) -> PostMessageResponse:
         """
         Post text and ask blocks. The server mints one ask_id per ask block and
-        drops every server-owned field of an ask. ask_answer blocks are refused.
+        drops every server-owned field of an ask; an ask's deadline (or timeout)
+        and named answerers are checked here. ask_answer blocks are refused.
         """
         return self.execute_unary(
             request=request,
@@ -1115,8 +1314,9 @@ class CommsServiceClientSync(ConnectClientSync):
     ) -> RespondToAskResponse:
         """
         Answer every question of an ask at once. An ask the caller can't see is
-        NOT_FOUND; an answered or cancelled ask is ALREADY_EXISTS and posts
-        nothing. Agents may not answer (PERMISSION_DENIED).
+        NOT_FOUND; a caller the ask does not name, or an agent, is
+        PERMISSION_DENIED; an ask that already ended (answered, withdrawn,
+        declined, expired) is ALREADY_EXISTS and posts nothing.
         """
         return self.execute_unary(
             request=request,
@@ -1125,6 +1325,82 @@ class CommsServiceClientSync(ConnectClientSync):
                 service_name="compass.v1.CommsService",
                 input=RespondToAskRequest,
                 output=RespondToAskResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def decline_ask(
+        self,
+        request: DeclineAskRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> DeclineAskResponse:
+        """
+        End an ask without answering it, with an optional reason; the asking
+        agent hears the reason. Who may answer may decline, by the same refusals
+        as RespondToAsk; nothing is posted.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DeclineAsk",
+                service_name="compass.v1.CommsService",
+                input=DeclineAskRequest,
+                output=DeclineAskResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def withdraw_ask(
+        self,
+        request: WithdrawAskRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> WithdrawAskResponse:
+        """
+        The owner's withdraw: the person who owns the agent that asked ends its
+        open ask (the way out when the agent is stuck); the agent hears who
+        withdrew it. Anyone else who can see the ask is PERMISSION_DENIED; an
+        ended ask is ALREADY_EXISTS, except a repeat of this withdraw, which
+        succeeds and changes nothing.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="WithdrawAsk",
+                service_name="compass.v1.CommsService",
+                input=WithdrawAskRequest,
+                output=WithdrawAskResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def get_ask_history(
+        self,
+        request: GetAskHistoryRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> GetAskHistoryResponse:
+        """
+        Who did what to an ask and through which surface, oldest first, for
+        anyone who can see it; and what the caller may do with it now.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetAskHistory",
+                service_name="compass.v1.CommsService",
+                input=GetAskHistoryRequest,
+                output=GetAskHistoryResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

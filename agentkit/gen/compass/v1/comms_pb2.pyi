@@ -1,5 +1,6 @@
 import datetime
 
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -16,6 +17,25 @@ class ChannelKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CHANNEL_KIND_CHANNEL: _ClassVar[ChannelKind]
     CHANNEL_KIND_DM: _ClassVar[ChannelKind]
 
+class AskEndingKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ASK_ENDING_KIND_UNSPECIFIED: _ClassVar[AskEndingKind]
+    ASK_ENDING_KIND_ANSWERED: _ClassVar[AskEndingKind]
+    ASK_ENDING_KIND_WITHDRAWN_BY_AGENT: _ClassVar[AskEndingKind]
+    ASK_ENDING_KIND_WITHDRAWN_BY_OWNER: _ClassVar[AskEndingKind]
+    ASK_ENDING_KIND_DECLINED: _ClassVar[AskEndingKind]
+    ASK_ENDING_KIND_EXPIRED: _ClassVar[AskEndingKind]
+
+class AskSurface(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ASK_SURFACE_UNSPECIFIED: _ClassVar[AskSurface]
+    ASK_SURFACE_GRPC: _ClassVar[AskSurface]
+    ASK_SURFACE_CONNECT: _ClassVar[AskSurface]
+    ASK_SURFACE_RELAY: _ClassVar[AskSurface]
+    ASK_SURFACE_WEB: _ClassVar[AskSurface]
+    ASK_SURFACE_INBOX: _ClassVar[AskSurface]
+    ASK_SURFACE_SERVER: _ClassVar[AskSurface]
+
 class PresenceState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     PRESENCE_STATE_UNSPECIFIED: _ClassVar[PresenceState]
@@ -23,6 +43,16 @@ class PresenceState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PRESENCE_STATE_IDLE: _ClassVar[PresenceState]
     PRESENCE_STATE_WORKING: _ClassVar[PresenceState]
     PRESENCE_STATE_WAITING: _ClassVar[PresenceState]
+
+class AskHistoryKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ASK_HISTORY_KIND_UNSPECIFIED: _ClassVar[AskHistoryKind]
+    ASK_HISTORY_KIND_POSTED: _ClassVar[AskHistoryKind]
+    ASK_HISTORY_KIND_ANSWERED: _ClassVar[AskHistoryKind]
+    ASK_HISTORY_KIND_WITHDRAWN_BY_AGENT: _ClassVar[AskHistoryKind]
+    ASK_HISTORY_KIND_WITHDRAWN_BY_OWNER: _ClassVar[AskHistoryKind]
+    ASK_HISTORY_KIND_DECLINED: _ClassVar[AskHistoryKind]
+    ASK_HISTORY_KIND_EXPIRED: _ClassVar[AskHistoryKind]
 
 class AccountKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -40,11 +70,31 @@ class InboxItemStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
 CHANNEL_KIND_UNSPECIFIED: ChannelKind
 CHANNEL_KIND_CHANNEL: ChannelKind
 CHANNEL_KIND_DM: ChannelKind
+ASK_ENDING_KIND_UNSPECIFIED: AskEndingKind
+ASK_ENDING_KIND_ANSWERED: AskEndingKind
+ASK_ENDING_KIND_WITHDRAWN_BY_AGENT: AskEndingKind
+ASK_ENDING_KIND_WITHDRAWN_BY_OWNER: AskEndingKind
+ASK_ENDING_KIND_DECLINED: AskEndingKind
+ASK_ENDING_KIND_EXPIRED: AskEndingKind
+ASK_SURFACE_UNSPECIFIED: AskSurface
+ASK_SURFACE_GRPC: AskSurface
+ASK_SURFACE_CONNECT: AskSurface
+ASK_SURFACE_RELAY: AskSurface
+ASK_SURFACE_WEB: AskSurface
+ASK_SURFACE_INBOX: AskSurface
+ASK_SURFACE_SERVER: AskSurface
 PRESENCE_STATE_UNSPECIFIED: PresenceState
 PRESENCE_STATE_OFFLINE: PresenceState
 PRESENCE_STATE_IDLE: PresenceState
 PRESENCE_STATE_WORKING: PresenceState
 PRESENCE_STATE_WAITING: PresenceState
+ASK_HISTORY_KIND_UNSPECIFIED: AskHistoryKind
+ASK_HISTORY_KIND_POSTED: AskHistoryKind
+ASK_HISTORY_KIND_ANSWERED: AskHistoryKind
+ASK_HISTORY_KIND_WITHDRAWN_BY_AGENT: AskHistoryKind
+ASK_HISTORY_KIND_WITHDRAWN_BY_OWNER: AskHistoryKind
+ASK_HISTORY_KIND_DECLINED: AskHistoryKind
+ASK_HISTORY_KIND_EXPIRED: AskHistoryKind
 ACCOUNT_KIND_UNSPECIFIED: AccountKind
 ACCOUNT_KIND_HUMAN: AccountKind
 ACCOUNT_KIND_AGENT: AccountKind
@@ -77,16 +127,42 @@ class TextBlock(_message.Message):
     def __init__(self, text: _Optional[str] = ...) -> None: ...
 
 class Ask(_message.Message):
-    __slots__ = ("ask_id", "questions", "answered", "cancelled")
+    __slots__ = ("ask_id", "questions", "answered", "cancelled", "deadline", "timeout", "answerer_account_ids", "answerer_handles", "ending")
     ASK_ID_FIELD_NUMBER: _ClassVar[int]
     QUESTIONS_FIELD_NUMBER: _ClassVar[int]
     ANSWERED_FIELD_NUMBER: _ClassVar[int]
     CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_FIELD_NUMBER: _ClassVar[int]
+    ANSWERER_ACCOUNT_IDS_FIELD_NUMBER: _ClassVar[int]
+    ANSWERER_HANDLES_FIELD_NUMBER: _ClassVar[int]
+    ENDING_FIELD_NUMBER: _ClassVar[int]
     ask_id: str
     questions: _containers.RepeatedCompositeFieldContainer[AskQuestion]
     answered: bool
     cancelled: bool
-    def __init__(self, ask_id: _Optional[str] = ..., questions: _Optional[_Iterable[_Union[AskQuestion, _Mapping]]] = ..., answered: _Optional[bool] = ..., cancelled: _Optional[bool] = ...) -> None: ...
+    deadline: _timestamp_pb2.Timestamp
+    timeout: _duration_pb2.Duration
+    answerer_account_ids: _containers.RepeatedScalarFieldContainer[str]
+    answerer_handles: _containers.RepeatedScalarFieldContainer[str]
+    ending: AskEnding
+    def __init__(self, ask_id: _Optional[str] = ..., questions: _Optional[_Iterable[_Union[AskQuestion, _Mapping]]] = ..., answered: _Optional[bool] = ..., cancelled: _Optional[bool] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., answerer_account_ids: _Optional[_Iterable[str]] = ..., answerer_handles: _Optional[_Iterable[str]] = ..., ending: _Optional[_Union[AskEnding, _Mapping]] = ...) -> None: ...
+
+class AskEnding(_message.Message):
+    __slots__ = ("kind", "actor_account_id", "actor_handle", "ended_at", "surface", "reason")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_HANDLE_FIELD_NUMBER: _ClassVar[int]
+    ENDED_AT_FIELD_NUMBER: _ClassVar[int]
+    SURFACE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    kind: AskEndingKind
+    actor_account_id: str
+    actor_handle: str
+    ended_at: _timestamp_pb2.Timestamp
+    surface: AskSurface
+    reason: str
+    def __init__(self, kind: _Optional[_Union[AskEndingKind, str]] = ..., actor_account_id: _Optional[str] = ..., actor_handle: _Optional[str] = ..., ended_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., surface: _Optional[_Union[AskSurface, str]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class AskQuestion(_message.Message):
     __slots__ = ("question_id", "question", "header", "options", "allow_multiple", "recommended", "chosen_option_ids", "custom_text", "timed_out")
@@ -311,6 +387,66 @@ class RespondToAskRequest(_message.Message):
     ask_id: str
     answers: _containers.RepeatedCompositeFieldContainer[AskQuestionAnswer]
     def __init__(self, ask_id: _Optional[str] = ..., answers: _Optional[_Iterable[_Union[AskQuestionAnswer, _Mapping]]] = ...) -> None: ...
+
+class DeclineAskRequest(_message.Message):
+    __slots__ = ("ask_id", "reason")
+    ASK_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    ask_id: str
+    reason: str
+    def __init__(self, ask_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class DeclineAskResponse(_message.Message):
+    __slots__ = ("ask_message",)
+    ASK_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ask_message: Message
+    def __init__(self, ask_message: _Optional[_Union[Message, _Mapping]] = ...) -> None: ...
+
+class WithdrawAskRequest(_message.Message):
+    __slots__ = ("ask_id",)
+    ASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ask_id: str
+    def __init__(self, ask_id: _Optional[str] = ...) -> None: ...
+
+class WithdrawAskResponse(_message.Message):
+    __slots__ = ("ask_message",)
+    ASK_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ask_message: Message
+    def __init__(self, ask_message: _Optional[_Union[Message, _Mapping]] = ...) -> None: ...
+
+class GetAskHistoryRequest(_message.Message):
+    __slots__ = ("ask_id",)
+    ASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ask_id: str
+    def __init__(self, ask_id: _Optional[str] = ...) -> None: ...
+
+class AskHistoryEntry(_message.Message):
+    __slots__ = ("kind", "actor_account_id", "actor_handle", "at", "surface", "reason")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTOR_HANDLE_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    SURFACE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    kind: AskHistoryKind
+    actor_account_id: str
+    actor_handle: str
+    at: _timestamp_pb2.Timestamp
+    surface: AskSurface
+    reason: str
+    def __init__(self, kind: _Optional[_Union[AskHistoryKind, str]] = ..., actor_account_id: _Optional[str] = ..., actor_handle: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., surface: _Optional[_Union[AskSurface, str]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class GetAskHistoryResponse(_message.Message):
+    __slots__ = ("ask_id", "entries", "caller_may_answer", "caller_may_withdraw")
+    ASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    CALLER_MAY_ANSWER_FIELD_NUMBER: _ClassVar[int]
+    CALLER_MAY_WITHDRAW_FIELD_NUMBER: _ClassVar[int]
+    ask_id: str
+    entries: _containers.RepeatedCompositeFieldContainer[AskHistoryEntry]
+    caller_may_answer: bool
+    caller_may_withdraw: bool
+    def __init__(self, ask_id: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[AskHistoryEntry, _Mapping]]] = ..., caller_may_answer: _Optional[bool] = ..., caller_may_withdraw: _Optional[bool] = ...) -> None: ...
 
 class AskQuestionAnswer(_message.Message):
     __slots__ = ("question_id", "chosen_option_ids", "custom_text")

@@ -86,6 +86,21 @@ class CommsServiceStub:
                 request_serializer=compass_dot_v1_dot_comms__pb2.RespondToAskRequest.SerializeToString,
                 response_deserializer=compass_dot_v1_dot_comms__pb2.RespondToAskResponse.FromString,
                 _registered_method=True)
+        self.DeclineAsk = channel.unary_unary(
+                '/compass.v1.CommsService/DeclineAsk',
+                request_serializer=compass_dot_v1_dot_comms__pb2.DeclineAskRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_comms__pb2.DeclineAskResponse.FromString,
+                _registered_method=True)
+        self.WithdrawAsk = channel.unary_unary(
+                '/compass.v1.CommsService/WithdrawAsk',
+                request_serializer=compass_dot_v1_dot_comms__pb2.WithdrawAskRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_comms__pb2.WithdrawAskResponse.FromString,
+                _registered_method=True)
+        self.GetAskHistory = channel.unary_unary(
+                '/compass.v1.CommsService/GetAskHistory',
+                request_serializer=compass_dot_v1_dot_comms__pb2.GetAskHistoryRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_comms__pb2.GetAskHistoryResponse.FromString,
+                _registered_method=True)
         self.Subscribe = channel.unary_stream(
                 '/compass.v1.CommsService/Subscribe',
                 request_serializer=compass_dot_v1_dot_comms__pb2.SubscribeRequest.SerializeToString,
@@ -145,7 +160,8 @@ class CommsServiceServicer:
 
     def PostMessage(self, request, context):
         """Post text and ask blocks. The server mints one ask_id per ask block and
-        drops every server-owned field of an ask. ask_answer blocks are refused.
+        drops every server-owned field of an ask; an ask's deadline (or timeout)
+        and named answerers are checked here. ask_answer blocks are refused.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -174,8 +190,37 @@ class CommsServiceServicer:
 
     def RespondToAsk(self, request, context):
         """Answer every question of an ask at once. An ask the caller can't see is
-        NOT_FOUND; an answered or cancelled ask is ALREADY_EXISTS and posts
-        nothing. Agents may not answer (PERMISSION_DENIED).
+        NOT_FOUND; a caller the ask does not name, or an agent, is
+        PERMISSION_DENIED; an ask that already ended (answered, withdrawn,
+        declined, expired) is ALREADY_EXISTS and posts nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeclineAsk(self, request, context):
+        """End an ask without answering it, with an optional reason; the asking
+        agent hears the reason. Who may answer may decline, by the same refusals
+        as RespondToAsk; nothing is posted.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WithdrawAsk(self, request, context):
+        """The owner's withdraw: the person who owns the agent that asked ends its
+        open ask (the way out when the agent is stuck); the agent hears who
+        withdrew it. Anyone else who can see the ask is PERMISSION_DENIED; an
+        ended ask is ALREADY_EXISTS, except a repeat of this withdraw, which
+        succeeds and changes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetAskHistory(self, request, context):
+        """Who did what to an ask and through which surface, oldest first, for
+        anyone who can see it; and what the caller may do with it now.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -256,6 +301,21 @@ def add_CommsServiceServicer_to_server(servicer, server):
                     servicer.RespondToAsk,
                     request_deserializer=compass_dot_v1_dot_comms__pb2.RespondToAskRequest.FromString,
                     response_serializer=compass_dot_v1_dot_comms__pb2.RespondToAskResponse.SerializeToString,
+            ),
+            'DeclineAsk': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeclineAsk,
+                    request_deserializer=compass_dot_v1_dot_comms__pb2.DeclineAskRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_comms__pb2.DeclineAskResponse.SerializeToString,
+            ),
+            'WithdrawAsk': grpc.unary_unary_rpc_method_handler(
+                    servicer.WithdrawAsk,
+                    request_deserializer=compass_dot_v1_dot_comms__pb2.WithdrawAskRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_comms__pb2.WithdrawAskResponse.SerializeToString,
+            ),
+            'GetAskHistory': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetAskHistory,
+                    request_deserializer=compass_dot_v1_dot_comms__pb2.GetAskHistoryRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_comms__pb2.GetAskHistoryResponse.SerializeToString,
             ),
             'Subscribe': grpc.unary_stream_rpc_method_handler(
                     servicer.Subscribe,
@@ -545,6 +605,87 @@ class CommsService:
             '/compass.v1.CommsService/RespondToAsk',
             compass_dot_v1_dot_comms__pb2.RespondToAskRequest.SerializeToString,
             compass_dot_v1_dot_comms__pb2.RespondToAskResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeclineAsk(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.CommsService/DeclineAsk',
+            compass_dot_v1_dot_comms__pb2.DeclineAskRequest.SerializeToString,
+            compass_dot_v1_dot_comms__pb2.DeclineAskResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WithdrawAsk(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.CommsService/WithdrawAsk',
+            compass_dot_v1_dot_comms__pb2.WithdrawAskRequest.SerializeToString,
+            compass_dot_v1_dot_comms__pb2.WithdrawAskResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetAskHistory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.CommsService/GetAskHistory',
+            compass_dot_v1_dot_comms__pb2.GetAskHistoryRequest.SerializeToString,
+            compass_dot_v1_dot_comms__pb2.GetAskHistoryResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -48,7 +48,8 @@ class CommsServiceStub:
     UpdateTopic: _grpc.UnaryUnaryMultiCallable[_comms_pb2.UpdateTopicRequest, _comms_pb2.UpdateTopicResponse]
     PostMessage: _grpc.UnaryUnaryMultiCallable[_comms_pb2.PostMessageRequest, _comms_pb2.PostMessageResponse]
     """Post text and ask blocks. The server mints one ask_id per ask block and
-    drops every server-owned field of an ask. ask_answer blocks are refused.
+    drops every server-owned field of an ask; an ask's deadline (or timeout)
+    and named answerers are checked here. ask_answer blocks are refused.
     """
     ListMessages: _grpc.UnaryUnaryMultiCallable[_comms_pb2.ListMessagesRequest, _comms_pb2.ListMessagesResponse]
     """Messages of one channel, newest first."""
@@ -59,8 +60,25 @@ class CommsServiceStub:
     """
     RespondToAsk: _grpc.UnaryUnaryMultiCallable[_comms_pb2.RespondToAskRequest, _comms_pb2.RespondToAskResponse]
     """Answer every question of an ask at once. An ask the caller can't see is
-    NOT_FOUND; an answered or cancelled ask is ALREADY_EXISTS and posts
-    nothing. Agents may not answer (PERMISSION_DENIED).
+    NOT_FOUND; a caller the ask does not name, or an agent, is
+    PERMISSION_DENIED; an ask that already ended (answered, withdrawn,
+    declined, expired) is ALREADY_EXISTS and posts nothing.
+    """
+    DeclineAsk: _grpc.UnaryUnaryMultiCallable[_comms_pb2.DeclineAskRequest, _comms_pb2.DeclineAskResponse]
+    """End an ask without answering it, with an optional reason; the asking
+    agent hears the reason. Who may answer may decline, by the same refusals
+    as RespondToAsk; nothing is posted.
+    """
+    WithdrawAsk: _grpc.UnaryUnaryMultiCallable[_comms_pb2.WithdrawAskRequest, _comms_pb2.WithdrawAskResponse]
+    """The owner's withdraw: the person who owns the agent that asked ends its
+    open ask (the way out when the agent is stuck); the agent hears who
+    withdrew it. Anyone else who can see the ask is PERMISSION_DENIED; an
+    ended ask is ALREADY_EXISTS, except a repeat of this withdraw, which
+    succeeds and changes nothing.
+    """
+    GetAskHistory: _grpc.UnaryUnaryMultiCallable[_comms_pb2.GetAskHistoryRequest, _comms_pb2.GetAskHistoryResponse]
+    """Who did what to an ask and through which surface, oldest first, for
+    anyone who can see it; and what the caller may do with it now.
     """
     Subscribe: _grpc.UnaryStreamMultiCallable[_comms_pb2.SubscribeRequest, _comms_pb2.Event]
     """The caller's events from the event log after after_event_id: first a
@@ -93,7 +111,8 @@ class CommsServiceAsyncStub(CommsServiceStub):
     UpdateTopic: _aio.UnaryUnaryMultiCallable[_comms_pb2.UpdateTopicRequest, _comms_pb2.UpdateTopicResponse]  # type: ignore[assignment]
     PostMessage: _aio.UnaryUnaryMultiCallable[_comms_pb2.PostMessageRequest, _comms_pb2.PostMessageResponse]  # type: ignore[assignment]
     """Post text and ask blocks. The server mints one ask_id per ask block and
-    drops every server-owned field of an ask. ask_answer blocks are refused.
+    drops every server-owned field of an ask; an ask's deadline (or timeout)
+    and named answerers are checked here. ask_answer blocks are refused.
     """
     ListMessages: _aio.UnaryUnaryMultiCallable[_comms_pb2.ListMessagesRequest, _comms_pb2.ListMessagesResponse]  # type: ignore[assignment]
     """Messages of one channel, newest first."""
@@ -104,8 +123,25 @@ class CommsServiceAsyncStub(CommsServiceStub):
     """
     RespondToAsk: _aio.UnaryUnaryMultiCallable[_comms_pb2.RespondToAskRequest, _comms_pb2.RespondToAskResponse]  # type: ignore[assignment]
     """Answer every question of an ask at once. An ask the caller can't see is
-    NOT_FOUND; an answered or cancelled ask is ALREADY_EXISTS and posts
-    nothing. Agents may not answer (PERMISSION_DENIED).
+    NOT_FOUND; a caller the ask does not name, or an agent, is
+    PERMISSION_DENIED; an ask that already ended (answered, withdrawn,
+    declined, expired) is ALREADY_EXISTS and posts nothing.
+    """
+    DeclineAsk: _aio.UnaryUnaryMultiCallable[_comms_pb2.DeclineAskRequest, _comms_pb2.DeclineAskResponse]  # type: ignore[assignment]
+    """End an ask without answering it, with an optional reason; the asking
+    agent hears the reason. Who may answer may decline, by the same refusals
+    as RespondToAsk; nothing is posted.
+    """
+    WithdrawAsk: _aio.UnaryUnaryMultiCallable[_comms_pb2.WithdrawAskRequest, _comms_pb2.WithdrawAskResponse]  # type: ignore[assignment]
+    """The owner's withdraw: the person who owns the agent that asked ends its
+    open ask (the way out when the agent is stuck); the agent hears who
+    withdrew it. Anyone else who can see the ask is PERMISSION_DENIED; an
+    ended ask is ALREADY_EXISTS, except a repeat of this withdraw, which
+    succeeds and changes nothing.
+    """
+    GetAskHistory: _aio.UnaryUnaryMultiCallable[_comms_pb2.GetAskHistoryRequest, _comms_pb2.GetAskHistoryResponse]  # type: ignore[assignment]
+    """Who did what to an ask and through which surface, oldest first, for
+    anyone who can see it; and what the caller may do with it now.
     """
     Subscribe: _aio.UnaryStreamMultiCallable[_comms_pb2.SubscribeRequest, _comms_pb2.Event]  # type: ignore[assignment]
     """The caller's events from the event log after after_event_id: first a
@@ -171,7 +207,8 @@ class CommsServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_comms_pb2.PostMessageResponse, _abc.Awaitable[_comms_pb2.PostMessageResponse]]:
         """Post text and ask blocks. The server mints one ask_id per ask block and
-        drops every server-owned field of an ask. ask_answer blocks are refused.
+        drops every server-owned field of an ask; an ask's deadline (or timeout)
+        and named answerers are checked here. ask_answer blocks are refused.
         """
 
     @_abc_1.abstractmethod
@@ -206,8 +243,43 @@ class CommsServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_comms_pb2.RespondToAskResponse, _abc.Awaitable[_comms_pb2.RespondToAskResponse]]:
         """Answer every question of an ask at once. An ask the caller can't see is
-        NOT_FOUND; an answered or cancelled ask is ALREADY_EXISTS and posts
-        nothing. Agents may not answer (PERMISSION_DENIED).
+        NOT_FOUND; a caller the ask does not name, or an agent, is
+        PERMISSION_DENIED; an ask that already ended (answered, withdrawn,
+        declined, expired) is ALREADY_EXISTS and posts nothing.
+        """
+
+    @_abc_1.abstractmethod
+    def DeclineAsk(
+        self,
+        request: _comms_pb2.DeclineAskRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_comms_pb2.DeclineAskResponse, _abc.Awaitable[_comms_pb2.DeclineAskResponse]]:
+        """End an ask without answering it, with an optional reason; the asking
+        agent hears the reason. Who may answer may decline, by the same refusals
+        as RespondToAsk; nothing is posted.
+        """
+
+    @_abc_1.abstractmethod
+    def WithdrawAsk(
+        self,
+        request: _comms_pb2.WithdrawAskRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_comms_pb2.WithdrawAskResponse, _abc.Awaitable[_comms_pb2.WithdrawAskResponse]]:
+        """The owner's withdraw: the person who owns the agent that asked ends its
+        open ask (the way out when the agent is stuck); the agent hears who
+        withdrew it. Anyone else who can see the ask is PERMISSION_DENIED; an
+        ended ask is ALREADY_EXISTS, except a repeat of this withdraw, which
+        succeeds and changes nothing.
+        """
+
+    @_abc_1.abstractmethod
+    def GetAskHistory(
+        self,
+        request: _comms_pb2.GetAskHistoryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_comms_pb2.GetAskHistoryResponse, _abc.Awaitable[_comms_pb2.GetAskHistoryResponse]]:
+        """Who did what to an ask and through which surface, oldest first, for
+        anyone who can see it; and what the caller may do with it now.
         """
 
     @_abc_1.abstractmethod

@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .inbox_pb2 import AnswerInboxAskRequest, AnswerInboxAskResponse, CloseInboxItemRequest, CloseInboxItemResponse, GetInboxAttachmentRequest, GetInboxAttachmentResponse, GetInboxItemRequest, GetInboxItemResponse, ListInboxItemsRequest, ListInboxItemsResponse, ReopenInboxItemRequest, ReopenInboxItemResponse, ReplyInboxItemRequest, ReplyInboxItemResponse, TakeBackInboxAnswerRequest, TakeBackInboxAnswerResponse
+from .inbox_pb2 import AnswerInboxAskRequest, AnswerInboxAskResponse, CloseInboxItemRequest, CloseInboxItemResponse, DeclineInboxAskRequest, DeclineInboxAskResponse, GetInboxAttachmentRequest, GetInboxAttachmentResponse, GetInboxItemRequest, GetInboxItemResponse, ListInboxItemsRequest, ListInboxItemsResponse, ReopenInboxItemRequest, ReopenInboxItemResponse, ReplyInboxItemRequest, ReplyInboxItemResponse, TakeBackInboxAnswerRequest, TakeBackInboxAnswerResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Iterable, Mapping
@@ -77,6 +77,15 @@ class InboxService(Protocol):
         Close without answering: the open ask is withdrawn with no reason and no
         message is written. An answered item or a note is ALREADY_EXISTS; a
         repeat close changes nothing.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def decline_inbox_ask(self, request: DeclineInboxAskRequest, ctx: RequestContext[DeclineInboxAskRequest, DeclineInboxAskResponse], /) -> DeclineInboxAskResponse:
+        """
+        Decline the open ask, with an optional reason the agent hears: the ask
+        ends declined (its Ask.ending says who and why), the item is closed by
+        the caller and its revision stays; no message is written. An item whose
+        ask is not open is ALREADY_EXISTS. ReopenInboxItem takes it back.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -169,6 +178,17 @@ class InboxServiceASGIApplication(ConnectASGIApplication[InboxService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.close_inbox_item,
+                ),
+                "/compass.v1.InboxService/DeclineInboxAsk": Endpoint.unary(
+                    method=MethodInfo(
+                        name="DeclineInboxAsk",
+                        service_name="compass.v1.InboxService",
+                        input=DeclineInboxAskRequest,
+                        output=DeclineInboxAskResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.decline_inbox_ask,
                 ),
                 "/compass.v1.InboxService/TakeBackInboxAnswer": Endpoint.unary(
                     method=MethodInfo(
@@ -368,6 +388,32 @@ class InboxServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def decline_inbox_ask(
+        self,
+        request: DeclineInboxAskRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> DeclineInboxAskResponse:
+        """
+        Decline the open ask, with an optional reason the agent hears: the ask
+        ends declined (its Ask.ending says who and why), the item is closed by
+        the caller and its revision stays; no message is written. An item whose
+        ask is not open is ALREADY_EXISTS. ReopenInboxItem takes it back.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DeclineInboxAsk",
+                service_name="compass.v1.InboxService",
+                input=DeclineInboxAskRequest,
+                output=DeclineInboxAskResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
     async def take_back_inbox_answer(
         self,
         request: TakeBackInboxAnswerRequest,
@@ -484,6 +530,15 @@ class InboxServiceSync(Protocol):
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
+    def decline_inbox_ask(self, request: DeclineInboxAskRequest, ctx: RequestContext[DeclineInboxAskRequest, DeclineInboxAskResponse], /) -> DeclineInboxAskResponse:
+        """
+        Decline the open ask, with an optional reason the agent hears: the ask
+        ends declined (its Ask.ending says who and why), the item is closed by
+        the caller and its revision stays; no message is written. An item whose
+        ask is not open is ALREADY_EXISTS. ReopenInboxItem takes it back.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
     def take_back_inbox_answer(self, request: TakeBackInboxAnswerRequest, ctx: RequestContext[TakeBackInboxAnswerRequest, TakeBackInboxAnswerResponse], /) -> TakeBackInboxAnswerResponse:
         """
         Undo a failed hand-off: the answering message and its files are deleted
@@ -571,6 +626,17 @@ class InboxServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.close_inbox_item,
+                ),
+                "/compass.v1.InboxService/DeclineInboxAsk": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="DeclineInboxAsk",
+                        service_name="compass.v1.InboxService",
+                        input=DeclineInboxAskRequest,
+                        output=DeclineInboxAskResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.decline_inbox_ask,
                 ),
                 "/compass.v1.InboxService/TakeBackInboxAnswer": EndpointSync.unary(
                     method=MethodInfo(
@@ -764,6 +830,32 @@ class InboxServiceClientSync(ConnectClientSync):
                 service_name="compass.v1.InboxService",
                 input=CloseInboxItemRequest,
                 output=CloseInboxItemResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def decline_inbox_ask(
+        self,
+        request: DeclineInboxAskRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> DeclineInboxAskResponse:
+        """
+        Decline the open ask, with an optional reason the agent hears: the ask
+        ends declined (its Ask.ending says who and why), the item is closed by
+        the caller and its revision stays; no message is written. An item whose
+        ask is not open is ALREADY_EXISTS. ReopenInboxItem takes it back.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DeclineInboxAsk",
+                service_name="compass.v1.InboxService",
+                input=DeclineInboxAskRequest,
+                output=DeclineInboxAskResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

@@ -18,6 +18,7 @@ class InboxAskStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     INBOX_ASK_STATUS_REPLACED: _ClassVar[InboxAskStatus]
     INBOX_ASK_STATUS_ANSWERED: _ClassVar[InboxAskStatus]
     INBOX_ASK_STATUS_WITHDRAWN: _ClassVar[InboxAskStatus]
+    INBOX_ASK_STATUS_DECLINED: _ClassVar[InboxAskStatus]
 
 class InboxAnswerOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -31,6 +32,7 @@ INBOX_ASK_STATUS_OPEN: InboxAskStatus
 INBOX_ASK_STATUS_REPLACED: InboxAskStatus
 INBOX_ASK_STATUS_ANSWERED: InboxAskStatus
 INBOX_ASK_STATUS_WITHDRAWN: InboxAskStatus
+INBOX_ASK_STATUS_DECLINED: InboxAskStatus
 INBOX_ANSWER_OUTCOME_UNSPECIFIED: InboxAnswerOutcome
 INBOX_ANSWER_OUTCOME_TAKEN: InboxAnswerOutcome
 INBOX_ANSWER_OUTCOME_REPEATED: InboxAnswerOutcome
@@ -194,6 +196,20 @@ class CloseInboxItemRequest(_message.Message):
     def __init__(self, item_id: _Optional[str] = ...) -> None: ...
 
 class CloseInboxItemResponse(_message.Message):
+    __slots__ = ("item",)
+    ITEM_FIELD_NUMBER: _ClassVar[int]
+    item: InboxItem
+    def __init__(self, item: _Optional[_Union[InboxItem, _Mapping]] = ...) -> None: ...
+
+class DeclineInboxAskRequest(_message.Message):
+    __slots__ = ("item_id", "reason")
+    ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    item_id: str
+    reason: str
+    def __init__(self, item_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class DeclineInboxAskResponse(_message.Message):
     __slots__ = ("item",)
     ITEM_FIELD_NUMBER: _ClassVar[int]
     item: InboxItem

@@ -65,6 +65,11 @@ class InboxServiceStub:
                 request_serializer=compass_dot_v1_dot_inbox__pb2.CloseInboxItemRequest.SerializeToString,
                 response_deserializer=compass_dot_v1_dot_inbox__pb2.CloseInboxItemResponse.FromString,
                 _registered_method=True)
+        self.DeclineInboxAsk = channel.unary_unary(
+                '/compass.v1.InboxService/DeclineInboxAsk',
+                request_serializer=compass_dot_v1_dot_inbox__pb2.DeclineInboxAskRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_inbox__pb2.DeclineInboxAskResponse.FromString,
+                _registered_method=True)
         self.TakeBackInboxAnswer = channel.unary_unary(
                 '/compass.v1.InboxService/TakeBackInboxAnswer',
                 request_serializer=compass_dot_v1_dot_inbox__pb2.TakeBackInboxAnswerRequest.SerializeToString,
@@ -130,6 +135,16 @@ class InboxServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeclineInboxAsk(self, request, context):
+        """Decline the open ask, with an optional reason the agent hears: the ask
+        ends declined (its Ask.ending says who and why), the item is closed by
+        the caller and its revision stays; no message is written. An item whose
+        ask is not open is ALREADY_EXISTS. ReopenInboxItem takes it back.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def TakeBackInboxAnswer(self, request, context):
         """Undo a failed hand-off: the answering message and its files are deleted
         and the ask waits again at the same revision. Only the answerer may
@@ -181,6 +196,11 @@ def add_InboxServiceServicer_to_server(servicer, server):
                     servicer.CloseInboxItem,
                     request_deserializer=compass_dot_v1_dot_inbox__pb2.CloseInboxItemRequest.FromString,
                     response_serializer=compass_dot_v1_dot_inbox__pb2.CloseInboxItemResponse.SerializeToString,
+            ),
+            'DeclineInboxAsk': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeclineInboxAsk,
+                    request_deserializer=compass_dot_v1_dot_inbox__pb2.DeclineInboxAskRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_inbox__pb2.DeclineInboxAskResponse.SerializeToString,
             ),
             'TakeBackInboxAnswer': grpc.unary_unary_rpc_method_handler(
                     servicer.TakeBackInboxAnswer,
@@ -339,6 +359,33 @@ class InboxService:
             '/compass.v1.InboxService/CloseInboxItem',
             compass_dot_v1_dot_inbox__pb2.CloseInboxItemRequest.SerializeToString,
             compass_dot_v1_dot_inbox__pb2.CloseInboxItemResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeclineInboxAsk(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.InboxService/DeclineInboxAsk',
+            compass_dot_v1_dot_inbox__pb2.DeclineInboxAskRequest.SerializeToString,
+            compass_dot_v1_dot_inbox__pb2.DeclineInboxAskResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -55,6 +55,12 @@ class InboxServiceStub:
     message is written. An answered item or a note is ALREADY_EXISTS; a
     repeat close changes nothing.
     """
+    DeclineInboxAsk: _grpc.UnaryUnaryMultiCallable[_inbox_pb2.DeclineInboxAskRequest, _inbox_pb2.DeclineInboxAskResponse]
+    """Decline the open ask, with an optional reason the agent hears: the ask
+    ends declined (its Ask.ending says who and why), the item is closed by
+    the caller and its revision stays; no message is written. An item whose
+    ask is not open is ALREADY_EXISTS. ReopenInboxItem takes it back.
+    """
     TakeBackInboxAnswer: _grpc.UnaryUnaryMultiCallable[_inbox_pb2.TakeBackInboxAnswerRequest, _inbox_pb2.TakeBackInboxAnswerResponse]
     """Undo a failed hand-off: the answering message and its files are deleted
     and the ask waits again at the same revision. Only the answerer may
@@ -93,6 +99,12 @@ class InboxServiceAsyncStub(InboxServiceStub):
     """Close without answering: the open ask is withdrawn with no reason and no
     message is written. An answered item or a note is ALREADY_EXISTS; a
     repeat close changes nothing.
+    """
+    DeclineInboxAsk: _aio.UnaryUnaryMultiCallable[_inbox_pb2.DeclineInboxAskRequest, _inbox_pb2.DeclineInboxAskResponse]  # type: ignore[assignment]
+    """Decline the open ask, with an optional reason the agent hears: the ask
+    ends declined (its Ask.ending says who and why), the item is closed by
+    the caller and its revision stays; no message is written. An item whose
+    ask is not open is ALREADY_EXISTS. ReopenInboxItem takes it back.
     """
     TakeBackInboxAnswer: _aio.UnaryUnaryMultiCallable[_inbox_pb2.TakeBackInboxAnswerRequest, _inbox_pb2.TakeBackInboxAnswerResponse]  # type: ignore[assignment]
     """Undo a failed hand-off: the answering message and its files are deleted
@@ -159,6 +171,18 @@ class InboxServiceServicer(metaclass=_abc_1.ABCMeta):
         """Close without answering: the open ask is withdrawn with no reason and no
         message is written. An answered item or a note is ALREADY_EXISTS; a
         repeat close changes nothing.
+        """
+
+    @_abc_1.abstractmethod
+    def DeclineInboxAsk(
+        self,
+        request: _inbox_pb2.DeclineInboxAskRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_inbox_pb2.DeclineInboxAskResponse, _abc.Awaitable[_inbox_pb2.DeclineInboxAskResponse]]:
+        """Decline the open ask, with an optional reason the agent hears: the ask
+        ends declined (its Ask.ending says who and why), the item is closed by
+        the caller and its revision stays; no message is written. An item whose
+        ask is not open is ALREADY_EXISTS. ReopenInboxItem takes it back.
         """
 
     @_abc_1.abstractmethod
