@@ -10,6 +10,8 @@ import uuid
 from dataclasses import dataclass, field
 
 from compass.v1 import (
+    admin_connect,
+    admin_pb2,
     agent_gateway_connect,
     agent_gateway_pb2,
     comms_connect,
@@ -17,6 +19,7 @@ from compass.v1 import (
     inbox_connect,
     inbox_pb2,
 )
+from compass_server.api.admin import AdminApi, IdentityApi
 from compass_server.api.agent import AgentApi
 from compass_server.api.auth import Authenticator
 from compass_server.api.comms import CommsApi
@@ -25,6 +28,7 @@ from compass_server.api.inbox import AgentInboxApi, InboxApi
 from compass_server.events.hub import EventHub
 from compass_server.relay import AgentGateway, Dispatcher, Heartbeat, arms_for
 from compass_server.store import Database, Store
+from compass_server.store.admin import ACCESS_CHANNEL
 from compass_server.store.embedded import EmbeddedPostgres
 from compass_server.store.inbox import InboxStore
 from compass_server.transport.binding import ServiceBinding
@@ -45,6 +49,11 @@ class Settings:
     # A stream whose client doesn't take a message for this long is closed.
     slow_stream_seconds: float = field(
         default_factory=lambda: float(os.environ.get("COMPASS_SLOW_STREAM_SECONDS", "30"))
+    )
+    # How long a process trusts a sign-in before looking the token up again;
+    # revocations reach every process at once, this bounds a lost one.
+    auth_cache_seconds: float = field(
+        default_factory=lambda: float(os.environ.get("COMPASS_AUTH_CACHE_SECONDS", "5"))
     )
 
 
@@ -71,8 +80,8 @@ class CompassServer:
         await self.db.open()
         self.store = Store(self.db)
         self.hub = EventHub(self.store, url)
-        await self.hub.start()
-        self.auth = Authenticator(self.store)
+        self.auth = Authenticator(self.store.admin, cache_seconds=self.settings.auth_cache_seconds)
+        self.hub.watch(ACCESS_CHANNEL, self.auth.on_access)
         self.comms = CommsApi(self.store, self.hub)
         comms = ServiceBinding.of(comms_pb2, "CommsService", self.comms, "account")
         self.inbox = InboxStore(self.db)
@@ -91,13 +100,24 @@ class CompassServer:
                 ApiError(Status.UNAVAILABLE, "the server lost its registration; reconnect")
             ),
         )
+        self.hub.watch(ACCESS_CHANNEL, self.gateway.on_access)
+        await self.hub.start()
+        await self.auth.start()
         await self.heartbeat.start()
         relay = ServiceBinding.of(agent_gateway_pb2, "AgentGatewayService", self.gateway, "runner")
-        bindings = [comms, inbox, relay]
+        admin = ServiceBinding.of(
+            admin_pb2, "AdminService", AdminApi(self.store.admin, self.auth), "account"
+        )
+        identity = ServiceBinding.of(
+            admin_pb2, "IdentityService", IdentityApi(self.store.admin), "any"
+        )
+        bindings = [comms, inbox, relay, admin, identity]
         connect = [
             (comms, comms_connect.CommsServiceASGIApplication),
             (inbox, inbox_connect.InboxServiceASGIApplication),
             (relay, agent_gateway_connect.AgentGatewayServiceASGIApplication),
+            (admin, admin_connect.AdminServiceASGIApplication),
+            (identity, admin_connect.IdentityServiceASGIApplication),
         ]
         self.grpc = GrpcServer(
             bindings, self.auth, slow_stream_seconds=self.settings.slow_stream_seconds
@@ -118,6 +138,7 @@ class CompassServer:
         # Streams end first, so the transports can drain without waiting on them;
         # relay sessions unbind first, so their agents go OFFLINE.
         await self.gateway.close()
+        await self.auth.close()
         await self.heartbeat.stop()
         await self.hub.close()
         await self.grpc.stop(grace)

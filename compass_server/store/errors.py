@@ -27,6 +27,15 @@ class Conflict(StoreError):
     """The target is already in a terminal state (answered, cancelled, taken)."""
 
 
+class FailedPrecondition(StoreError):
+    """The target's state rules the operation out (e.g. rotating a revoked
+    token, demoting the last admin); it won't succeed until that changes."""
+
+
+class Unauthenticated(StoreError):
+    """The token is unknown, revoked or expired."""
+
+
 class InvalidArgument(StoreError):
     """The input breaks a rule, whatever the state of the database."""
 
