@@ -94,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     assign.add_argument("--agent", required=True, type=uuid.UUID)
     unassign = actions.add_parser(
         "unassign-agent",
-        help="take an agent from a runner; its live sessions there are unbound",
+        help="take an agent from a runner, unbinding its sessions",
     )
     unassign.add_argument("--runner", required=True, type=uuid.UUID)
     unassign.add_argument("--agent", required=True, type=uuid.UUID)
@@ -123,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     revoke = actions.add_parser("revoke-token", help="refuse a token from now on, on every server")
     revoke.add_argument("token_id", type=uuid.UUID)
     rotate = actions.add_parser(
-        "rotate-token", help="a new secret for a token's account or runner; the old one ends"
+        "rotate-token", help="replace a token with a new secret; the old one ends"
     )
     rotate.add_argument("token_id", type=uuid.UUID)
     rotate.add_argument(
