@@ -26,6 +26,28 @@ from tests.world import World
 pytestmark = pytest.mark.timeout(120)
 
 
+async def taken_away(r: RelayClient, session_id: str) -> None:
+    """The hub said why the session ended, then that it is unbound; its calls
+    are refused from then on."""
+    why = await r.session_frame(session_id)
+    assert why.WhichOneof("frame") == "session_error", why
+    assert why.session_error.error.code == "not_found", why
+    assert (await r.session_frame(session_id)).WhichOneof("frame") == "unbound"
+    result = await r.call(session_id, "list_channels", pb.ListChannelsRequest())
+    assert result.error.code == "not_found", result
+
+
+async def sessions_of(database_url: str, runner_id: uuid.UUID) -> int:
+    async with await psycopg.AsyncConnection.connect(database_url) as conn:
+        row = await (
+            await conn.execute(
+                "SELECT count(*) FROM agent_sessions WHERE runner_id = %s", (runner_id,)
+            )
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 @pytest.mark.parametrize("transport", ["grpc", "connect"])
 async def test_a_revoked_runner_token_ends_its_relay(
     server: Any, api_world: World, transport: str
@@ -64,24 +86,14 @@ async def test_binds_racing_an_unassignment_leave_no_live_session(
             )
             if bind.WhichOneof("frame") == "bound":
                 # Bound before the unassignment: it is taken away again.
-                why = await r.session_frame(name)
-                assert why.WhichOneof("frame") == "session_error", why
-                assert (await r.session_frame(name)).WhichOneof("frame") == "unbound"
+                await taken_away(r, name)
             else:
                 assert bind.session_error.error.code == "not_found", bind
                 assert unbound == 0
-            result = await r.call(name, "list_channels", pb.ListChannelsRequest())
-            assert result.error.code == "not_found", result
         assert not r.ended.done()
     finally:
         await r.close()
-    async with await psycopg.AsyncConnection.connect(database_url) as conn:
-        left = await (
-            await conn.execute(
-                "SELECT count(*) FROM agent_sessions WHERE runner_id = %s", (runner.runner_id,)
-            )
-        ).fetchone()
-    assert left == (0,)
+    assert await sessions_of(database_url, runner.runner_id) == 0
 
 
 async def waiting_on_locks(conn: Any, n: int) -> None:
@@ -127,20 +139,10 @@ async def test_an_unassignment_committing_right_after_a_bind_takes_its_session(
             _, unbound = await unassign
         assert bound.WhichOneof("frame") == "bound", bound
         assert unbound == 1
-        why = await r.session_frame("s1")
-        assert why.WhichOneof("frame") == "session_error", why
-        assert (await r.session_frame("s1")).WhichOneof("frame") == "unbound"
-        result = await r.call("s1", "list_channels", pb.ListChannelsRequest())
-        assert result.error.code == "not_found", result
+        await taken_away(r, "s1")
     finally:
         await r.close()
-    async with await psycopg.AsyncConnection.connect(database_url) as conn:
-        left = await (
-            await conn.execute(
-                "SELECT count(*) FROM agent_sessions WHERE runner_id = %s", (runner.runner_id,)
-            )
-        ).fetchone()
-    assert left == (0,)
+    assert await sessions_of(database_url, runner.runner_id) == 0
 
 
 async def test_an_unassignment_heard_before_the_bound_session_is_registered_still_takes_it(
@@ -168,11 +170,7 @@ async def test_an_unassignment_heard_before_the_bound_session_is_registered_stil
     r = RelayClient.grpc(server.grpc_port, issued.secret)
     try:
         assert (await r.bind("s1", w.agent)).WhichOneof("frame") == "bound"
-        why = await r.session_frame("s1")
-        assert why.WhichOneof("frame") == "session_error", why
-        assert (await r.session_frame("s1")).WhichOneof("frame") == "unbound"
-        result = await r.call("s1", "list_channels", pb.ListChannelsRequest())
-        assert result.error.code == "not_found", result
+        await taken_away(r, "s1")
     finally:
         await r.close()
 

@@ -5,33 +5,21 @@ the next call is refused, streams end, sessions unbind."""
 from __future__ import annotations
 
 import asyncio
-import datetime
-import json
-import os
-import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from google.protobuf import duration_pb2
 
 from compass.v1 import admin_pb2 as ad
 from compass.v1 import comms_pb2 as pb
-from tests.procs import BIN, ServerProcess
+from tests.procs import ServerProcess
 from tests.relay_client import StreamEnded, relay, runner_for
 from tests.servers import CallError, ConnectClient, GrpcClient
-from tests.test_admin_api import ended
+from tests.test_admin_api import ended, seconds
+from tests.test_admin_cli import cli
 from tests.world import World
 
 pytestmark = pytest.mark.timeout(180)
-
-
-@pytest.fixture(scope="module")
-def two_servers(database_url: str) -> Iterator[tuple[ServerProcess, ServerProcess]]:
-    a = ServerProcess(database_url).start()
-    b = ServerProcess(database_url).start()
-    yield a, b
-    assert a.stop() == 0 and b.stop() == 0
 
 
 @pytest.fixture
@@ -43,26 +31,6 @@ async def clients(
     yield out
     for client in out:
         await client.close()
-
-
-def seconds(n: float) -> duration_pb2.Duration:
-    out = duration_pb2.Duration()
-    out.FromTimedelta(datetime.timedelta(seconds=n))
-    return out
-
-
-def operator(database_url: str, *args: str) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if k != "COMPASS_DATABASE_URL"}
-    out = subprocess.run(
-        [BIN / "compass-server", "admin", *args, "--database-url", database_url],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)  # type: ignore[no-any-return]
 
 
 async def refused(call: Any) -> CallError:
@@ -112,7 +80,7 @@ async def test_a_runner_token_revoked_by_the_operator_ends_its_relay_on_a_server
     me = await b.call("WhoAmI", ad.WhoAmIRequest(), token)
     async with relay(two_servers[1].grpc_port, token) as runner:
         await runner.bound("s1", world.agent)
-        revoked = operator(database_url, "revoke-token", me.token_info.token_id)
+        revoked = cli(database_url, "revoke-token", me.token_info.token_id)
         assert revoked["token_id"] == me.token_info.token_id and revoked["active"] is False
         end = await asyncio.wait_for(runner.ended, 5)
         assert end.code == "unauthenticated" and "revoked" in end.message, end

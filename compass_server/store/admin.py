@@ -16,7 +16,8 @@ import datetime
 import hashlib
 import secrets
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -59,6 +60,7 @@ MAX_EXPIRY = datetime.timedelta(days=3650)
 MAX_GRACE = datetime.timedelta(days=7)
 
 Asker = Actor | Operator
+T = TypeVar("T")
 
 _EPOCH = datetime.datetime.min.replace(tzinfo=datetime.UTC)
 _END = datetime.datetime.max.replace(tzinfo=datetime.UTC)
@@ -138,11 +140,22 @@ def _after(token: str) -> tuple[datetime.datetime, uuid.UUID]:
         raise InvalidArgument("page_token is not one this server issued") from None
 
 
-def _page(items: list[Any], limit: int, created: Any, key: Any) -> str:
+def _page(
+    items: list[T], limit: int, key: Callable[[T], tuple[datetime.datetime | None, uuid.UUID]]
+) -> Page[T]:
+    """The first `limit` items (one more was read to see if a page follows)."""
     if len(items) <= limit:
-        return ""
-    last = items[limit - 1]
-    return encode_token(created(last).isoformat(), key(last))
+        return Page(items)
+    created, last = key(items[limit - 1])
+    assert created is not None
+    return Page(items[:limit], encode_token(created.isoformat(), last))
+
+
+async def _one(conn: Conn, query: str, row_id: uuid.UUID, what: str) -> dict[str, Any]:
+    row = await (await conn.execute(ADMIN[query], {"id": row_id})).fetchone()
+    if row is None:
+        raise NotFound(f"no {what} {row_id}")
+    return row
 
 
 class AdminStore:
@@ -212,23 +225,31 @@ class AdminStore:
     # --- accounts ---------------------------------------------------------------
 
     async def _get_account(self, conn: Conn, account_id: uuid.UUID) -> Account:
-        row = await (await conn.execute(ADMIN["get_account"], {"id": account_id})).fetchone()
-        if row is None:
-            raise NotFound(f"no account {account_id}")
-        return _account(row)
+        return _account(await _one(conn, "get_account", account_id, "account"))
 
-    async def list_accounts(self, by: Asker, size: int, page_token: str) -> Page[Account]:
+    async def _oldest_first(
+        self,
+        by: Asker,
+        query: str,
+        size: int,
+        page_token: str,
+        make: Callable[[dict[str, Any]], T],
+        key: Callable[[T], tuple[datetime.datetime | None, uuid.UUID]],
+    ) -> Page[T]:
         limit = page_size(size)
         after = _after(page_token) if page_token else (_EPOCH, uuid.UUID(int=0))
         async with self.db.tx(by.workspace_id) as conn:
             await self._admit(conn, by)
             cur = await conn.execute(
-                ADMIN["list_accounts"],
-                {"after_created": after[0], "after_id": after[1], "limit": limit + 1},
+                ADMIN[query], {"after_created": after[0], "after_id": after[1], "limit": limit + 1}
             )
-            items = [_account(r) for r in await cur.fetchall()]
-        token = _page(items, limit, lambda a: a.created_at, lambda a: a.account_id)
-        return Page(items[:limit], token)
+            items = [make(r) for r in await cur.fetchall()]
+        return _page(items, limit, key)
+
+    async def list_accounts(self, by: Asker, size: int, page_token: str) -> Page[Account]:
+        return await self._oldest_first(
+            by, "list_accounts", size, page_token, _account, lambda a: (a.created_at, a.account_id)
+        )
 
     async def create_account(
         self,
@@ -308,23 +329,12 @@ class AdminStore:
     # --- runners and assignments --------------------------------------------------
 
     async def _get_runner(self, conn: Conn, runner_id: uuid.UUID) -> Runner:
-        row = await (await conn.execute(ADMIN["get_runner"], {"id": runner_id})).fetchone()
-        if row is None:
-            raise NotFound(f"no runner {runner_id}")
-        return _runner(row)
+        return _runner(await _one(conn, "get_runner", runner_id, "runner"))
 
     async def list_runners(self, by: Asker, size: int, page_token: str) -> Page[Runner]:
-        limit = page_size(size)
-        after = _after(page_token) if page_token else (_EPOCH, uuid.UUID(int=0))
-        async with self.db.tx(by.workspace_id) as conn:
-            await self._admit(conn, by)
-            cur = await conn.execute(
-                ADMIN["list_runners"],
-                {"after_created": after[0], "after_id": after[1], "limit": limit + 1},
-            )
-            items = [_runner(r) for r in await cur.fetchall()]
-        token = _page(items, limit, lambda r: r.created_at, lambda r: r.runner_id)
-        return Page(items[:limit], token)
+        return await self._oldest_first(
+            by, "list_runners", size, page_token, _runner, lambda r: (r.created_at, r.runner_id)
+        )
 
     async def create_runner(
         self,
@@ -383,10 +393,7 @@ class AdminStore:
     # --- tokens ---------------------------------------------------------------------
 
     async def _get_token(self, conn: Conn, token_id: uuid.UUID) -> Token:
-        row = await (await conn.execute(ADMIN["get_token"], {"id": token_id})).fetchone()
-        if row is None:
-            raise NotFound(f"no token {token_id}")
-        return _token(row)
+        return _token(await _one(conn, "get_token", token_id, "token"))
 
     async def _issue(
         self,
@@ -440,8 +447,7 @@ class AdminStore:
                 },
             )
             items = [_token(r) for r in await cur.fetchall()]
-        token = _page(items, limit, lambda t: t.created_at, lambda t: t.token_id)
-        return Page(items[:limit], token)
+        return _page(items, limit, lambda t: (t.created_at, t.token_id))
 
     async def create_token(
         self,
