@@ -80,7 +80,11 @@ class CompassServer:
         await self.db.open()
         self.store = Store(self.db)
         self.hub = EventHub(self.store, url)
-        self.auth = Authenticator(self.store.admin, cache_seconds=self.settings.auth_cache_seconds)
+        self.auth = Authenticator(
+            self.store.admin,
+            server_id=self.settings.server_id,
+            cache_seconds=self.settings.auth_cache_seconds,
+        )
         self.hub.watch(ACCESS_CHANNEL, self.auth.on_access)
         self.comms = CommsApi(self.store, self.hub)
         comms = ServiceBinding.of(comms_pb2, "CommsService", self.comms, "account")

@@ -16,7 +16,7 @@ import pytest
 from compass.v1 import admin_pb2 as ad
 from compass.v1 import comms_pb2 as pb
 from compass_server.events.hub import EventHub
-from compass_server.store.admin import ACCESS_CHANNEL
+from compass_server.store.admin import ACCESS_CHANNEL, AdminStore
 from compass_server.store.types import Operator
 from tests.relay_client import RelayClient, runner_for
 from tests.servers import CallError, GrpcClient
@@ -231,3 +231,27 @@ async def test_the_hub_tells_watchers_when_its_listener_came_back(
             assert await asyncio.wait_for(heard.get(), 5) == f"again:{tag}"
     finally:
         await hub.close()
+
+
+async def test_a_revocation_returns_once_every_live_server_applied_it(
+    server: Any, api_world: World, database_url: str
+) -> None:
+    """A live server that has not yet dropped the token holds the revocation
+    back; it returns as soon as that server records that it did."""
+    w = api_world
+    admin = AdminStore(server.store.db, confirm_seconds=30)
+    lagging = uuid.uuid4()
+    signed = await admin.sign_in(w.tokens[w.other_human.account_id])
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        await conn.execute("INSERT INTO servers (id, access_seen) VALUES (%s, 0)", (lagging,))
+        try:
+            revoking = asyncio.ensure_future(
+                admin.revoke_token(Operator(w.workspace_id), signed.token_id)
+            )
+            done, _ = await asyncio.wait({revoking}, timeout=0.5)
+            assert not done, "the revocation returned before every live server applied it"
+            await admin.applied(lagging, None)
+            token = await asyncio.wait_for(revoking, 5)
+            assert not token.active
+        finally:
+            await conn.execute("DELETE FROM servers WHERE id = %s", (lagging,))

@@ -2,7 +2,9 @@
 
 A sign-in is cached for a few seconds per process. Revoking or rotating a
 token notifies every process through the database (`compass_access`): each
-drops the token from its cache and ends the streams it opened. A process
+drops the token from its cache, records that it did (the revocation waits for
+every live server's record before it returns), and ends the streams the token
+opened. A process
 whose listener dropped may have missed a notification, so it forgets its
 whole cache when the listener is back, and no cached sign-in outlives
 `cache_seconds`; streams are re-checked on the same beat. A stream also ends
@@ -16,7 +18,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from typing import Literal, TypeVar
 
 from compass_server.api.errors import ApiError, Status
@@ -102,16 +104,19 @@ class Authenticator:
         self,
         admin: AdminStore,
         *,
+        server_id: uuid.UUID | None = None,
         cache_seconds: float = CACHE_SECONDS,
         cache_size: int = CACHE_SIZE,
     ) -> None:
         self.admin = admin
+        # Where this process records the revocations it applied; None: nowhere.
+        self.server_id = server_id
         self.cache_seconds = cache_seconds
         self.cache_size = cache_size
         # token → (trusted until, on the monotonic clock; expires at, or inf; the sign-in)
         self._cache: dict[str, tuple[float, float, SignIn]] = {}
         self._guards: dict[uuid.UUID, set[StreamGuard]] = {}
-        self._checks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
 
     # --- sign-in ----------------------------------------------------------------
@@ -182,19 +187,36 @@ class Authenticator:
         if payload is None:
             self._cache.clear()
             self._check(set(self._guards))
+            self._applied(None)
             return
         kind, _, value = payload.partition(":")
         if kind != "token":
             return
         try:
-            self.forget(uuid.UUID(value))
+            token_id, _, seq = value.partition(":")
+            self.forget(uuid.UUID(token_id))
+            self._applied(int(seq))
         except ValueError:
             log.warning("ignoring a malformed access notification %r", payload)
 
+    def _spawn(self, work: Coroutine[object, object, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
     def _check(self, token_ids: set[uuid.UUID]) -> None:
-        task = asyncio.get_running_loop().create_task(self._recheck(token_ids))
-        self._checks.add(task)
-        task.add_done_callback(self._checks.discard)
+        self._spawn(self._recheck(token_ids))
+
+    def _applied(self, seq: int | None) -> None:
+        if self.server_id is not None:
+            self._spawn(self._record(self.server_id, seq))
+
+    async def _record(self, server_id: uuid.UUID, seq: int | None) -> None:
+        try:
+            await self.admin.applied(server_id, seq)
+        except Exception as exc:
+            # The revocation stops waiting after a while; nothing else depends on it.
+            log.warning("recording an applied revocation failed: %s", exc)
 
     async def _recheck(self, token_ids: set[uuid.UUID]) -> None:
         """Ends the streams of tokens that no longer sign in and moves the
@@ -230,7 +252,7 @@ class Authenticator:
                 await self._recheck(set(self._guards))
 
     async def close(self) -> None:
-        tasks = [t for t in (self._sweeper, *self._checks) if t is not None]
+        tasks = [t for t in (self._sweeper, *self._tasks) if t is not None]
         for task in tasks:
             task.cancel()
         for task in tasks:

@@ -7,14 +7,18 @@ are invisible (row-level security), so their ids are NOT_FOUND.
 
 A token is stored as its SHA-256 digest; its secret is shown once. Revoking
 or rotating one, and unassigning an agent, notify `compass_access` in the
-same transaction, so every server process hears it at commit.
+same transaction, so every server process hears it at commit; a revocation
+then waits until every live server says it applied it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import hashlib
+import logging
 import secrets
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -48,6 +52,8 @@ from compass_server.store.types import (
     Workspace,
 )
 
+log = logging.getLogger(__name__)
+
 ADMIN = queries("admin")
 
 # The channel every server listens on for revocations and unassignments.
@@ -58,6 +64,11 @@ MAX_LABEL_CHARS = 80
 MIN_EXPIRY = datetime.timedelta(seconds=1)
 MAX_EXPIRY = datetime.timedelta(days=3650)
 MAX_GRACE = datetime.timedelta(days=7)
+# A revocation waits this long at most for every live server to apply it
+# (then it returns anyway: a hung server still drops the token within its
+# cache time). Live: a heartbeat (every 5 s) younger than LIVE.
+CONFIRM_SECONDS = 2.0
+LIVE = datetime.timedelta(seconds=10)
 
 Asker = Actor | Operator
 T = TypeVar("T")
@@ -72,11 +83,6 @@ def hash_token(token: str) -> bytes:
 
 def new_token(prefix: str) -> str:
     return f"{prefix}_{secrets.token_urlsafe(32)}"
-
-
-def token_revoked(token_id: uuid.UUID) -> str:
-    """The access notification of a token that was revoked or got a new expiry."""
-    return f"token:{token_id}"
 
 
 def _text(value: str, what: str, most: int, *, required: bool = True) -> str:
@@ -159,8 +165,9 @@ async def _one(conn: Conn, query: str, row_id: uuid.UUID, what: str) -> dict[str
 
 
 class AdminStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, confirm_seconds: float = CONFIRM_SECONDS) -> None:
         self.db = db
+        self.confirm_seconds = confirm_seconds
 
     # --- sign-in --------------------------------------------------------------
 
@@ -475,9 +482,11 @@ class AdminStore:
         async with self.db.tx(by.workspace_id) as conn:
             await self._admit(conn, by)
             revoked = await (await conn.execute(ADMIN["revoke_token"], {"id": token_id})).fetchone()
-            if revoked is not None:
-                await conn.execute(ADMIN["notify_access"], {"payload": token_revoked(token_id)})
-            return await self._get_token(conn, token_id)
+            seq = await self._notify_revoked(conn, token_id) if revoked is not None else None
+            token = await self._get_token(conn, token_id)
+        if seq is not None:
+            await self._wait_applied(seq)
+        return token
 
     async def rotate_token(
         self,
@@ -512,8 +521,42 @@ class AdminStore:
                 ADMIN["retire_token"],
                 {"id": token_id, "replaced_by": issued.token.token_id, "grace": grace},
             )
-            await conn.execute(ADMIN["notify_access"], {"payload": token_revoked(token_id)})
-            return issued, await self._get_token(conn, token_id)
+            seq = await self._notify_revoked(conn, token_id)
+            old_token = await self._get_token(conn, token_id)
+        await self._wait_applied(seq)
+        return issued, old_token
+
+    async def _notify_revoked(self, conn: Conn, token_id: uuid.UUID) -> int:
+        row = await (await conn.execute(ADMIN["notify_revoked"], {"token_id": token_id})).fetchone()
+        assert row is not None
+        return int(row["seq"])
+
+    async def _wait_applied(self, seq: int) -> None:
+        """Returns once every live server has dropped the token (or after
+        `confirm_seconds`), so the token's next call is refused everywhere."""
+        deadline = time.monotonic() + self.confirm_seconds
+        while True:
+            async with self.db.connection() as conn:
+                row = await (
+                    await conn.execute(ADMIN["unapplied"], {"seq": seq, "live": LIVE})
+                ).fetchone()
+            if row is None or row["n"] == 0:
+                return
+            if time.monotonic() >= deadline:
+                log.warning(
+                    "%d server(s) did not confirm revocation %d within %.1f s",
+                    row["n"],
+                    seq,
+                    self.confirm_seconds,
+                )
+                return
+            await asyncio.sleep(0.005)
+
+    async def applied(self, server_id: uuid.UUID, seq: int | None) -> None:
+        """Records that this server applied access notifications up to `seq`
+        (None: all sent so far)."""
+        async with self.db.connection() as conn:
+            await conn.execute(ADMIN["applied"], {"id": server_id, "seq": seq})
 
     # --- the operator's command line ---------------------------------------------------
 

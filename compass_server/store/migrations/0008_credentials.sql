@@ -54,6 +54,18 @@ $$;
 REVOKE ALL ON FUNCTION compass_sign_in(bytea) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION compass_sign_in(bytea) TO compass_app;
 
+-- Revocations are numbered; each server records in its `servers` row the
+-- last one it has applied (dropped from its cache), so a revocation can wait
+-- until every live server has, and the next call anywhere is refused. A
+-- server registering starts at the current number: it has nothing cached.
+CREATE SEQUENCE compass_access_seq;
+GRANT USAGE, SELECT ON SEQUENCE compass_access_seq TO compass_app;
+CREATE FUNCTION compass_access_position() RETURNS bigint
+LANGUAGE sql STABLE AS $$
+  SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM compass_access_seq
+$$;
+ALTER TABLE servers ADD COLUMN access_seen bigint NOT NULL DEFAULT compass_access_position();
+
 -- Takes an agent away from a runner: removes the assignment (after any bind
 -- of it in flight, which holds a key-share lock on the row), the sessions it
 -- bound, and recomputes the agent's presence; every server hears it and

@@ -114,8 +114,22 @@ FROM credentials
 WHERE id = ANY(%(ids)s::uuid[]) AND revoked_at IS NULL
   AND (expires_at IS NULL OR expires_at > now())
 
--- name: notify_access
-SELECT pg_notify('compass_access', %(payload)s)
+-- name: notify_revoked
+-- The token was revoked or got a new expiry: numbered, so its sender can
+-- wait for every server to apply it.
+WITH n AS (SELECT nextval('compass_access_seq') AS seq)
+SELECT seq, pg_notify('compass_access', 'token:' || %(token_id)s::text || ':' || seq) FROM n
+
+-- name: applied
+-- This server has applied access notifications up to `seq` (NULL: every one
+-- sent so far, after it reconnected and emptied its cache).
+UPDATE servers SET access_seen = greatest(access_seen, coalesce(%(seq)s, compass_access_position()))
+WHERE id = %(id)s
+
+-- name: unapplied
+-- Live servers (a fresh heartbeat) that have not applied `seq` yet.
+SELECT count(*) AS n FROM servers
+WHERE access_seen < %(seq)s AND heartbeat_at > now() - %(live)s::interval
 
 -- name: workspace_of
 -- For the operator's command line, as the database's own user: the workspace
