@@ -17,6 +17,8 @@ import psycopg
 import psycopg_pool
 
 from compass.v1 import (
+    admin_connect,
+    admin_pb2,
     agent_gateway_connect,
     agent_gateway_pb2,
     comms_connect,
@@ -24,6 +26,7 @@ from compass.v1 import (
     inbox_connect,
     inbox_pb2,
 )
+from compass_server.api.admin import AdminApi, IdentityApi
 from compass_server.api.agent import AgentApi
 from compass_server.api.auth import Authenticator
 from compass_server.api.comms import CommsApi
@@ -33,6 +36,7 @@ from compass_server.asks import Expiry
 from compass_server.events.hub import EventHub
 from compass_server.relay import AgentGateway, Dispatcher, Heartbeat, arms_for
 from compass_server.store import Database, Store
+from compass_server.store.admin import ACCESS_CHANNEL
 from compass_server.store.blocks import DeadlineBounds
 from compass_server.store.db import redacted_url
 from compass_server.store.embedded import EmbeddedPostgres
@@ -131,6 +135,11 @@ class Settings:
     expiry_interval_seconds: float = field(
         default_factory=lambda: float(os.environ.get("COMPASS_EXPIRY_INTERVAL_SECONDS", "30"))
     )
+    # How long a process trusts a sign-in before looking the token up again;
+    # revocations reach every process at once, this bounds a lost one.
+    auth_cache_seconds: float = field(
+        default_factory=lambda: float(os.environ.get("COMPASS_AUTH_CACHE_SECONDS", "5"))
+    )
 
 
 async def open_database(
@@ -202,10 +211,13 @@ class CompassServer:
             ),
         )
         # Each part is kept once it started, so a failed start stops only those.
-        hub = EventHub(self.store, url)
-        await hub.start()
-        self.hub = hub
-        self.auth = Authenticator(self.store)
+        self.hub = hub = EventHub(self.store, url)
+        self.auth = Authenticator(
+            self.store.admin,
+            server_id=self.settings.server_id,
+            cache_seconds=self.settings.auth_cache_seconds,
+        )
+        hub.watch(ACCESS_CHANNEL, self.auth.on_access)
         self.comms = CommsApi(self.store, self.hub)
         comms = ServiceBinding.of(comms_pb2, "CommsService", self.comms, "account")
         self.inbox = InboxStore(self.db)
@@ -224,17 +236,28 @@ class CompassServer:
                 ApiError(Status.UNAVAILABLE, "the server lost its registration; reconnect")
             ),
         )
+        hub.watch(ACCESS_CHANNEL, self.gateway.on_access)
+        await hub.start()
+        await self.auth.start()
         await heartbeat.start()
         self.heartbeat = heartbeat
         expiry = Expiry(self.store, interval=self.settings.expiry_interval_seconds)
         await expiry.start()
         self.expiry = expiry
         relay = ServiceBinding.of(agent_gateway_pb2, "AgentGatewayService", self.gateway, "runner")
-        bindings = [comms, inbox, relay]
+        admin = ServiceBinding.of(
+            admin_pb2, "AdminService", AdminApi(self.store.admin, self.auth), "account"
+        )
+        identity = ServiceBinding.of(
+            admin_pb2, "IdentityService", IdentityApi(self.store.admin), "any"
+        )
+        bindings = [comms, inbox, relay, admin, identity]
         connect = [
             (comms, comms_connect.CommsServiceASGIApplication),
             (inbox, inbox_connect.InboxServiceASGIApplication),
             (relay, agent_gateway_connect.AgentGatewayServiceASGIApplication),
+            (admin, admin_connect.AdminServiceASGIApplication),
+            (identity, admin_connect.IdentityServiceASGIApplication),
         ]
         grpc_server = GrpcServer(
             bindings, self.auth, slow_stream_seconds=self.settings.slow_stream_seconds
@@ -268,6 +291,8 @@ class CompassServer:
             await self.gateway.close()
         if hasattr(self, "expiry"):
             await self.expiry.stop()
+        if hasattr(self, "auth"):
+            await self.auth.close()
         if hasattr(self, "heartbeat"):
             await self.heartbeat.stop()
         if hasattr(self, "hub"):

@@ -114,6 +114,17 @@ async def client(request: pytest.FixtureRequest, server: Any) -> AsyncIterator[A
     await c.close()
 
 
+@pytest.fixture(scope="module")
+def two_servers(database_url: str) -> Iterator[tuple[Any, Any]]:
+    """Two `compass-server serve` processes on the run's database, per module."""
+    from tests.procs import ServerProcess
+
+    a = ServerProcess(database_url).start()
+    b = ServerProcess(database_url).start()
+    yield a, b
+    assert a.stop() == 0 and b.stop() == 0
+
+
 @pytest.fixture
 async def api_world(server: Any) -> World:
     """A fresh workspace in the running server's database."""

@@ -80,13 +80,14 @@ async def test_an_ask_answered_first_is_never_expired(world: World, db: Database
 
     # Due, but an answer holds the ask: the sweep skips it without waiting, and
     # the answer, which asked first, wins.
-    held = await store.append_message(w.agent, w.channel.channel_id, [soon(0.05)])
+    # The row is locked before the deadline passes, so no other sweep (a
+    # server of this test run shares the database) can end it first.
+    held = await store.append_message(w.agent, w.channel.channel_id, [soon(0.3)])
     ask_id = only_ask(held).ask_id
-    await asyncio.sleep(0.1)
     async with await psycopg.AsyncConnection.connect(db.url) as lock:
         await lock.execute("SELECT 1 FROM messages WHERE id = %s FOR UPDATE", (held.message_id,))
         answering = asyncio.ensure_future(store.answer_ask(w.human, ask_id, GOOD))
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.4)
         assert not answering.done()
         await asyncio.wait_for(store.expire_due_asks(), 5)
         assert (await state(w, held.message_id)).is_open

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from compass_server.store import Conflict, Database, NotFound, Store
+from compass_server.store import Conflict, Database, NotFound, Store, Unauthenticated
 from compass_server.store import types as T
 from compass_server.store.types import Answer, Ask, AskQuestion, PresenceState
 from tests.conftest import migrated_database
@@ -71,9 +71,10 @@ async def test_another_workspaces_ask_is_not_found(store: Store) -> None:
 
 async def test_tokens_are_stored_hashed_and_sign_in(db: Database, world: World) -> None:
     token = world.tokens[world.agent.account_id]
-    assert await world.store.authenticate(token) == world.agent
-    assert await world.store.authenticate(token + "x") is None
-    assert await world.store.authenticate("") is None
+    assert (await world.store.admin.sign_in(token)).principal == world.agent
+    for wrong in (token + "x", ""):
+        with pytest.raises(Unauthenticated):
+            await world.store.admin.sign_in(wrong)
     async with await psycopg.AsyncConnection.connect(db.url, row_factory=dict_row) as conn:
         rows = await (await conn.execute("SELECT token_hash FROM credentials")).fetchall()
     assert all(token.encode() not in bytes(r["token_hash"]) for r in rows)

@@ -112,6 +112,20 @@ class EventHub:
         self._task: asyncio.Task[None] | None = None
         self._listening = asyncio.Event()
         self._closed = False
+        self._watchers: dict[str, list[Callable[[str | None], None]]] = {}
+
+    def watch(self, channel: str, handler: Callable[[str | None], None]) -> None:
+        """Also listens on `channel` (register before start): the handler gets
+        each payload, and None after the listener reconnected, since what was
+        sent meanwhile is lost."""
+        self._watchers.setdefault(channel, []).append(handler)
+
+    def _tell(self, channel: str, payload: str | None) -> None:
+        for handler in self._watchers.get(channel, ()):
+            try:
+                handler(payload)
+            except Exception:
+                log.exception("handling a notification on %s", channel)
 
     async def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._listen())
@@ -129,17 +143,27 @@ class EventHub:
 
     async def _listen(self) -> None:
         backoff = 0.1
+        listened = False
         while not self._closed:
             try:
                 async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
+                    for channel in self._watchers:
+                        await conn.execute(f"LISTEN {channel}".encode())
                     self._listening.set()
                     backoff = 0.1
+                    if listened:
+                        for channel in self._watchers:
+                            self._tell(channel, None)
+                    listened = True
                     # Anything committed while we were not listening.
                     for feed in list(self.feeds.values()):
                         feed.poke(await self.store.last_event_id(feed.workspace_id))
                     async for note in conn.notifies():
-                        self._on_notify(note.payload)
+                        if note.channel == CHANNEL:
+                            self._on_notify(note.payload)
+                        else:
+                            self._tell(note.channel, note.payload)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

@@ -245,6 +245,7 @@ class RelayStream:
                 f"session {bind.session_id!r} is already bound on this stream",
             )
         agent_id = parse_id(bind.agent_account_id, "agent_account_id")
+        unassignments = self.gateway.unassignments
         binding = await self.gateway.bind(self.runner, agent_id)
         actor = Actor(self.runner.workspace_id, agent_id, AccountKind.AGENT)
         session = Session(bind.session_id, binding, actor, self.gateway.window)
@@ -259,6 +260,9 @@ class RelayStream:
             )
         )
         session.deliveries = asyncio.get_running_loop().create_task(self._deliver(session))
+        if self.gateway.unassignments != unassignments:
+            # An unassignment was heard while this bound: it may be this one's.
+            await self.drop_unassigned()
 
     async def _unbind(self, session_id: str) -> None:
         session = self._session(session_id)
@@ -267,6 +271,39 @@ class RelayStream:
             session.deliveries.cancel()
         await self.gateway.unbind(session)
         await self.send(gw.HubFrame(unbound=gw.SessionUnbound(session_id=session_id)))
+
+    async def drop_agent(self, agent_id: uuid.UUID) -> None:
+        """Ends this stream's sessions of an agent taken from its runner: the
+        runner hears why (SessionError), then SessionUnbound."""
+        for name, session in list(self.sessions.items()):
+            if session.actor.account_id != agent_id or self.sessions.get(name) is not session:
+                continue
+            del self.sessions[name]
+            if session.deliveries is not None:
+                session.deliveries.cancel()
+            await self.gateway.unbind(session)
+            if self.ended:
+                continue
+            await self.send(
+                gw.HubFrame(
+                    session_error=gw.SessionError(
+                        session_id=name,
+                        error=gw.CommsCallError(
+                            code=Status.NOT_FOUND.token,
+                            message=f"agent {agent_id} is no longer assigned to this runner",
+                        ),
+                    )
+                )
+            )
+            await self.send(gw.HubFrame(unbound=gw.SessionUnbound(session_id=name)))
+
+    async def drop_unassigned(self) -> None:
+        """Ends the sessions of agents no longer assigned to this runner."""
+        if not self.sessions:
+            return
+        assigned = {agent_id for agent_id, _ in await self.gateway.store.runner_agents(self.runner)}
+        for agent_id in {s.actor.account_id for s in self.sessions.values()} - assigned:
+            await self.drop_agent(agent_id)
 
     async def _ack(self, ack: gw.DeliveryAck) -> None:
         session = self._session(ack.session_id)
@@ -360,6 +397,8 @@ class AgentGateway:
         self.streams: set[RelayStream] = set()
         self.closed = False
         self._cleanups: set[asyncio.Task[Any]] = set()
+        # Unassignments heard so far: a bind that saw this move re-checks.
+        self.unassignments = 0
 
     async def relay(
         self, runner: RunnerPrincipal, frames: AsyncIterator[gw.RunnerFrame]
@@ -410,6 +449,28 @@ class AgentGateway:
 
     async def _finish(self, work: Awaitable[Any]) -> None:
         await asyncio.shield(self._track(work))
+
+    def on_access(self, payload: str | None) -> None:
+        """A `compass_access` notification: an agent unassigned from a runner
+        loses its sessions here. None: the listener reconnected and may have
+        missed some, so every stream re-checks its agents."""
+        if payload is None:
+            self.unassignments += 1
+            for stream in list(self.streams):
+                self._track(stream.drop_unassigned())
+            return
+        kind, _, value = payload.partition(":")
+        if kind != "unassign":
+            return
+        try:
+            runner_id, agent_id = (uuid.UUID(v) for v in value.split(":"))
+        except ValueError:
+            log.warning("ignoring a malformed access notification %r", payload)
+            return
+        self.unassignments += 1
+        for stream in list(self.streams):
+            if stream.runner.runner_id == runner_id:
+                self._track(stream.drop_agent(agent_id))
 
     def end_all(self, failure: BaseException) -> None:
         for stream in list(self.streams):

@@ -28,6 +28,15 @@ class Conflict(StoreError):
     declined or expired; a session taken)."""
 
 
+class FailedPrecondition(StoreError):
+    """The target's state rules the operation out (e.g. rotating a revoked
+    token, demoting the last admin); it won't succeed until that changes."""
+
+
+class Unauthenticated(StoreError):
+    """The token is unknown, revoked or expired."""
+
+
 class InvalidArgument(StoreError):
     """The input breaks a rule, whatever the state of the database."""
 

@@ -30,7 +30,10 @@ from compass_server.store.errors import (
     PermissionDenied,
     ResourceExhausted,
 )
-from compass_server.store.store import _decode_token, _encode_token, _Events, page_size
+from compass_server.store.pages import decode_token as _decode_token
+from compass_server.store.pages import encode_token as _encode_token
+from compass_server.store.pages import page_size
+from compass_server.store.store import _Events
 from compass_server.store.types import (
     AccountKind,
     Actor,

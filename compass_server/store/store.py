@@ -8,27 +8,26 @@ sequencer.py); reads of the log first wait for this process's own writes.
 
 from __future__ import annotations
 
-import base64
 import datetime
-import hashlib
-import secrets
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
-import psycopg
 from psycopg.types.json import Jsonb
 
 from compass_server.store import blocks as blockrules
+from compass_server.store.admin import AdminStore
 from compass_server.store.asks import AskCache, AskEndings
 from compass_server.store.db import Conn, Database, queries
 from compass_server.store.errors import (
-    Conflict,
     Corrupt,
     InvalidArgument,
     NotFound,
     PermissionDenied,
 )
+from compass_server.store.pages import MAX_PAGE, page_size
+from compass_server.store.pages import decode_token as _decode_token
+from compass_server.store.pages import encode_token as _encode_token
 from compass_server.store.types import (
     Account,
     AccountKind,
@@ -45,6 +44,7 @@ from compass_server.store.types import (
     InboxMessage,
     InboxStatus,
     Message,
+    Operator,
     Page,
     Presence,
     PresenceState,
@@ -61,21 +61,11 @@ MESSAGES = queries("messages")
 EVENTS = queries("events")
 SESSIONS = queries("sessions")
 
-MAX_PAGE = 200
-DEFAULT_PAGE = 50
 MAX_NAME_CHARS = 80
 MAX_TOPIC_CHARS = 1_000
 MAX_STATUS_CHARS = 200
 MAX_QUERY_CHARS = 200
 MAX_ACCOUNT_IDS = 200
-
-
-def hash_token(token: str) -> bytes:
-    return hashlib.sha256(token.encode()).digest()
-
-
-def new_token(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_urlsafe(32)}"
 
 
 def parse_id(value: str, what: str) -> uuid.UUID:
@@ -87,26 +77,6 @@ def parse_id(value: str, what: str) -> uuid.UUID:
         return uuid.UUID(value)
     except ValueError:
         raise NotFound(f"no {what.removesuffix('_id').replace('_', ' ')} {value!r}") from None
-
-
-def page_size(requested: int) -> int:
-    if requested < 0:
-        raise InvalidArgument("page_size can't be negative")
-    return min(requested or DEFAULT_PAGE, MAX_PAGE)
-
-
-def _encode_token(*parts: object) -> str:
-    return base64.urlsafe_b64encode("|".join(map(str, parts)).encode()).decode()
-
-
-def _decode_token(token: str, n: int) -> list[str]:
-    try:
-        parts = base64.urlsafe_b64decode(token.encode()).decode().split("|")
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidArgument("page_token is not one this server issued") from None
-    if len(parts) != n:
-        raise InvalidArgument("page_token is not one this server issued")
-    return parts
 
 
 # --- row ⇄ struct ----------------------------------------------------------
@@ -305,6 +275,7 @@ class Store(AskEndings):
         deadline_bounds: blockrules.DeadlineBounds = blockrules.DEADLINE_BOUNDS,
     ) -> None:
         self.db = db
+        self.admin = AdminStore(db)
         self._asks = AskCache()
         self.deadline_bounds = deadline_bounds
         self.deadline_listeners = []
@@ -326,105 +297,26 @@ class Store(AskEndings):
         kind: AccountKind,
         owner_id: uuid.UUID | None = None,
     ) -> tuple[Account, str]:
-        """The account and its token, shown this once; only its digest is kept."""
-        if not handle.strip() or len(handle) > MAX_NAME_CHARS:
-            raise InvalidArgument(f"a handle needs 1 to {MAX_NAME_CHARS} characters")
-        if (kind is AccountKind.AGENT) != (owner_id is not None):
-            raise InvalidArgument("an agent needs an owning human; a human has no owner")
-        account = Account(uuid.uuid4(), workspace_id, handle, kind, owner_id)
-        token = new_token("cpa")
-        async with self.db.tx(workspace_id) as conn:
-            if owner_id is not None:
-                row = await (
-                    await conn.execute(ACCOUNTS["get_account"], {"id": owner_id})
-                ).fetchone()
-                if row is None or row["kind"] != AccountKind.HUMAN:
-                    raise InvalidArgument("the owner must be a human of the same workspace")
-            try:
-                await conn.execute(
-                    ACCOUNTS["insert_account"],
-                    {
-                        "id": account.account_id,
-                        "handle": handle,
-                        "kind": kind.value,
-                        "owner_id": owner_id,
-                    },
-                )
-            except psycopg.errors.UniqueViolation:
-                raise Conflict(f"handle {handle!r} is taken in this workspace") from None
-            except psycopg.errors.ForeignKeyViolation:
-                raise NotFound(f"no workspace {workspace_id}") from None
-            await conn.execute(
-                ACCOUNTS["insert_credential"],
-                {
-                    "token_hash": hash_token(token),
-                    "account_id": account.account_id,
-                    "runner_id": None,
-                },
-            )
-        return account, token
+        """The operator's shortcut to AdminStore.create_account: the account
+        and its token, shown this once."""
+        account, issued = await self.admin.create_account(
+            Operator(workspace_id), handle, kind, owner_id
+        )
+        return account, issued.secret
 
     async def create_runner(self, workspace_id: uuid.UUID, name: str) -> tuple[Runner, str]:
-        if not name.strip() or len(name) > MAX_NAME_CHARS:
-            raise InvalidArgument(f"a runner name needs 1 to {MAX_NAME_CHARS} characters")
-        runner = Runner(uuid.uuid4(), workspace_id, name)
-        token = new_token("cpr")
-        async with self.db.tx(workspace_id) as conn:
-            try:
-                await conn.execute(
-                    ACCOUNTS["insert_runner"], {"id": runner.runner_id, "name": name}
-                )
-            except psycopg.errors.ForeignKeyViolation:
-                raise NotFound(f"no workspace {workspace_id}") from None
-            await conn.execute(
-                ACCOUNTS["insert_credential"],
-                {
-                    "token_hash": hash_token(token),
-                    "account_id": None,
-                    "runner_id": runner.runner_id,
-                },
-            )
-        return runner, token
+        runner, issued = await self.admin.create_runner(Operator(workspace_id), name)
+        return runner, issued.secret
 
     async def assign_agent(
         self, workspace_id: uuid.UUID, runner_id: uuid.UUID, agent_id: uuid.UUID
     ) -> None:
-        async with self.db.tx(workspace_id) as conn:
-            if not await (await conn.execute(ACCOUNTS["get_runner"], {"id": runner_id})).fetchone():
-                raise NotFound(f"no runner {runner_id} in this workspace")
-            row = await (await conn.execute(ACCOUNTS["get_account"], {"id": agent_id})).fetchone()
-            if row is None or row["kind"] != AccountKind.AGENT:
-                raise NotFound(f"no agent {agent_id} in this workspace")
-            await conn.execute(
-                ACCOUNTS["assign_agent"], {"runner_id": runner_id, "agent_id": agent_id}
-            )
-
-    async def runner_workspace(self, runner_id: uuid.UUID) -> uuid.UUID:
-        async with self.db.connection() as conn:
-            cur = await conn.execute(ACCOUNTS["runner_workspace"], {"runner_id": runner_id})
-            row = await cur.fetchone()
-        if row is None or row["workspace_id"] is None:
-            raise NotFound(f"no runner {runner_id}")
-        return row["workspace_id"]  # type: ignore[no-any-return]
+        await self.admin.assign_agent(Operator(workspace_id), runner_id, agent_id)
 
     async def runner_agents(self, runner: RunnerPrincipal) -> list[tuple[uuid.UUID, str]]:
         async with self.db.tx(runner.workspace_id) as conn:
             cur = await conn.execute(ACCOUNTS["runner_agents"], {"runner_id": runner.runner_id})
             return [(r["id"], r["handle"]) for r in await cur.fetchall()]
-
-    async def authenticate(self, token: str) -> Actor | RunnerPrincipal | None:
-        if not token:
-            return None
-        async with self.db.connection() as conn:
-            cur = await conn.execute(
-                ACCOUNTS["lookup_credential"], {"token_hash": hash_token(token)}
-            )
-            row = await cur.fetchone()
-        if row is None:
-            return None
-        if row["runner_id"] is not None:
-            return RunnerPrincipal(row["workspace_id"], row["runner_id"])
-        return Actor(row["workspace_id"], row["account_id"], AccountKind(row["kind"]))
 
     async def get_account(self, workspace_id: uuid.UUID, account_id: uuid.UUID) -> Account:
         async with self.db.tx(workspace_id) as conn:

@@ -14,6 +14,13 @@ class AccountKind(enum.StrEnum):
     AGENT = "agent"
 
 
+class Role(enum.StrEnum):
+    """A person's standing in their workspace; agents are always members."""
+
+    MEMBER = "member"
+    ADMIN = "admin"
+
+
 class PresenceState(enum.StrEnum):
     OFFLINE = "offline"
     IDLE = "idle"
@@ -50,6 +57,14 @@ class RunnerPrincipal:
 
 
 @dataclass(frozen=True, slots=True)
+class Operator:
+    """The operator at the command line, working on one workspace: may do
+    every admin operation there without an account."""
+
+    workspace_id: uuid.UUID
+
+
+@dataclass(frozen=True, slots=True)
 class Workspace:
     workspace_id: uuid.UUID
     name: str
@@ -62,6 +77,8 @@ class Account:
     handle: str
     kind: AccountKind
     owner_id: uuid.UUID | None
+    role: Role = Role.MEMBER
+    created_at: datetime.datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +86,56 @@ class Runner:
     runner_id: uuid.UUID
     workspace_id: uuid.UUID
     name: str
+    # The agents it may bind sessions for.
+    agent_ids: tuple[uuid.UUID, ...] = ()
+    created_at: datetime.datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """A token as listed: never its secret."""
+
+    token_id: uuid.UUID
+    workspace_id: uuid.UUID
+    # Exactly one of account_id and runner_id; account_kind goes with account_id.
+    account_id: uuid.UUID | None
+    account_kind: AccountKind | None
+    runner_id: uuid.UUID | None
+    label: str
+    created_at: datetime.datetime
+    expires_at: datetime.datetime | None
+    last_used_at: datetime.datetime | None
+    revoked_at: datetime.datetime | None
+    replaced_by: uuid.UUID | None
+    # Neither revoked nor expired when it was read.
+    active: bool
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedToken:
+    """A new token: its secret, shown this once, and its record."""
+
+    secret: str
+    token: Token
+
+
+@dataclass(frozen=True, slots=True)
+class SignIn:
+    """Who a token signed in as, and for how long it may still sign in."""
+
+    principal: Actor | RunnerPrincipal
+    token_id: uuid.UUID
+    # Seconds until it expires, as the database counted at sign-in; None: never.
+    expires_in: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """What WhoAmI tells a token: its workspace, its account or runner, itself."""
+
+    workspace: Workspace
+    principal: Account | Runner
+    token: Token
 
 
 @dataclass(frozen=True, slots=True)

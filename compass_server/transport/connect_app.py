@@ -45,9 +45,9 @@ def _endpoint(binding: ServiceBinding, method: Method, auth: Authenticator) -> A
 
         async def unary(request: Any, ctx: Any) -> Any:
             try:
-                principal = await resolve(header(ctx))
+                signed = await resolve(header(ctx))
                 with surface.through(surface.of_connect(header(ctx, surface.HEADER))):
-                    return await fn(principal, request)
+                    return await fn(binding.caller(signed), request)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -57,9 +57,10 @@ def _endpoint(binding: ServiceBinding, method: Method, auth: Authenticator) -> A
 
     async def stream(request: Any, ctx: Any) -> AsyncIterator[Any]:
         try:
-            principal = await resolve(header(ctx))
-            async for item in fn(principal, request):
-                yield item
+            signed = await resolve(header(ctx))
+            with auth.guard(signed) as guard:
+                async for item in guard.watch(fn(binding.caller(signed), request)):
+                    yield item
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -82,9 +82,9 @@ def _handler(
 
         async def unary(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             try:
-                principal = await resolve(_authorization(context))
+                signed = await resolve(_authorization(context))
                 with surface.through(Surface.GRPC):
-                    return await fn(principal, parse(request))
+                    return await fn(binding.caller(signed), parse(request))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -95,19 +95,20 @@ def _handler(
 
     async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
         try:
-            principal = await resolve(_authorization(context))
+            signed = await resolve(_authorization(context))
             arg = _parsed(request, parse) if method.client_streaming else parse(request)
-            async for item in fn(principal, arg):
-                # A client that stops reading holds a write here; past the limit
-                # its stream is closed, so it can't pin server memory.
-                try:
-                    async with asyncio.timeout(slow_stream_seconds):
-                        await context.write(item)
-                except TimeoutError:
-                    err = FELL_BEHIND
-                    break
-            else:
-                return
+            with auth.guard(signed) as guard:
+                async for item in guard.watch(fn(binding.caller(signed), arg)):
+                    # A client that stops reading holds a write here; past the
+                    # limit its stream is closed, so it can't pin server memory.
+                    try:
+                        async with asyncio.timeout(slow_stream_seconds):
+                            await context.write(item)
+                    except TimeoutError:
+                        err = FELL_BEHIND
+                        break
+                else:
+                    return
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -3,6 +3,7 @@
 
 import { ChannelView } from "./channel.js";
 import { h } from "./dom.js";
+import { renderSignedIn, whoAmI } from "./identity.js";
 import { InboxView, listOpenInboxItems } from "./inbox.js";
 import { LiveEvents } from "./live.js";
 import { Model } from "./model.js";
@@ -40,8 +41,9 @@ async function listAllChannels(comms) {
 }
 
 class App {
-  constructor(comms) {
+  constructor(comms, me) {
     this.comms = comms;
+    this.me = me;
     this.model = new Model();
     this.view = null;
     this.route = null;
@@ -232,13 +234,14 @@ let app = null;
 
 async function signIn(token) {
   const comms = new Comms(token);
-  const channels = await listAllChannels(comms);
+  const [channels, me] = await Promise.all([listAllChannels(comms), whoAmI(comms)]);
   sessionStorage.setItem(TOKEN_KEY, token);
   $("sign-in-view").hidden = true;
   $("app-view").hidden = false;
   $("sign-out").hidden = false;
   $("menu-toggle").hidden = false;
-  app = new App(comms);
+  renderSignedIn($("signed-in"), me);
+  app = new App(comms, me);
   app.start(channels);
 }
 
@@ -250,6 +253,7 @@ function signOut(reason) {
   $("sign-out").hidden = true;
   $("menu-toggle").hidden = true;
   setMenu(false);
+  renderSignedIn($("signed-in"), null);
   $("sign-in-view").hidden = false;
   $("view").replaceChildren();
   $("alerts").replaceChildren();

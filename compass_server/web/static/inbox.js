@@ -4,6 +4,7 @@
 
 import { renderAsk, renderAskAnswer } from "./ask.js";
 import { formatTime, h, replaceChildren } from "./dom.js";
+import { undoButton } from "./identity.js";
 import { describe } from "./rpc.js";
 
 export const INBOX = "compass.v1.InboxService";
@@ -377,7 +378,7 @@ export class InboxView {
           h("span", { class: `inbox-status ${statusClass(item.status)}` }, STATUS[item.status] ?? ""),
         ),
       ),
-      item.status === OPEN ? this.closeButton : null,
+      item.status === OPEN ? this.closeButton : this.undoButton(item),
     );
     this.closeButton.disabled = false;
     this.replyLabel.textContent = `Reply to ${item.agentHandle}`;
@@ -635,6 +636,17 @@ export class InboxView {
       this.app.alert(describe(err, "Couldn't close the item"));
       this.closeButton.disabled = false;
     }
+  }
+
+  undoButton(item) {
+    return undoButton(this.comms, item, this.app.me, {
+      done: (response) => {
+        this.item = response.item;
+        this.renderItem();
+        this.refreshItem();
+      },
+      failed: (err) => this.app.alert(describe(err, "Couldn't undo that")),
+    });
   }
 
   isAtBottom() {
