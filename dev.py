@@ -3,11 +3,12 @@
 
     python3 dev.py test            set up .venv, run every gate and the tests
     python3 dev.py serve [ARGS]    set up .venv and run `compass-server serve`
-    python3 dev.py gen             regenerate gen/ from proto/
-    python3 dev.py check-contract  buf lint, the gen/ drift check and buf breaking
+    python3 dev.py gen             regenerate agentkit/gen/ from proto/
+    python3 dev.py check-contract  buf lint, the agentkit/gen/ drift check and buf breaking
 
-It creates its own virtualenv in .venv and installs the project into it when
-pyproject.toml changes, so a fresh clone needs no other step.
+It creates its own virtualenv in .venv and installs both distributions into it
+(editable) when either pyproject.toml changes, so a fresh clone needs no other
+step: the agent kit (agentkit/, with the generated contract) and the server.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ ROOT = pathlib.Path(__file__).resolve().parent
 VENV = pathlib.Path(os.environ.get("COMPASS_VENV", ROOT / ".venv"))
 BIN = VENV / "bin"
 STAMP = VENV / ".compass-installed"
+# The light distribution: the agent kit, its console scripts and gen/.
+AGENTKIT = ROOT / "agentkit"
+# Where buf.gen.yaml writes the generated `compass` package, from ROOT.
+GEN = pathlib.PurePosixPath("agentkit/gen")
 
 
 def _env() -> dict[str, str]:
@@ -47,11 +52,28 @@ def ensure_venv() -> None:
     if not (BIN / "python").exists():
         print(f"creating virtualenv in {VENV}", flush=True)
         venv.create(VENV, with_pip=True)
-    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    digest = hashlib.sha256()
+    for project in (AGENTKIT, ROOT):
+        digest.update((project / "pyproject.toml").read_bytes())
+    wanted = digest.hexdigest()
     if STAMP.exists() and STAMP.read_text() == wanted:
         return
     run(BIN / "python", "-m", "pip", "install", "--quiet", "--upgrade", "pip")
-    run(BIN / "python", "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[dev]")
+    # One resolve: the server's dependency on the kit is met by the local tree.
+    run(BIN / "python", "-m", "pip", "install", "--quiet", "-e", AGENTKIT, "-e", f"{ROOT}[dev]")
+    # Again on its own: replacing an older server install (which once shipped
+    # compass-runner itself) removes the kit's scripts of the same name.
+    run(
+        BIN / "python",
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-deps",
+        "--force-reinstall",
+        "-e",
+        AGENTKIT,
+    )
     STAMP.write_text(wanted)
 
 
@@ -71,12 +93,14 @@ def generate(out: pathlib.Path) -> None:
         "--output",
         out.relative_to(ROOT) if out.is_relative_to(ROOT) else out,
     )
-    # buf.gen.yaml writes under gen/; --output prefixes it.
-    produced = out / "gen"
+    # buf.gen.yaml writes under GEN; --output prefixes it.
+    produced = out.joinpath(*GEN.parts)
     if produced.exists():
         for child in produced.iterdir():
             child.rename(out / child.name)
-        produced.rmdir()
+        while produced != out:
+            produced.rmdir()
+            produced = produced.parent
     _write_package_markers(out)
 
 
@@ -85,7 +109,7 @@ def gen() -> None:
     with tempfile.TemporaryDirectory(dir=ROOT) as tmp:
         fresh = pathlib.Path(tmp, "out")
         generate(fresh)
-        target = ROOT / "gen"
+        target = ROOT.joinpath(*GEN.parts)
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(fresh, target)
 
@@ -102,12 +126,12 @@ def check_drift() -> None:
     with tempfile.TemporaryDirectory(dir=ROOT) as tmp:
         fresh = pathlib.Path(tmp, "out")
         generate(fresh)
-        want, have = _tree(fresh), _tree(ROOT / "gen")
+        want, have = _tree(fresh), _tree(ROOT.joinpath(*GEN.parts))
         differ = sorted(k for k in want.keys() | have.keys() if want.get(k) != have.get(k))
         if differ:
-            print("gen/ does not match proto/ (run `python3 dev.py gen`):", *differ, sep="\n  ")
+            print(f"{GEN}/ does not match proto/ (run `python3 dev.py gen`):", *differ, sep="\n  ")
             sys.exit(1)
-    print("gen/ matches proto/")
+    print(f"{GEN}/ matches proto/")
 
 
 def _git(*args: str) -> str:

@@ -151,14 +151,14 @@ def source_state() -> str:
             ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "compass_server", "gen"],
+            ["git", "status", "--porcelain", "--", "compass_server", "agentkit"],
             capture_output=True,
             text=True,
             check=True,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "?"
-    return head + (" + uncommitted changes in compass_server/ or gen/" if dirty else "")
+    return head + (" + uncommitted changes in compass_server/ or agentkit/" if dirty else "")
 
 
 def machine_lines(

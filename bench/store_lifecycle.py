@@ -20,7 +20,7 @@ import uuid
 
 from bench.harness import default_database_url, resolve_loop, run_async
 from compass_server.store import Database, Store
-from compass_server.store.store import hash_token
+from compass_server.store.admin import hash_token
 from compass_server.store.types import (
     AccountKind,
     Actor,

@@ -3,9 +3,10 @@ context (own sessionStorage) per test, and helpers to use the page."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pathlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -80,3 +81,13 @@ def question(form: Any, question_id: str) -> Any:
 
 def presence_badge(page: Any, account_id: object) -> Any:
     return page.locator(f'#agent-list [data-presence-of="{account_id}"]')
+
+
+async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
+    """Waits (up to 5 s) for a condition the page reaches on its own, such as a
+    scroll made on the next frame."""
+    for _ in range(100):
+        if await check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -19,6 +19,7 @@ from tests.browser import browser_fixture, page_fixture  # noqa: F401  (`browser
 from tests.world import World
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+TEST_DEADLINE_MIN_SECONDS = 0.2
 
 
 @pytest.fixture(scope="session")
@@ -38,17 +39,26 @@ def _with_db(url: str, name: str) -> str:
     return psycopg.conninfo.make_conninfo(**info)  # type: ignore[arg-type]
 
 
+@contextlib.asynccontextmanager
+async def migrated_database(admin_url: str) -> AsyncIterator[str]:
+    """A new database, migrated, dropped on exit."""
+    name = f"compass_test_{uuid.uuid4().hex[:12]}"
+    async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as conn:
+        await conn.execute(f'CREATE DATABASE "{name}"'.encode())
+    try:
+        url = _with_db(admin_url, name)
+        await migrate(url)
+        yield url
+    finally:
+        async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as conn:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+
+
 @pytest.fixture(scope="session")
 async def database_url(pg_admin_url: str) -> AsyncIterator[str]:
     """A database of its own for this run, migrated once."""
-    name = f"compass_test_{uuid.uuid4().hex[:12]}"
-    async with await psycopg.AsyncConnection.connect(pg_admin_url, autocommit=True) as conn:
-        await conn.execute(f'CREATE DATABASE "{name}"'.encode())
-    url = _with_db(pg_admin_url, name)
-    await migrate(url)
-    yield url
-    async with await psycopg.AsyncConnection.connect(pg_admin_url, autocommit=True) as conn:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+    async with migrated_database(pg_admin_url) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -83,7 +93,8 @@ async def running_server(
             data_dir=data_dir,
             grpc_listen="127.0.0.1:0",
             http_listen="127.0.0.1:0",
-            **limits,
+            # Deadlines tests can wait for; the 1 minute default is tested on a store.
+            **{"ask_deadline_min_seconds": TEST_DEADLINE_MIN_SECONDS, **limits},
         )
     )
     await srv.start()
@@ -112,6 +123,17 @@ async def client(request: pytest.FixtureRequest, server: Any) -> AsyncIterator[A
     )
     yield c
     await c.close()
+
+
+@pytest.fixture(scope="module")
+def two_servers(database_url: str) -> Iterator[tuple[Any, Any]]:
+    """Two `compass-server serve` processes on the run's database, per module."""
+    from tests.procs import ServerProcess
+
+    a = ServerProcess(database_url).start()
+    b = ServerProcess(database_url).start()
+    yield a, b
+    assert a.stop() == 0 and b.stop() == 0
 
 
 @pytest.fixture

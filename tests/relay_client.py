@@ -172,7 +172,9 @@ class RelayClient:
             call=gw.RelayCommsCallRequest(session_id=session_id, call_id=call_id, call=request)
         )
         sending = asyncio.ensure_future(self.send(frame))
-        future.add_done_callback(lambda _: sending.done() or sending.cancel())
+        # Only a call given up on stops its write: cancelling a write that is
+        # still going out cancels the whole stream.
+        future.add_done_callback(lambda f: f.cancelled() and sending.cancel())
         return future
 
     async def call(self, session_id: str, arm: str, request: Message) -> gw.CommsCallResult:

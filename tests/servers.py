@@ -9,10 +9,15 @@ import grpc
 from connectrpc.errors import ConnectError
 from google.protobuf.message import Message
 
-from compass.v1 import comms_connect, comms_pb2
+from compass.v1 import admin_connect, admin_pb2, comms_connect, comms_pb2
 from compass_server.transport.binding import snake
 
-SERVICE = "compass.v1.CommsService"
+# Method names are unique across these services: a call finds its service by name.
+SERVICES: dict[str, tuple[Any, Any]] = {
+    "CommsService": (comms_pb2, comms_connect.CommsServiceClient),
+    "AdminService": (admin_pb2, admin_connect.AdminServiceClient),
+    "IdentityService": (admin_pb2, admin_connect.IdentityServiceClient),
+}
 
 
 class CallError(Exception):
@@ -31,12 +36,25 @@ def authorization(token: str | None) -> str | None:
     return token[4:] if token.startswith("raw:") else f"Bearer {token}"
 
 
+def _service_of(method: str) -> str:
+    for service, (module, _) in SERVICES.items():
+        if method in module.DESCRIPTOR.services_by_name[service].methods_by_name:
+            return service
+    raise KeyError(method)
+
+
 def _method(name: str) -> Any:
-    return comms_pb2.DESCRIPTOR.services_by_name["CommsService"].methods_by_name[name]
+    module = SERVICES[_service_of(name)][0]
+    return module.DESCRIPTOR.services_by_name[_service_of(name)].methods_by_name[name]
+
+
+def _path(method: str) -> str:
+    return f"/compass.v1.{_service_of(method)}/{method}"
 
 
 def _response_class(name: str) -> type[Message]:
-    return getattr(comms_pb2, _method(name).output_type.name)  # type: ignore[no-any-return]
+    module = SERVICES[_service_of(name)][0]
+    return getattr(module, _method(name).output_type.name)  # type: ignore[no-any-return]
 
 
 class GrpcClient:
@@ -55,7 +73,7 @@ class GrpcClient:
 
     async def call(self, method: str, request: Message, token: str | None) -> Any:
         rpc = self.channel.unary_unary(
-            f"/{SERVICE}/{method}",
+            _path(method),
             request_serializer=lambda m: m.SerializeToString(),
             response_deserializer=_response_class(method).FromString,
         )
@@ -66,7 +84,7 @@ class GrpcClient:
 
     async def stream(self, method: str, request: Message, token: str | None) -> AsyncIterator[Any]:
         rpc = self.channel.unary_stream(
-            f"/{SERVICE}/{method}",
+            _path(method),
             request_serializer=lambda m: m.SerializeToString(),
             response_deserializer=_response_class(method).FromString,
         )
@@ -86,12 +104,16 @@ class ConnectClient:
 
         codecs = {c.name(): c for c in google_protobuf_codecs()}
         self.name = f"connect-{codec}"
-        self.client = comms_connect.CommsServiceClient(
-            f"http://127.0.0.1:{port}", codec=codecs[codec], timeout_ms=30_000
-        )
+        self.clients = {
+            service: client_class(
+                f"http://127.0.0.1:{port}", codec=codecs[codec], timeout_ms=30_000
+            )
+            for service, (_, client_class) in SERVICES.items()
+        }
 
     async def close(self) -> None:
-        await self.client.close()
+        for client in self.clients.values():
+            await client.close()
 
     @staticmethod
     def _headers(token: str | None) -> dict[str, str]:
@@ -100,15 +122,15 @@ class ConnectClient:
 
     async def call(self, method: str, request: Message, token: str | None) -> Any:
         try:
-            return await getattr(self.client, snake(method))(request, headers=self._headers(token))
+            rpc = getattr(self.clients[_service_of(method)], snake(method))
+            return await rpc(request, headers=self._headers(token))
         except ConnectError as exc:
             raise CallError(exc.code.value, exc.message) from None
 
     async def stream(self, method: str, request: Message, token: str | None) -> AsyncIterator[Any]:
         try:
-            async for item in getattr(self.client, snake(method))(
-                request, headers=self._headers(token)
-            ):
+            rpc = getattr(self.clients[_service_of(method)], snake(method))
+            async for item in rpc(request, headers=self._headers(token)):
                 yield item
         except ConnectError as exc:
             raise CallError(exc.code.value, exc.message) from None

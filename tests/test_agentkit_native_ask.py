@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compass.v1 import comms_pb2
-from compass_server.agentkit.native_ask import (
+from compass_agentkit.native_ask import (
     END_EVENT,
     START_EVENT,
     EventMapper,
@@ -20,6 +20,7 @@ from compass_server.agentkit.native_ask import (
     QuestionResult,
     Unmapped,
     answers_from_ask,
+    map_coding_agent_ask,
     map_native_ask,
 )
 
@@ -391,6 +392,79 @@ def test_other_events_yield_nothing(event: object) -> None:
     mapper = EventMapper()
     assert mapper.map(event) == []
     assert mapper.unmapped_count == 0
+
+
+# --- the coding agents' question-tool shape -------------------------------------
+
+# What coding agents' own question tool takes: no ids, multiSelect, no recommendation.
+CODING_AGENT: dict[str, Any] = {
+    "questions": [
+        {
+            "question": "Which database should the service use?",
+            "header": "Storage",
+            "options": [
+                {"label": "PostgreSQL", "description": "Relational, already deployed"},
+                {"label": "SQLite", "description": "One file"},
+            ],
+            "multiSelect": False,
+        },
+        {
+            "question": "Which features ship first?",
+            "header": "Scope",
+            "options": [{"label": "Search"}, {"label": "Export"}],
+            "multiSelect": True,
+        },
+    ]
+}
+
+
+def test_the_coding_agent_shape_maps_to_one_ask_numbered_by_position() -> None:
+    mapped = map_coding_agent_ask(CODING_AGENT)
+    assert isinstance(mapped, MappedAsk), mapped
+    db, features = mapped.ask.questions
+    assert (db.question_id, db.header, db.allow_multiple, db.HasField("recommended")) == (
+        "1",
+        "Storage",
+        False,
+        False,
+    )
+    assert [(o.id, o.label, o.description) for o in db.options] == [
+        ("0", "PostgreSQL", "Relational, already deployed"),
+        ("1", "SQLite", "One file"),
+    ]
+    assert (features.question_id, features.allow_multiple) == ("2", True)
+    assert [o.label for o in features.options] == ["Search", "Export"]
+    assert not mapped.ask.ask_id and not mapped.ask.answered
+
+
+def test_the_coding_agent_shape_reads_its_own_keys_not_the_runtimes() -> None:
+    args = copy.deepcopy(CODING_AGENT)
+    del args["questions"][1]["multiSelect"]
+    args["questions"][1]["multi"] = True  # the runtime's key means nothing here
+    args["questions"][0]["id"] = "db"
+    mapped = map_coding_agent_ask(args)
+    assert isinstance(mapped, MappedAsk), mapped
+    assert [q.question_id for q in mapped.ask.questions] == ["1", "2"]
+    assert not mapped.ask.questions[1].allow_multiple
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"multiSelect": "yes"}, "questions[0].multiSelect is not a boolean"),
+        ({"question": None}, "questions[0].question is not a string"),
+        ({"options": "a,b"}, "questions[0].options is not a list"),
+    ],
+)
+def test_a_malformed_coding_agent_ask_maps_to_one_unmapped(
+    change: dict[str, Any], reason: str
+) -> None:
+    args = copy.deepcopy(CODING_AGENT)
+    args["questions"][0].update(change)
+    result = map_coding_agent_ask(args)
+    assert isinstance(result, Unmapped) and result.reason == reason
+    empty = map_coding_agent_ask({"questions": []})
+    assert empty == Unmapped(result.event_type, "questions is empty")
 
 
 # --- the way back ---------------------------------------------------------------

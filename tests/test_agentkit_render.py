@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compass.v1 import comms_pb2
-from compass_server.agentkit.render import Rendering, render_messages
+from compass_agentkit.render import Rendering, render_messages
 
 ASK_ID = "ask_7Hq2-x.9"
 

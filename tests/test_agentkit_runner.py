@@ -21,8 +21,8 @@ import psycopg
 import pytest
 
 from compass.v1 import comms_pb2 as pb
-from compass_server.agentkit.relay import Backoff, Relay
-from compass_server.agentkit.tools import ToolError, comms_tools
+from compass_agentkit.relay import Backoff, Relay
+from compass_agentkit.tools import ToolError, comms_tools
 from compass_server.app import CompassServer, Settings
 from compass_server.store.types import TextBlock
 from tests.relay_client import runner_for
@@ -348,7 +348,7 @@ async def test_a_delivery_in_hand_at_a_drop_and_one_posted_while_away_each_arriv
     database_url: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="compass_server.agentkit.relay")
+    caplog.set_level(logging.INFO, logger="compass_agentkit.relay")
     w = api_world
     token = await runner_for(w)
     relay = Relay(f"127.0.0.1:{restartable.grpc_port}", token, backoff=Backoff(initial=0.05))

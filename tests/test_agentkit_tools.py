@@ -15,9 +15,10 @@ import pytest
 
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
-from compass_server.agentkit import schema
-from compass_server.agentkit.relay import Relay
-from compass_server.agentkit.tools import SPECS, Tool, ToolError, comms_tools
+from compass_agentkit import schema
+from compass_agentkit.native_ask import answers_from_ask
+from compass_agentkit.relay import Relay
+from compass_agentkit.tools import SPECS, Tool, ToolError, comms_tools
 from compass_server.store.types import TextBlock
 from tests.relay_client import runner_for
 from tests.servers import CallError, GrpcClient
@@ -31,6 +32,7 @@ TOOL_NAMES = [
     "comms_post_message",
     "comms_post_ask",
     "comms_cancel_ask",
+    "comms_get_ask",
     "comms_list_messages",
     "comms_list_channels",
     "comms_get_message",
@@ -200,7 +202,7 @@ def test_every_agent_arm_has_a_tool() -> None:
     missing = [a for a in arms if a not in tooled and a not in UNTOOLED]
     assert not missing, (
         f"CommsCallRequest arms with no agent tool: {missing}. Add a ToolSpec row to "
-        "compass_server/agentkit/tools.py SPECS (and a scenario to "
+        "agentkit/compass_agentkit/tools.py SPECS (and a scenario to "
         "test_every_tool_works_against_the_real_server), or list the arm in UNTOOLED with "
         "the reason it has no tool."
     )
@@ -307,6 +309,10 @@ def test_the_validator_enforces_each_keyword() -> None:
     assert schema.errors(s, {"n": 1, "s": "abcd"}) == ["s must be at most 3 characters"]
     # JSON can carry a lone surrogate; protobuf strings can't.
     assert schema.errors({"type": "string"}, "\ud800") == ["the value must be valid text"]
+    # Nor can Compass store a NUL.
+    assert schema.errors({"type": "string"}, "a\x00") == [
+        "the value must not contain NUL characters"
+    ]
     with pytest.raises(ValueError, match="format"):
         schema.check_schema({"type": "string", "format": "uuid"})
 
@@ -446,6 +452,29 @@ async def test_post_ask_maps_the_native_shape_onto_one_ask(lane: Lane) -> None:
     assert [o.label for o in langs.options] == ["Python", "Go", "TS"]
 
 
+async def test_an_out_of_range_recommendation_still_reaches_people(lane: Lane) -> None:
+    """Out of range only means nothing is recommended: the ask is posted, the
+    markers read as any open ask, and the answer maps back by its ids."""
+    questions = [
+        {**NATIVE_ASK["questions"][0], "recommended": 5},
+        {**NATIVE_ASK["questions"][1], "recommended": -1},
+    ]
+    text = await lane.run(
+        "comms_post_ask", {**NATIVE_ASK, "channel_id": lane.channel, "questions": questions}
+    )
+    ask_id = ask_id_of(text)
+    listed = await lane.run("comms_list_messages", {"channel_id": lane.channel})
+    assert [(m.group(1), m.group(3)) for m in MARKER.finditer(listed)] == [("ask", ask_id)] * 2
+    await lane.ada_answers(ask_id)
+    message_id = re.search(r"message (\S+?)[ .)]", text).group(1)  # type: ignore[union-attr]
+    ask = (await lane.ada_reads(message_id)).blocks[1].ask
+    assert [q.recommended for q in ask.questions] == [5, -1]
+    assert [(r.question_id, r.selected_options, r.custom_input) for r in answers_from_ask(ask)] == [
+        ("db", ["PostgreSQL"], None),
+        ("langs", [], "Rust"),
+    ]
+
+
 @pytest.mark.parametrize(
     ("questions", "why"),
     [
@@ -503,6 +532,27 @@ async def s_post_ask(ln: Lane) -> None:
 async def s_cancel_ask(ln: Lane) -> None:
     ask_id = await ln.post_ask()
     assert await ln.run("comms_cancel_ask", {"ask_id": ask_id}) == WITHDREW.format(ask_id)
+
+
+async def s_get_ask(ln: Lane) -> None:
+    ask_id = await ln.post_ask()
+    opened = await ln.run("comms_get_ask", {"ask_id": ask_id})
+    assert opened.startswith(f"Ask {ask_id} is open: nobody has answered it yet.")
+    assert "- Which database?" in opened
+    await ln.ada_answers(ask_id)
+    answered = await ln.run("comms_get_ask", {"ask_id": ask_id})
+    assert answered == (
+        f"Ask {ask_id} was answered:\n"
+        "- Which database? → PostgreSQL\n"
+        "- Which languages? → other: Rust"
+    )
+    withdrawn = await ln.post_ask()
+    await ln.run("comms_cancel_ask", {"ask_id": withdrawn})
+    assert await ln.run("comms_get_ask", {"ask_id": withdrawn}) == (
+        f"Ask {withdrawn} was withdrawn; it takes no answer."
+    )
+    with pytest.raises(ToolError, match="comms_get_ask failed: not_found: "):
+        await ln.run("comms_get_ask", {"ask_id": "ask_nope"})
 
 
 async def s_list_messages(ln: Lane) -> None:
@@ -657,6 +707,7 @@ SCENARIOS: dict[str, Scenario] = {
     "comms_post_message": s_post_message,
     "comms_post_ask": s_post_ask,
     "comms_cancel_ask": s_cancel_ask,
+    "comms_get_ask": s_get_ask,
     "comms_list_messages": s_list_messages,
     "comms_list_channels": s_list_channels,
     "comms_get_message": s_get_message,

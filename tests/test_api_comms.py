@@ -213,7 +213,7 @@ async def test_respond_to_a_cancelled_ask_is_already_exists_and_posts_nothing(
             "RespondToAsk", pb.RespondToAskRequest(ask_id=ask_id, answers=GOOD), tok(w, w.human)
         ),
     )
-    assert "cancelled" in err.message
+    assert "already withdrawn" in err.message
     assert await count_messages(client, w) == before
 
 
@@ -309,6 +309,31 @@ async def test_presence_over_the_api(client: Client, api_world: World) -> None:
         "RespondToAsk", pb.RespondToAskRequest(ask_id=ask_id, answers=GOOD), tok(w, w.human)
     )
     assert await state() == pb.PRESENCE_STATE_OFFLINE
+
+
+async def test_accounts_resolve_to_handles_within_the_workspace(
+    client: Client, api_world: World
+) -> None:
+    w = api_world
+    elsewhere = await World.create(w.store)
+    ids = [w.agent, w.human, elsewhere.human]
+    res = await client.call(
+        "GetAccounts",
+        pb.GetAccountsRequest(account_ids=[str(a.account_id) for a in ids] + [str(uuid.uuid4())]),
+        tok(w, w.other_human),
+    )
+    assert [(a.account_id, a.handle, a.kind) for a in res.accounts] == [
+        (str(w.agent.account_id), "scout", pb.ACCOUNT_KIND_AGENT),
+        (str(w.human.account_id), "ada", pb.ACCOUNT_KIND_HUMAN),
+    ]
+    none = await client.call("GetAccounts", pb.GetAccountsRequest(), tok(w, w.human))
+    assert list(none.accounts) == []
+    too_many = pb.GetAccountsRequest(account_ids=[str(w.human.account_id)] * 201)
+    refused = await expect(
+        "invalid_argument", client.call("GetAccounts", too_many, tok(w, w.human))
+    )
+    assert "200" in refused.message
+    await expect("unauthenticated", client.call("GetAccounts", pb.GetAccountsRequest(), None))
 
 
 # --- the event stream ---------------------------------------------------------

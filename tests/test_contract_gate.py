@@ -78,7 +78,42 @@ def _numbers(descriptor: Any) -> dict[str, int]:
 
 
 WIRE_NUMBERS: dict[str, dict[str, int]] = {
-    "Ask": {"ask_id": 1, "questions": 2, "answered": 3, "cancelled": 4},
+    "Ask": {
+        "ask_id": 1,
+        "questions": 2,
+        "answered": 3,
+        "cancelled": 4,
+        "deadline": 5,
+        "timeout": 6,
+        "answerer_account_ids": 7,
+        "answerer_handles": 8,
+        "ending": 9,
+    },
+    "AskEnding": {
+        "kind": 1,
+        "actor_account_id": 2,
+        "actor_handle": 3,
+        "ended_at": 4,
+        "surface": 5,
+        "reason": 6,
+    },
+    "AskHistoryEntry": {
+        "kind": 1,
+        "actor_account_id": 2,
+        "actor_handle": 3,
+        "at": 4,
+        "surface": 5,
+        "reason": 6,
+    },
+    "DeclineAskRequest": {"ask_id": 1, "reason": 2},
+    "WithdrawAskRequest": {"ask_id": 1},
+    "GetAskHistoryRequest": {"ask_id": 1},
+    "GetAskHistoryResponse": {
+        "ask_id": 1,
+        "entries": 2,
+        "caller_may_answer": 3,
+        "caller_may_withdraw": 4,
+    },
     "AskQuestion": {
         "question_id": 1,
         "question": 2,
@@ -178,7 +213,7 @@ def test_no_call_arm_can_answer_an_ask() -> None:
 
 @pytest.fixture(scope="module")
 def generated_repo(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    """A copy of the repo's contract parts with dev.py, and a gen/ it made."""
+    """A copy of the repo's contract parts with dev.py, and an agentkit/gen/ it made."""
     root = tmp_path_factory.mktemp("contract") / "repo"
     root.mkdir()
     shutil.copytree(ROOT / "proto", root / "proto")
@@ -186,7 +221,8 @@ def generated_repo(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     for name in ("dev.py", "buf.yaml", "buf.gen.yaml"):
         shutil.copy2(ROOT / name, root / name)
     with pytest.MonkeyPatch.context() as patch:
-        _load_dev(root, patch).generate(root / "gen")
+        dev = _load_dev(root, patch)
+        dev.generate(root.joinpath(*dev.GEN.parts))
     return root
 
 
@@ -202,6 +238,10 @@ def _load_dev(root: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> types.Modu
     return dev
 
 
+def _gen(dev: types.ModuleType) -> pathlib.Path:
+    return dev.ROOT.joinpath(*dev.GEN.parts)
+
+
 @pytest.fixture
 def dev_on_copy(
     generated_repo: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
@@ -213,7 +253,7 @@ def dev_on_copy(
 
 
 def test_generated_tree_is_complete(dev_on_copy: types.ModuleType) -> None:
-    tree = dev_on_copy._tree(dev_on_copy.ROOT / "gen")
+    tree = dev_on_copy._tree(_gen(dev_on_copy))
     assert {
         "compass/__init__.py",
         "compass/v1/__init__.py",
@@ -230,13 +270,13 @@ def test_drift_check_passes_on_a_fresh_tree(
 ) -> None:
     # Generating twice gives the same bytes: the check is deterministic.
     dev_on_copy.check_drift()
-    assert "gen/ matches proto/" in capsys.readouterr().out
+    assert "agentkit/gen/ matches proto/" in capsys.readouterr().out
 
 
 def test_drift_check_fails_on_a_one_byte_hand_edit(
     dev_on_copy: types.ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    edited = dev_on_copy.ROOT / "gen" / "compass" / "v1" / "comms_pb2.py"
+    edited = _gen(dev_on_copy) / "compass" / "v1" / "comms_pb2.py"
     data = bytearray(edited.read_bytes())
     data[len(data) // 2] ^= 0x01
     edited.write_bytes(bytes(data))
@@ -253,7 +293,7 @@ def test_drift_check_fails_on_a_one_byte_hand_edit(
 def test_drift_check_fails_on_a_stray_generated_file(
     dev_on_copy: types.ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (dev_on_copy.ROOT / "gen" / "compass" / "v1" / "handmade.py").write_text("x = 1\n")
+    (_gen(dev_on_copy) / "compass" / "v1" / "handmade.py").write_text("x = 1\n")
 
     with pytest.raises(SystemExit) as exit_info:
         dev_on_copy.check_drift()

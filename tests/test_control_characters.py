@@ -16,6 +16,7 @@ from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from compass.v1 import admin_pb2 as ad
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
 from compass.v1 import inbox_pb2 as ib
@@ -26,6 +27,8 @@ from tests.world import World
 SERVICES = [
     (pb.DESCRIPTOR.services_by_name["CommsService"], pb),
     (ib.DESCRIPTOR.services_by_name["InboxService"], ib),
+    (ad.DESCRIPTOR.services_by_name["AdminService"], ad),
+    (ad.DESCRIPTOR.services_by_name["IdentityService"], ad),
 ]
 
 

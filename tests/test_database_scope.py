@@ -13,8 +13,8 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from compass_server.store import Database, Store
-from compass_server.store.types import Ask, TextBlock
+from compass_server.store import Database, Store, Unauthenticated
+from compass_server.store.types import Ask, Message, Operator, TextBlock
 from tests.world import World
 
 
@@ -63,17 +63,18 @@ async def test_a_write_call_with_a_credential_it_was_not_given_writes_nothing(
     made_up = hashlib.sha256(b"not a token").digest()
     row = await (
         await app_conn.execute(
-            "SELECT compass_post_message(%s, %s, %s, %s, '[]'::jsonb, '', ARRAY[]::text[]) AS m",
+            "SELECT compass_post_message(%s, %s, %s, %s, '[]'::jsonb, '', ARRAY[]::text[],"
+            " ARRAY[]::timestamptz[], NULL) AS m",
             (made_up, uuid.uuid4(), b.channel.channel_id, b.human.account_id),
         )
     ).fetchone()
-    assert row == {"m": None}
+    assert row == {"m": {"unscoped": True}}
     await scope(app_conn, b)
     assert await (await app_conn.execute("SELECT 1 FROM messages")).fetchall() == []
 
 
 def _cross_workspace_rows(
-    a: World, b: World, b_message: uuid.UUID
+    a: World, b: World, b_message: uuid.UUID, a_ask: str, b_ask: str, b_token: uuid.UUID
 ) -> list[tuple[str, tuple[Any, ...]]]:
     """Rows of workspace a that point at a row of workspace b."""
     return [
@@ -109,7 +110,26 @@ def _cross_workspace_rows(
             "INSERT INTO delivery_cursors (agent_id, workspace_id) VALUES (%s, %s)",
             (b.agent.account_id, a.workspace_id),
         ),
+        (
+            "INSERT INTO ask_history (workspace_id, ask_id, kind, actor_id)"
+            " VALUES (%s, %s, 'declined', %s)",
+            (a.workspace_id, b_ask, a.human.account_id),
+        ),
+        (
+            "INSERT INTO ask_history (workspace_id, ask_id, kind, actor_id)"
+            " VALUES (%s, %s, 'declined', %s)",
+            (a.workspace_id, a_ask, b.human.account_id),
+        ),
+        (
+            "INSERT INTO credentials (token_hash, workspace_id, account_id, replaced_by)"
+            " VALUES (%s, %s, %s, %s)",
+            (hashlib.sha256(b"stray").digest(), a.workspace_id, a.human.account_id, b_token),
+        ),
     ]
+
+
+def _ask_id(message: Message) -> str:
+    return next(b for b in message.blocks if isinstance(b, Ask)).ask_id
 
 
 async def test_no_row_can_point_into_another_workspace(db: Database, store: Store) -> None:
@@ -117,7 +137,10 @@ async def test_no_row_can_point_into_another_workspace(db: Database, store: Stor
     is not held by row-level security."""
     a, b = await World.create(store), await World.create(store)
     b_message = (await b.post_text(b.human, "of b")).message_id
-    for sql, params in _cross_workspace_rows(a, b, b_message):
+    a_ask, b_ask = _ask_id(await a.post_ask()), _ask_id(await b.post_ask())
+    b_token = (await store.admin.sign_in(b.tokens[b.human.account_id])).token_id
+    rows = _cross_workspace_rows(a, b, b_message, a_ask, b_ask, b_token)
+    for sql, params in rows:
         for role in ("compass_app", None):
             async with await psycopg.AsyncConnection.connect(db.url) as conn:
                 if role is not None:
@@ -154,13 +177,17 @@ async def test_the_same_rows_within_one_workspace_are_fine(db: Database, store: 
     [
         "SELECT * FROM compass_reap_stale_sessions('-1 hour')",
         "SELECT compass_sequence_leftovers()",
-        "SELECT compass_runner_workspace(gen_random_uuid())",
+        "SELECT compass_workspace_of(gen_random_uuid())",
         "SELECT compass_sequence_events(gen_random_uuid())",
+        "SELECT compass_expire_due_asks(10)",
+        "SELECT compass_next_ask_deadline()",
+        "SELECT * FROM compass_token_states(ARRAY[gen_random_uuid()])",
         "INSERT INTO servers (id) VALUES (gen_random_uuid())",
         "DELETE FROM servers",
+        "UPDATE servers SET access_seen = 0",
         "INSERT INTO workspaces (id, name) VALUES (gen_random_uuid(), 'mine')",
-        "INSERT INTO credentials (token_hash, workspace_id, account_id)"
-        " SELECT '\\x00', workspace_id, id FROM accounts LIMIT 1",
+        "UPDATE credentials SET workspace_id = workspace_id",
+        "UPDATE credentials SET token_hash = token_hash",
     ],
 )
 async def test_maintenance_is_not_the_request_paths_to_run(
@@ -202,3 +229,68 @@ async def test_the_request_path_still_works_with_its_own_credential(world: World
     assert await world.store.append_message(
         world.human, world.channel.channel_id, [TextBlock("still here")]
     )
+
+
+async def test_a_revoked_or_expired_credential_scopes_nothing(db: Database, store: Store) -> None:
+    w = await World.create(store)
+    await w.post_text(w.human, "before")
+    assert await store.list_messages(w.agent, w.channel.channel_id, 10, "")
+    signed = await store.admin.sign_in(w.tokens[w.human.account_id])
+    await store.admin.revoke_token(Operator(w.workspace_id), signed.token_id)
+    # A transaction begun after the revocation.
+    async with await psycopg.AsyncConnection.connect(db.url) as conn:
+        await conn.execute("SET ROLE compass_app")
+        await scope(conn, w)
+        assert await (await conn.execute("SELECT 1 FROM messages")).fetchall() == []
+    with pytest.raises(Unauthenticated):
+        await store.append_message(w.human, w.channel.channel_id, [TextBlock("after")])
+    # The agent's token, expired a second ago by the database's clock.
+    async with await psycopg.AsyncConnection.connect(db.url) as owner:
+        await owner.execute(
+            "UPDATE credentials SET expires_at = now() - interval '1 second' WHERE token_hash = %s",
+            (w.agent.credential,),
+        )
+    with pytest.raises(Unauthenticated):
+        await store.list_messages(w.agent, w.channel.channel_id, 10, "")
+
+
+async def test_an_admin_who_revokes_their_own_token_reads_the_result(store: Store) -> None:
+    """Revoked in this very transaction, the credential still scopes it."""
+    w = await World.create(store)
+    signed = await store.admin.sign_in(w.tokens[w.human.account_id])
+    token = await store.admin.revoke_token(w.human, signed.token_id)
+    assert token.token_id == signed.token_id and not token.active
+    with pytest.raises(Unauthenticated):
+        await store.get_account(w.human, w.human.account_id)
+
+
+async def test_only_maintenance_names_the_operators_workspace(
+    app_conn: psycopg.AsyncConnection[Any], db: Database, store: Store
+) -> None:
+    a, b = await World.create(store), await World.create(store)
+    await scope(app_conn, a)
+    await app_conn.execute(
+        "SELECT set_config('compass.operator_workspace', %s, false)", (str(b.workspace_id),)
+    )
+    rows = await (await app_conn.execute("SELECT workspace_id FROM accounts")).fetchall()
+    assert {r["workspace_id"] for r in rows} == {a.workspace_id}
+    async with db.tx(Operator(b.workspace_id)) as conn:
+        rows = await (await conn.execute("SELECT workspace_id FROM accounts")).fetchall()
+    assert {r["workspace_id"] for r in rows} == {b.workspace_id}
+    # Maintenance naming no workspace reads no workspace's rows.
+    async with db.maintenance() as conn:
+        assert await (await conn.execute("SELECT 1 FROM accounts")).fetchall() == []
+
+
+async def test_the_request_role_writes_credentials_only_in_its_own_workspace(
+    app_conn: psycopg.AsyncConnection[Any], store: Store
+) -> None:
+    """An admin's calls issue tokens, so the request path inserts credentials,
+    but only into the workspace its own credential proves."""
+    a, b = await World.create(store), await World.create(store)
+    await scope(app_conn, a)
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        await app_conn.execute(
+            "INSERT INTO credentials (token_hash, workspace_id, account_id) VALUES (%s, %s, %s)",
+            (hashlib.sha256(b"mine now").digest(), b.workspace_id, b.human.account_id),
+        )

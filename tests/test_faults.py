@@ -37,7 +37,8 @@ ANSWER = [pb.AskQuestionAnswer(question_id="q", chosen_option_ids=["y"])]
 
 async def invariants(database_url: str, workspace_id: uuid.UUID) -> None:
     """No ask is both answered and cancelled; no ask has two answer messages;
-    an ask is answered iff one answer message exists."""
+    an ask is answered iff one answer message exists; every ask's recorded
+    ending is the one its message shows (and an open ask has none)."""
     async with await psycopg.AsyncConnection.connect(database_url) as conn:
         both = await (
             await conn.execute(
@@ -68,6 +69,23 @@ async def invariants(database_url: str, workspace_id: uuid.UUID) -> None:
             )
         ).fetchone()
         assert mismatched == (0,)
+        unrecorded = await (
+            await conn.execute(
+                """
+            WITH asked AS (
+              SELECT b->'ask'->>'ask_id' AS ask_id, compass_ask_standing(b->'ask') AS standing
+              FROM messages, jsonb_array_elements(blocks) b
+              WHERE workspace_id = %(ws)s AND b->>'kind' = 'ask'
+            ), ended AS (
+              SELECT ask_id, kind FROM ask_history WHERE workspace_id = %(ws)s AND kind <> 'posted'
+            )
+            SELECT count(*) FROM asked LEFT JOIN ended USING (ask_id)
+            WHERE standing <> coalesce(ended.kind, 'open')
+            """,
+                {"ws": workspace_id},
+            )
+        ).fetchone()
+        assert unrecorded == (0,)
 
 
 async def test_kill_9_under_load_loses_no_acknowledged_write(

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-GEN = pathlib.Path(__file__).resolve().parents[1] / "gen"
+GEN = pathlib.Path(__file__).resolve().parents[1] / "agentkit" / "gen"
 MODULES = sorted(
     ".".join(p.relative_to(GEN).with_suffix("").parts)
     for p in GEN.rglob("*.py")

@@ -291,6 +291,32 @@ async def test_list_pages_and_filters(api_world: World, server: Any) -> None:
 # --- events ----------------------------------------------------------------------
 
 
+async def test_a_take_back_or_reopen_past_the_open_bound_is_resource_exhausted(
+    inbox_client: Client, api_world: World, server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    w, c, inbox = api_world, inbox_client, server.inbox
+    monkeypatch.setattr(inbox, "max_open_per_agent", 1)
+    h = tok(w, w.human)
+    answered, _ = await inbox.post(w.agent, "a", "t", "", yes_no())
+    await inbox.answer(w.human, answered.item_id, [Answer("go", ("y",))], "c")
+    closed, _ = await inbox.post(w.agent, "b", "t", "", yes_no())
+    await inbox.close(w.human, closed.item_id)
+    await inbox.post(w.agent, "c", "t", "", yes_no())
+    refused = await expect(
+        "resource_exhausted",
+        c.call(
+            "TakeBackInboxAnswer", ib.TakeBackInboxAnswerRequest(item_id=str(answered.item_id)), h
+        ),
+    )
+    assert "limit is 1" in refused.message
+    await expect(
+        "resource_exhausted",
+        c.call("ReopenInboxItem", ib.ReopenInboxItemRequest(item_id=str(closed.item_id)), h),
+    )
+    assert (await inbox.read_thread(w.human, answered.item_id)).item.status.value == "answered"
+    assert (await inbox.read_thread(w.human, closed.item_id)).item.status.value == "closed"
+
+
 async def _next(stream: AsyncIterator[Any]) -> Any:
     return await asyncio.wait_for(anext(stream), 10)
 
@@ -311,7 +337,10 @@ async def test_subscribe_carries_inbox_changes_to_their_audience_only(
         await server.inbox.grant(w.human, w.agent.account_id, w.other_human.account_id)
         await server.inbox.reply(w.human, item.item_id, "for grace too")
 
-        post, answer, marker, reply = [await _next(owner) for _ in range(4)]
+        post, waiting, answer, settled, marker, reply = [await _next(owner) for _ in range(6)]
+        # An open inbox ask makes its agent WAITING; the answer settles it.
+        assert waiting.presence_changed.presence.state == pb.PRESENCE_STATE_WAITING
+        assert settled.presence_changed.presence.state == pb.PRESENCE_STATE_OFFLINE
         changed = post.inbox_item_changed
         assert changed.item_id == str(item.item_id) and changed.key == "k"
         assert changed.status == pb.INBOX_ITEM_STATUS_OPEN and changed.revision == 1
@@ -323,8 +352,8 @@ async def test_subscribe_carries_inbox_changes_to_their_audience_only(
         assert marker.WhichOneof("kind") == "message_posted"
         assert reply.inbox_item_changed.message.blocks[0].text.text == "for grace too"
         # Grace hears the inbox only once she is granted it.
-        (heard,) = [await _next(outsider)]
-        assert heard.event_id == reply.event_id
+        heard = [await _next(outsider) for _ in range(3)]
+        assert [e.event_id for e in heard] == [waiting.event_id, settled.event_id, reply.event_id]
         await owner.aclose()  # type: ignore[attr-defined]
         await outsider.aclose()  # type: ignore[attr-defined]
     finally:

@@ -3,6 +3,8 @@ one test per rule."""
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import uuid
 from typing import Any
 
@@ -22,6 +24,7 @@ from compass_server.store.types import (
     Event,
     EventKind,
     InboxStatus,
+    PresenceState,
     TextBlock,
 )
 from tests.world import World, two_question_ask
@@ -309,11 +312,12 @@ async def test_a_member_close_withdraws_without_a_reason_and_taking_it_back_reop
     assert thread.total == 1  # no message for a member's close
     assert thread.messages[0].ask_status is AskStatus.WITHDRAWN
     assert thread.messages[0].withdrawn_reason == ""
-    (event,) = await events_since(world, start)
+    event, settled = await events_since(world, start)
     assert event.inbox is not None and event.inbox.message is None
+    assert settled.presence is not None and settled.presence.state is PresenceState.OFFLINE
     again, changed = await inbox.close(world.human, item.item_id)
     assert not changed and again == closed
-    assert len(await events_since(world, start)) == 1
+    assert len(await events_since(world, start)) == 2
 
     await inbox.grant(world.human, world.agent.account_id, world.other_human.account_id)
     with pytest.raises(PermissionDenied):
@@ -511,6 +515,108 @@ async def test_a_post_past_the_open_bound_is_refused_and_writes_nothing(world: W
     assert opened.status is InboxStatus.OPEN
 
 
+async def test_taking_back_or_reopening_past_the_open_bound_is_refused_and_changes_nothing(
+    world: World,
+) -> None:
+    inbox = InboxStore(world.store.db, max_open_per_agent=1)
+    answered, _ = await inbox.post(world.agent, "a", "t", "", yes_no())
+    await inbox.answer(world.human, answered.item_id, [Answer("go", ("y",))], "k")
+    closed, _ = await inbox.post(world.agent, "b", "t", "", yes_no())
+    await inbox.close(world.human, closed.item_id)
+    await inbox.post(world.agent, "c", "t", "", yes_no())  # the one open place
+    items_sql = "SELECT key, status, revision FROM inbox_items ORDER BY key"
+    thread_sql = "SELECT id, ask_status FROM inbox_messages ORDER BY position"
+    before, thread = await rows(world, items_sql), await rows(world, thread_sql)
+    start = await world.store.last_event_id(world.human)
+    with pytest.raises(ResourceExhausted, match="limit is 1"):
+        await inbox.take_back_answer(world.human, answered.item_id)
+    with pytest.raises(ResourceExhausted, match="limit is 1"):
+        await inbox.reopen(world.human, closed.item_id)
+    assert await rows(world, items_sql) == before
+    assert await rows(world, thread_sql) == thread
+    assert await events_since(world, start) == []
+
+
+async def test_the_open_bound_holds_when_take_backs_reopens_and_posts_race(world: World) -> None:
+    """Each way to open an item takes the agent's lock first, so of three
+    racing for the last open place exactly one gets it."""
+    inbox = InboxStore(world.store.db, max_open_per_agent=1)
+    winners: collections.Counter[str] = collections.Counter()
+    for trial in range(20):
+        answered, _ = await inbox.post(world.agent, f"a{trial}", "t", "", yes_no())
+        await inbox.answer(world.human, answered.item_id, [Answer("go", ("y",))], "k")
+        closed, _ = await inbox.post(world.agent, f"b{trial}", "t", "", yes_no())
+        await inbox.close(world.human, closed.item_id)
+        outcomes = await asyncio.gather(
+            inbox.take_back_answer(world.human, answered.item_id),
+            inbox.reopen(world.human, closed.item_id),
+            inbox.post(world.agent, f"c{trial}", "t", "", yes_no()),
+            return_exceptions=True,
+        )
+        won = [
+            name
+            for name, outcome in zip(("take_back", "reopen", "post"), outcomes, strict=True)
+            if not isinstance(outcome, BaseException)
+        ]
+        refused = [o for o in outcomes if isinstance(o, BaseException)]
+        assert len(won) == 1, (trial, outcomes)
+        assert all(isinstance(o, ResourceExhausted) for o in refused), (trial, outcomes)
+        winners[won[0]] += 1
+        (still_open,) = await rows(
+            world,
+            "SELECT id FROM inbox_items WHERE agent_id = %(a)s AND status = 'open'",
+            a=world.agent.account_id,
+        )
+        await inbox.close(world.human, still_open["id"])
+    assert sum(winners.values()) == 20
+
+
+# --- presence -----------------------------------------------------------------------
+
+
+async def agent_presence(world: World) -> PresenceState:
+    (p,) = await world.store.get_presence(world.human, [world.agent.account_id])
+    return p.state
+
+
+async def presence_events(world: World, after: int) -> list[PresenceState]:
+    return [e.presence.state for e in await events_since(world, after) if e.presence is not None]
+
+
+async def test_an_open_inbox_ask_makes_the_agent_waiting_until_it_closes(
+    world: World, inbox: InboxStore
+) -> None:
+    assert await agent_presence(world) is PresenceState.OFFLINE
+    await inbox.post(world.agent, "fyi", "FYI", "a note waits on nobody")
+    assert await agent_presence(world) is PresenceState.OFFLINE
+    start = await world.store.last_event_id(world.human)
+    item, _ = await inbox.post(world.agent, "k", "t", "", yes_no())
+    assert await agent_presence(world) is PresenceState.WAITING
+    await inbox.post(world.agent, "k", "", "", yes_no())  # replaced: still waiting
+    assert await presence_events(world, start) == [PresenceState.WAITING]
+
+    steps = [
+        (inbox.answer(world.human, item.item_id, [Answer("go", ("y",))], "c1"), "offline"),
+        (inbox.take_back_answer(world.human, item.item_id), "waiting"),
+        (inbox.close(world.human, item.item_id), "offline"),
+        (inbox.reopen(world.human, item.item_id), "waiting"),
+        (inbox.close_as_agent(world.agent, "k", "moot"), "offline"),
+    ]
+    for step, state in steps:
+        mark = await world.store.last_event_id(world.human)
+        await step
+        assert await agent_presence(world) is PresenceState(state)
+        assert await presence_events(world, mark) == [PresenceState(state)]
+
+    # An open channel ask and an open inbox ask: WAITING until both close.
+    message = await world.post_ask()
+    second, _ = await inbox.post(world.agent, "k2", "t", "", yes_no())
+    await inbox.close(world.human, second.item_id)
+    assert await agent_presence(world) is PresenceState.WAITING
+    await world.store.cancel_ask(world.agent, message.blocks[0].ask_id)  # type: ignore[union-attr]
+    assert await agent_presence(world) is PresenceState.OFFLINE
+
+
 # --- events -------------------------------------------------------------------------
 
 
@@ -521,7 +627,7 @@ async def test_each_change_appends_one_inbox_event_for_its_audience(
     item, posted = await inbox.post(world.agent, "k", "t", "", two_question_ask())
     await inbox.grant(world.human, world.agent.account_id, world.other_human.account_id)
     taken = await inbox.answer(world.other_human, item.item_id, GOOD, "c")
-    events = await events_since(world, start)
+    events = [e for e in await events_since(world, start) if e.presence is None]
     assert [e.kind for e in events] == [EventKind.INBOX_ITEM_CHANGED] * 2
     first, second = (e.inbox for e in events)
     assert first is not None and second is not None

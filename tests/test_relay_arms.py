@@ -173,6 +173,41 @@ async def cancel_ask(c: Ctx, me: Agent, other: Agent) -> None:
     assert got.message.blocks[0].ask.cancelled
 
 
+async def get_ask(c: Ctx, me: Agent, other: Agent) -> None:
+    posted = await c.r.ok(
+        me.session,
+        "post_ask",
+        gw.PostAskRequest(channel_id=str(me.private.channel_id), ask=ask_pb()),
+    )
+    req = gw.GetAskRequest(ask_id=posted.ask_id)
+    opened = await c.r.ok(me.session, "get_ask", req)
+    assert opened.ask.ask_id == posted.ask_id
+    assert not opened.ask.answered and not opened.ask.cancelled
+    assert opened.message.message_id == posted.message.message_id
+    # Not a member of me's private channel: the same as an unknown id.
+    assert code(await c.r.call(other.session, "get_ask", req)) == "not_found"
+    assert code(await c.r.call(me.session, "get_ask", gw.GetAskRequest(ask_id="ask_none"))) == (
+        "not_found"
+    )
+    assert code(await c.r.call(me.session, "get_ask", gw.GetAskRequest())) == "invalid_argument"
+
+    await c.as_ada(
+        "RespondToAsk",
+        pb.RespondToAskRequest(
+            ask_id=posted.ask_id,
+            answers=[
+                pb.AskQuestionAnswer(question_id="db", chosen_option_ids=["pg"]),
+                pb.AskQuestionAnswer(question_id="langs", custom_text="later"),
+            ],
+        ),
+    )
+    answered = await c.r.ok(me.session, "get_ask", req)
+    assert answered.ask.answered and not answered.ask.cancelled
+    db, langs = answered.ask.questions
+    assert (list(db.chosen_option_ids), langs.custom_text) == (["pg"], "later")
+    assert [b.ask.answered for b in answered.message.blocks if b.HasField("ask")] == [True]
+
+
 async def inbox_thread(c: Ctx, item_id: str) -> Any:
     """The item and its thread as ada, who owns both agents, reads them."""
     return await InboxStore(c.w.store.db).read_thread(c.w.human, uuid.UUID(item_id))
@@ -228,6 +263,7 @@ ROWS: dict[str, Row] = {
     "inbox_post": inbox_post,
     "inbox_reply": inbox_reply,
     "inbox_close": inbox_close,
+    "get_ask": get_ask,
 }
 
 CALL = gw.CommsCallRequest.DESCRIPTOR.oneofs_by_name["call"]

@@ -11,7 +11,7 @@ import pytest
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
 from compass_server.relay.gateway import WINDOW
-from compass_server.store.types import TextBlock
+from compass_server.store.types import Answer, TextBlock
 from tests.relay_client import RelayClient, relay, runner_for
 from tests.servers import GrpcClient
 from tests.test_api_comms import GOOD, ask_pb
@@ -55,10 +55,7 @@ async def test_the_answer_reaches_the_asking_agent(
             pb.RespondToAskRequest(ask_id=posted.ask_id, answers=GOOD),
             w.tokens[w.human.account_id],
         )
-        updated = await r.delivery("s1")
-        assert updated.WhichOneof("kind") == "message_updated"
-        ask = updated.message_updated.message.blocks[0].ask
-        assert (ask.ask_id, ask.answered) == (posted.ask_id, True)
+        # One change, one signal: the answer message, not also the ask's update.
         answer = await r.delivery("s1")
         assert answer.WhichOneof("kind") == "message_posted"
         message = answer.message_posted.message
@@ -67,7 +64,6 @@ async def test_the_answer_reaches_the_asking_agent(
         block = message.blocks[0].ask_answer
         assert block.ask_id == posted.ask_id
         assert [list(q.chosen_option_ids) for q in block.questions] == [["pg"], ["py", "go"]]
-        assert answer.event_id == updated.event_id + 1
         await r.no_delivery("s1")
 
 
@@ -170,17 +166,44 @@ async def test_acks_are_checked(server: Any, api_world: World) -> None:
         assert (await r.bound("s1", w.agent)).acked_event_id == event.event_id
 
 
-async def test_the_agent_hears_its_own_ask_withdrawn(server: Any, api_world: World) -> None:
+async def test_its_own_changes_bring_the_agent_nothing(server: Any, api_world: World) -> None:
+    """The agent learns of what it did from each call's result: its posts, its
+    withdrawals, its status, its channels and its inbox writes come back on
+    no delivery. A change by someone else comes as exactly one."""
     w = api_world
+    channel = str(w.channel.channel_id)
     async with relay(server.grpc_port, await runner_for(w)) as r:
         await r.bound("s1", w.agent)
-        posted = await r.ok(
+        on_it = [pb.MessageBlock(text=pb.TextBlock(text="on it"))]
+        await r.ok("s1", "post_message", pb.PostMessageRequest(channel_id=channel, blocks=on_it))
+        first = await r.ok("s1", "post_ask", gw.PostAskRequest(channel_id=channel, ask=ask_pb()))
+        await r.ok("s1", "cancel_ask", gw.CancelAskRequest(ask_id=first.ask_id))
+        second = await r.ok("s1", "post_ask", gw.PostAskRequest(channel_id=channel, ask=ask_pb()))
+        await r.ok("s1", "set_status", gw.SetAgentStatusRequest(state=pb.PRESENCE_STATE_WORKING))
+        made = await r.ok(
             "s1",
-            "post_ask",
-            gw.PostAskRequest(channel_id=str(w.channel.channel_id), ask=ask_pb()),
+            "create_channel",
+            pb.CreateChannelRequest(name="scouting", member_account_ids=[str(w.human.account_id)]),
         )
-        await r.ok("s1", "cancel_ask", gw.CancelAskRequest(ask_id=posted.ask_id))
-        event = await r.delivery("s1")
-        blocks = event.message_updated.message.blocks
-        assert [b.ask.cancelled for b in blocks] == [True]
+        await r.ok(
+            "s1",
+            "update_topic",
+            pb.UpdateTopicRequest(channel_id=made.channel.channel_id, topic="maps"),
+        )
+        await r.ok("s1", "open_dm", pb.OpenDMRequest(account_id=str(w.human.account_id)))
+        await r.ok(
+            "s1",
+            "inbox_post",
+            gw.InboxPostRequest(key="deploy", title="Deploy?", body="now?", ask=ask_pb()),
+        )
+        await r.ok("s1", "inbox_reply", gw.InboxReplyRequest(key="deploy", text="ping"))
+        await r.ok("s1", "inbox_close", gw.InboxCloseRequest(key="deploy", reason="moot"))
+        await r.no_delivery("s1")
+
+        # Others' changes: one delivery each.
+        await w.store.append_message(w.human, w.channel.channel_id, [TextBlock("hello")])
+        assert text_of(await r.delivery("s1")) == "hello"
+        await w.store.answer_ask(w.human, second.ask_id, [Answer("db"), Answer("langs")])
+        heard = await r.delivery("s1")
+        assert heard.message_posted.message.blocks[0].ask_answer.ask_id == second.ask_id
         await r.no_delivery("s1")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -14,14 +14,6 @@ from tests.servers import CallError, GrpcClient
 from tests.world import World
 
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture(scope="module")
-def two_servers(database_url: str) -> Iterator[tuple[ServerProcess, ServerProcess]]:
-    a = ServerProcess(database_url).start()
-    b = ServerProcess(database_url).start()
-    yield a, b
-    assert a.stop() == 0 and b.stop() == 0
 
 
 @pytest.fixture

@@ -88,11 +88,6 @@ async def test_append_drops_inbound_server_owned_state(world: World) -> None:
             "repeats option id",
         ),
         (Ask(questions=(AskQuestion("a", "Q?", options=(AskOption("", "X"),)),)), "empty id"),
-        (
-            Ask(questions=(AskQuestion("a", "Q?", options=(AskOption("x", "X"),), recommended=1),)),
-            "recommends option 1",
-        ),
-        (Ask(questions=(AskQuestion("a", "Q?", recommended=-1),)), "recommends option -1"),
     ],
 )
 async def test_append_rejects_a_malformed_ask_and_writes_nothing(
@@ -102,6 +97,26 @@ async def test_append_rejects_a_malformed_ask_and_writes_nothing(
     with pytest.raises(InvalidArgument, match=needle):
         await world.post_ask(world.agent, ask)
     assert len(await channel_messages(world)) == before
+
+
+@pytest.mark.parametrize("recommended", [1, 5, -1, 2**31 - 1, -(2**31)])
+async def test_an_out_of_range_recommendation_is_stored_as_sent(
+    world: World, recommended: int
+) -> None:
+    """Not bounds-checked: out of range only means nothing is recommended."""
+    ask = Ask(
+        questions=(
+            AskQuestion("a", "Q?", options=(AskOption("x", "X"),), recommended=recommended),
+            AskQuestion("b", "Free?", recommended=recommended),
+        )
+    )
+    message = await world.post_ask(world.agent, ask)
+    stored = only_ask(await world.store.get_message(world.human, message.message_id))
+    assert [q.recommended for q in stored.questions] == [recommended, recommended]
+    updated, _ = await world.store.answer_ask(
+        world.human, stored.ask_id, [Answer("a", ("x",)), Answer("b", (), "yes")]
+    )
+    assert [q.recommended for q in only_ask(updated).questions] == [recommended, recommended]
 
 
 async def test_append_refuses_an_ask_answer_block(world: World) -> None:
@@ -213,10 +228,23 @@ async def test_answer_by_a_non_member_is_not_found_like_an_unknown_id(world: Wor
 
 
 async def test_answer_by_a_non_author_member_works(world: World) -> None:
+    await world.store.add_channel_member(
+        world.human, world.channel.channel_id, world.other_human.account_id
+    )
     ask = Ask(questions=(AskQuestion("q", "Lunch?"),))
     ask_id = only_ask(await world.post_ask(world.human, ask)).ask_id
-    updated, answer = await world.store.answer_ask(world.agent, ask_id, [Answer("q", (), "yes")])
-    assert only_ask(updated).answered and answer.author_id == world.agent.account_id
+    updated, answer = await world.store.answer_ask(
+        world.other_human, ask_id, [Answer("q", (), "yes")]
+    )
+    assert only_ask(updated).answered and answer.author_id == world.other_human.account_id
+
+
+async def test_an_agent_never_answers_even_through_the_store(world: World) -> None:
+    ask = Ask(questions=(AskQuestion("q", "Lunch?"),))
+    message = await world.post_ask(world.human, ask)
+    with pytest.raises(PermissionDenied, match="agents never answer"):
+        await world.store.answer_ask(world.agent, only_ask(message).ask_id, [Answer("q", (), "x")])
+    assert only_ask(await world.store.get_message(world.human, message.message_id)).is_open
 
 
 # --- cancel --------------------------------------------------------------------------
@@ -254,7 +282,7 @@ async def test_answer_after_cancel_conflicts_and_inserts_no_answer(world: World)
     ask_id = only_ask(await world.post_ask()).ask_id
     await world.store.cancel_ask(world.agent, ask_id)
     count = len(await channel_messages(world))
-    with pytest.raises(Conflict, match="cancelled"):
+    with pytest.raises(Conflict, match="already withdrawn"):
         await world.store.answer_ask(world.human, ask_id, GOOD)
     assert len(await channel_messages(world)) == count
 

@@ -3,12 +3,21 @@ with exactly its stated effect or refused with nothing written."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compass_server.store import InvalidArgument
 from compass_server.store.blocks import apply_answers
-from compass_server.store.types import Answer, Ask, AskAnswerBlock, AskOption, AskQuestion
+from compass_server.store.types import (
+    Answer,
+    Ask,
+    AskAnswerBlock,
+    AskOption,
+    AskQuestion,
+    EndingKind,
+)
 from tests.world import World
 
 text = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=20)
@@ -19,7 +28,8 @@ ident = st.text("abcxyz0123-_", min_size=1, max_size=6)
 def questions(draw: st.DrawFn) -> AskQuestion:
     option_ids = draw(st.lists(ident, unique=True, max_size=4))
     options = tuple(AskOption(i, draw(text), draw(text), draw(text)) for i in option_ids)
-    recommended = draw(st.none() | st.integers(0, len(options) - 1)) if options else None
+    # Any int32: an index out of range is stored as sent and means no recommendation.
+    recommended = draw(st.none() | st.integers(0, len(options)) | st.integers(-(2**31), 2**31 - 1))
     return AskQuestion(
         question_id="",
         question=draw(text),
@@ -117,4 +127,6 @@ async def test_any_answer_set_is_taken_exactly_or_refused_with_nothing_written(
         assert q.custom_text == by_id[q.question_id].custom_text
     (snapshot,) = answer.blocks
     assert isinstance(snapshot, AskAnswerBlock) and snapshot.questions == got.questions
-    assert got == apply_answers(posted, answers)
+    assert got.ending is not None and got.ending.kind is EndingKind.ANSWERED
+    assert got.ending.actor_id == world.human.account_id
+    assert dataclasses.replace(got, ending=None) == apply_answers(posted, answers)

@@ -7,17 +7,21 @@ import pathlib
 import re
 import typing
 import uuid
+from collections.abc import AsyncIterator
+from typing import Any
 
 import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from compass_server.store import Conflict, Database, NotFound, Store
+from compass_server.store import Conflict, Database, NotFound, Store, Unauthenticated
 from compass_server.store import types as T
 from compass_server.store.types import Answer, Ask, AskQuestion, PresenceState
+from tests.conftest import migrated_database
 from tests.world import World
 
-STORE_DIR = pathlib.Path(__file__).resolve().parents[1] / "compass_server" / "store"
+PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[1] / "compass_server"
+STORE_DIR = PACKAGE_DIR / "store"
 
 
 async def test_a_query_that_forgets_the_workspace_filter_sees_only_its_workspace(
@@ -67,9 +71,10 @@ async def test_another_workspaces_ask_is_not_found(store: Store) -> None:
 
 async def test_tokens_are_stored_hashed_and_sign_in(db: Database, world: World) -> None:
     token = world.tokens[world.agent.account_id]
-    assert await world.store.authenticate(token) == world.agent
-    assert await world.store.authenticate(token + "x") is None
-    assert await world.store.authenticate("") is None
+    assert (await world.store.admin.sign_in(token)).principal == world.agent
+    for wrong in (token + "x", ""):
+        with pytest.raises(Unauthenticated):
+            await world.store.admin.sign_in(wrong)
     async with await psycopg.AsyncConnection.connect(db.url, row_factory=dict_row) as conn:
         rows = await (await conn.execute("SELECT token_hash FROM credentials")).fetchall()
     assert all(token.encode() not in bytes(r["token_hash"]) for r in rows)
@@ -164,9 +169,96 @@ def _mentions_blocks(annotation: object) -> bool:
     return any(_mentions_blocks(arg) for arg in typing.get_args(annotation))
 
 
-def test_no_new_message_block_writers() -> None:
-    """Only append_message takes blocks: a new block-writing path needs its own
-    ask rule before it joins this list."""
+# A statement that writes the messages table, however it is spelled: any
+# case, any whitespace, quoted, schema-qualified, ONLY.
+WRITES_MESSAGES = re.compile(
+    r"\b(?:insert\s+into|update|delete\s+from|merge\s+into|truncate(?:\s+table)?|copy)"
+    r"\s+(?:only\s+)?(?:\"?public\"?\s*\.\s*)?\"?messages\"?(?![\w\"])",
+    re.IGNORECASE,
+)
+# Dynamic SQL could write anything; a function that runs it counts as a writer.
+DYNAMIC_SQL = re.compile(r"\bexecute\s+(?!function\b|procedure\b)", re.IGNORECASE)
+
+# Post writes a message; only answer and cancel rewrite one, and only its
+# server-owned ask state. The app role writes through these functions.
+MESSAGE_WRITERS = {
+    "function compass_answer_ask",
+    "function compass_write_ending",
+    "function compass_post_message",
+    "compass_app may DELETE messages",
+    "compass_app may INSERT messages",
+    "compass_app may UPDATE messages",
+}
+
+
+async def message_writers(conn: psycopg.AsyncConnection[Any]) -> set[str]:
+    """Everything in the migrated database that can write message rows: the
+    functions whose bodies write them (or run dynamic SQL), triggers and rules
+    on them, rules and views elsewhere that write or expose them, and the roles
+    granted writes on the table or one of its columns."""
+    found: set[str] = set()
+    functions = await conn.execute(
+        """
+        SELECT p.proname, pg_get_functiondef(p.oid) AS body, l.lanname
+        FROM pg_proc p
+        JOIN pg_namespace n ON n.oid = p.pronamespace
+        JOIN pg_language l ON l.oid = p.prolang
+        WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')
+          AND n.nspname NOT LIKE 'pg_toast%%'
+          AND p.prokind IN ('f', 'p')
+          AND NOT EXISTS (SELECT 1 FROM pg_depend d
+                          WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+                            AND d.deptype = 'e')
+        """
+    )
+    for name, body, language in await functions.fetchall():
+        if WRITES_MESSAGES.search(body) or (language == "plpgsql" and DYNAMIC_SQL.search(body)):
+            found.add(f"function {name}")
+    triggers = await conn.execute(
+        "SELECT tgname FROM pg_trigger WHERE tgrelid = 'messages'::regclass AND NOT tgisinternal"
+    )
+    found |= {f"trigger {name} on messages" for (name,) in await triggers.fetchall()}
+    rules = await conn.execute(
+        "SELECT rulename, tablename, definition FROM pg_rules "
+        "WHERE schemaname NOT IN ('pg_catalog', 'information_schema')"
+    )
+    for name, table, definition in await rules.fetchall():
+        if table == "messages" or WRITES_MESSAGES.search(definition):
+            found.add(f"rule {name} on {table}")
+    views = await conn.execute(
+        """
+        SELECT DISTINCT v.relname FROM pg_rewrite r
+        JOIN pg_class v ON v.oid = r.ev_class
+        JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid
+        WHERE d.refobjid = 'messages'::regclass AND v.relkind IN ('v', 'm')
+        """
+    )
+    found |= {f"view {name} over messages" for (name,) in await views.fetchall()}
+    grants = await conn.execute(
+        """
+        SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END,
+               a.privilege_type
+        FROM pg_class c, aclexplode(c.relacl) a
+        WHERE c.oid = 'messages'::regclass AND a.grantee <> c.relowner
+          AND a.privilege_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE')
+        UNION
+        SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE a.grantee::regrole::text END,
+               a.privilege_type
+        FROM pg_class c
+        JOIN pg_attribute att ON att.attrelid = c.oid
+        CROSS JOIN aclexplode(att.attacl) a
+        WHERE c.oid = 'messages'::regclass AND a.grantee <> c.relowner
+          AND a.privilege_type IN ('INSERT', 'UPDATE')
+        """
+    )
+    found |= {f"{role} may {what} messages" for role, what in await grants.fetchall()}
+    return found
+
+
+async def test_no_new_message_block_writers(database_url: str) -> None:
+    """Only append_message takes blocks, and only post, answer and cancel write
+    message rows: a new block-writing path needs its own ask rule before it
+    joins these lists."""
     hints = {
         name: typing.get_type_hints(fn)
         for name, fn in inspect.getmembers(Store, inspect.isfunction)
@@ -181,21 +273,90 @@ def test_no_new_message_block_writers() -> None:
         f"{takers}: a new method takes blocks; asks are immutable after append, so a "
         "block-rewrite path needs its own rule"
     )
-    writers = []
+    # The server's own SQL: named queries and any statement inlined in Python.
+    inline = []
     for sql in (STORE_DIR / "queries").glob("*.sql"):
         for name, body in re.findall(
             r"-- name: (\w+)\n(.*?)(?=\n-- name:|\Z)", sql.read_text(), re.S
         ):
-            if re.search(r"(INSERT INTO|UPDATE) messages\b", body):
-                writers.append(name)
-    for sql in (STORE_DIR / "migrations").glob("*.sql"):
-        for name, body in re.findall(r"CREATE FUNCTION (\w+)\((.*?)\n\$\$;", sql.read_text(), re.S):
-            if re.search(r"(INSERT INTO|UPDATE) messages\b", body):
-                writers.append(name)
-    # Post writes a message; only answer and cancel rewrite one, and only its
-    # server-owned ask state. (A later migration may define one again.)
-    assert sorted(set(writers)) == [
-        "compass_answer_ask",
-        "compass_cancel_ask",
-        "compass_post_message",
-    ], writers
+            if WRITES_MESSAGES.search(body):
+                inline.append(name)
+    for source in PACKAGE_DIR.rglob("*.py"):
+        if WRITES_MESSAGES.search(source.read_text()):
+            inline.append(str(source.relative_to(PACKAGE_DIR)))
+    # The named queries only call the functions that write.
+    assert inline == [], inline
+    # What really runs: the migrated database itself.
+    async with await psycopg.AsyncConnection.connect(database_url) as conn:
+        assert await message_writers(conn) == MESSAGE_WRITERS
+
+
+@pytest.fixture(scope="module")
+async def scratch_url(pg_admin_url: str) -> AsyncIterator[str]:
+    """A database of its own, so injected writers never touch the run's."""
+    async with migrated_database(pg_admin_url) as url:
+        yield url
+
+
+INJECTED = [
+    pytest.param(
+        "CREATE OR REPLACE FUNCTION compass_tidy() RETURNS void LANGUAGE plpgsql AS $$ "
+        "BEGIN UPDATE messages SET blocks = '[]'; END $$",
+        "function compass_tidy",
+        id="create-or-replace",
+    ),
+    pytest.param(
+        # An existing reader, replaced in place, spelled oddly.
+        "CREATE OR REPLACE FUNCTION compass_ask_state(ask text, actor uuid) RETURNS jsonb "
+        'LANGUAGE plpgsql AS $$ BEGIN\n  update\n ONLY public."messages" m '
+        "SET blocks = '[]' WHERE m.id IS NULL; RETURN NULL; END $$",
+        "function compass_ask_state",
+        id="replaced-reader",
+    ),
+    pytest.param(
+        "CREATE FUNCTION compass_tidy() RETURNS void LANGUAGE sql "
+        "BEGIN ATOMIC DELETE FROM messages WHERE false; END",
+        "function compass_tidy",
+        id="sql-body",
+    ),
+    pytest.param(
+        "CREATE FUNCTION compass_tidy() RETURNS void LANGUAGE plpgsql AS $$ "
+        "BEGIN EXECUTE 'UPD' || 'ATE mess' || 'ages SET blocks = blocks'; END $$",
+        "function compass_tidy",
+        id="dynamic-sql",
+    ),
+    pytest.param(
+        "CREATE FUNCTION compass_tidy() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        "BEGIN NEW.blocks := '[]'; RETURN NEW; END $$; "
+        "CREATE TRIGGER tidy BEFORE UPDATE ON messages "
+        "FOR EACH ROW EXECUTE FUNCTION compass_tidy()",
+        "trigger tidy on messages",
+        id="trigger",
+    ),
+    pytest.param(
+        "CREATE RULE tidy AS ON UPDATE TO channels DO ALSO UPDATE messages SET blocks = blocks",
+        "rule tidy on channels",
+        id="rule",
+    ),
+    pytest.param(
+        "CREATE VIEW every_message AS SELECT * FROM messages",
+        "view every_message over messages",
+        id="updatable-view",
+    ),
+    pytest.param(
+        "GRANT UPDATE (blocks) ON messages TO PUBLIC",
+        "PUBLIC may UPDATE messages",
+        id="column-grant",
+    ),
+]
+
+
+@pytest.mark.parametrize(("statement", "writer"), INJECTED)
+async def test_the_block_writer_guard_sees_an_injected_writer(
+    scratch_url: str, statement: str, writer: str
+) -> None:
+    async with await psycopg.AsyncConnection.connect(scratch_url) as conn:
+        assert await message_writers(conn) == MESSAGE_WRITERS
+        await conn.execute(statement.encode())
+        assert await message_writers(conn) == MESSAGE_WRITERS | {writer}
+        await conn.rollback()

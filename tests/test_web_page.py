@@ -232,7 +232,7 @@ async def test_withdrawn_before_the_push_arrives(page: Any, api_world: World, se
         await form.get_by_role("button", name="Submit answers").click()
     response = await refused.value
     assert response.status == 409
-    assert (await response.json())["message"] == f"ask {ask_id!r} is cancelled"
+    assert (await response.json())["message"] == f"ask {ask_id!r} is already withdrawn"
     await expect_withdrawn_and_empty(page, form)
     # Nothing pushed yet: the presence change comes with the resumed stream.
     await expect(presence_badge(page, world.agent.account_id)).to_have_text("WAITING")
@@ -325,3 +325,87 @@ async def test_channels_and_messages_stay_live(page: Any, api_world: World) -> N
     await ops.click()
     await expect(page.get_by_role("heading", level=2, name="# ops")).to_be_visible()
     await expect(page.locator(".view-header .topic")).to_have_text("deploys")
+
+
+async def test_submitting_with_every_question_skipped_asks_to_confirm(
+    page: Any, api_world: World
+) -> None:
+    world = api_world
+    message, ask_id = await post_ask(world)
+    sent: list[Any] = []
+    page.on("request", lambda r: sent.append(r) if r.url.endswith("/RespondToAsk") else None)
+    await sign_in(page, world.tokens[world.human.account_id])
+    form = ask_form(page, ask_id)
+
+    await form.get_by_role("button", name="Submit answers").click()
+    confirm = form.get_by_role("group", name="Confirm skipping")
+    await expect(confirm).to_contain_text("Submit with every question skipped?")
+    await confirm.get_by_role("button", name="Go back").click()
+    await expect(confirm).to_have_count(0)
+    await expect(form.get_by_role("button", name="Submit answers")).to_be_focused()
+    assert sent == []
+    stored = (await world.store.get_message(world.human, message.message_id)).ask(ask_id)
+    assert stored is not None and not stored.answered
+
+    # Enter in a field submits too, and asks the same.
+    await question(form, "db").get_by_label("Other").press("Enter")
+    await form.get_by_role("button", name="Skip every question").click()
+    await expect(form.get_by_role("status")).to_have_text("Answered by ada.")
+    stored = (await world.store.get_message(world.human, message.message_id)).ask(ask_id)
+    assert stored is not None and stored.answered
+    assert [(q.chosen_option_ids, q.custom_text) for q in stored.questions] == [((), ""), ((), "")]
+    assert len(sent) == 1
+
+
+async def test_one_answer_is_enough_to_submit_without_confirming(
+    page: Any, api_world: World
+) -> None:
+    world = api_world
+    message, ask_id = await post_ask(world)
+    await sign_in(page, world.tokens[world.human.account_id])
+    form = ask_form(page, ask_id)
+    await question(form, "langs").get_by_label("Other").fill("whatever ships")
+    await form.get_by_role("button", name="Submit answers").click()
+    await expect(form.get_by_role("status")).to_have_text("Answered by ada.")
+    stored = (await world.store.get_message(world.human, message.message_id)).ask(ask_id)
+    assert stored is not None and stored.questions[1].custom_text == "whatever ships"
+
+
+async def option_look(option: Any) -> list[str]:
+    return await option.evaluate(  # type: ignore[no-any-return]
+        """o => { const s = getComputedStyle(o);
+                  return [s.borderTopColor, s.borderTopStyle, s.backgroundColor]; }"""
+    )
+
+
+async def test_an_unchosen_recommendation_does_not_look_chosen_once_answered(
+    page: Any, api_world: World
+) -> None:
+    world = api_world
+    _, ask_id = await post_ask(world)  # db recommends PostgreSQL
+    await world.store.answer_ask(world.human, ask_id, [Answer("db", ("my",)), Answer("langs")])
+    await sign_in(page, world.tokens[world.human.account_id])
+    db = question(ask_form(page, ask_id), "db")
+    recommended = db.locator(".ask-option", has_text="PostgreSQL")
+    chosen = db.locator(".ask-option", has_text="MySQL")
+    plain = question(ask_form(page, ask_id), "langs").locator(".ask-option").first
+    await expect(chosen.locator("input")).to_be_checked()
+    assert await option_look(recommended) == await option_look(plain)
+    assert await option_look(recommended) != await option_look(chosen)
+
+
+async def test_an_out_of_range_recommendation_shows_as_none(page: Any, api_world: World) -> None:
+    world = api_world
+    ask = Ask(
+        questions=(
+            AskQuestion("db", "Which?", options=(AskOption("pg", "PostgreSQL"),), recommended=3),
+            AskQuestion("why", "Why?", recommended=-1),
+        )
+    )
+    message = await world.store.append_message(world.agent, world.channel.channel_id, [ask])
+    ask_id = message.blocks[0].ask_id  # type: ignore[union-attr]
+    await sign_in(page, world.tokens[world.human.account_id])
+    form = ask_form(page, ask_id)
+    await expect(form).to_be_visible()
+    await expect(form.locator(".recommended")).to_have_count(0)
+    await expect(form).not_to_contain_text("Recommended")

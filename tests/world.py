@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from compass_server.store import Store
-from compass_server.store.store import hash_token
+from compass_server.store.admin import hash_token
 from compass_server.store.types import (
     AccountKind,
     Actor,

@@ -1,11 +1,13 @@
 """What only an agent does, through the relay: post an ask, set its own
-status, withdraw its own ask. Everything else an agent does is CommsApi."""
+status, withdraw its own ask, read one ask by id. Everything else an agent
+does is CommsApi."""
 
 from __future__ import annotations
 
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
 from compass_server.api import mapping as wire
+from compass_server.api import surface
 from compass_server.api.comms import CommsApi
 from compass_server.store import InvalidArgument, Store
 from compass_server.store.types import Actor
@@ -39,5 +41,9 @@ class AgentApi:
 
     async def cancel_ask(self, actor: Actor, req: gw.CancelAskRequest) -> gw.CancelAskResponse:
         """Author only; a repeat succeeds and changes nothing (the store's rule)."""
-        await self.store.cancel_ask(actor, req.ask_id)
+        await self.store.cancel_ask(actor, req.ask_id, surface=surface.current())
         return gw.CancelAskResponse()
+
+    async def get_ask(self, actor: Actor, req: gw.GetAskRequest) -> gw.GetAskResponse:
+        message, ask = await self.store.get_ask(actor, req.ask_id)
+        return gw.GetAskResponse(message=wire.message_to_wire(message), ask=wire.ask_to_wire(ask))

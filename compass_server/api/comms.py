@@ -8,12 +8,13 @@ from collections.abc import AsyncIterator
 
 from compass.v1 import comms_pb2 as pb
 from compass_server.api import mapping as wire
+from compass_server.api import surface
 from compass_server.api.errors import ApiError, Status
 from compass_server.events.hub import EventHub
-from compass_server.store import PermissionDenied, Store
+from compass_server.store import Store
 from compass_server.store.cache import SizedCache
 from compass_server.store.store import parse_id
-from compass_server.store.types import AccountKind, Actor, Event, EventKind
+from compass_server.store.types import Actor, Event, EventKind
 
 # Every subscriber of a workspace sends the same wire event: it is built once
 # and kept while it is recent, within this many bytes.
@@ -85,7 +86,10 @@ class CommsApi:
         self, actor: Actor, req: pb.PostMessageRequest
     ) -> pb.PostMessageResponse:
         message = await self.store.append_message(
-            actor, parse_id(req.channel_id, "channel_id"), wire.blocks_from_wire(req.blocks)
+            actor,
+            parse_id(req.channel_id, "channel_id"),
+            wire.blocks_from_wire(req.blocks),
+            surface=surface.current(),
         )
         return pb.PostMessageResponse(message=wire.message_to_wire(message))
 
@@ -122,15 +126,30 @@ class CommsApi:
     async def respond_to_ask(
         self, actor: Actor, req: pb.RespondToAskRequest
     ) -> pb.RespondToAskResponse:
-        if actor.kind is AccountKind.AGENT:
-            raise PermissionDenied("agents never answer asks")
         ask_message, answer = await self.store.answer_ask(
-            actor, req.ask_id, wire.answers_from_wire(req.answers)
+            actor, req.ask_id, wire.answers_from_wire(req.answers), surface=surface.current()
         )
         return pb.RespondToAskResponse(
             ask_message=wire.message_to_wire(ask_message),
             answer_message=wire.message_to_wire(answer),
         )
+
+    async def decline_ask(self, actor: Actor, req: pb.DeclineAskRequest) -> pb.DeclineAskResponse:
+        ask_message = await self.store.decline_ask(
+            actor, req.ask_id, req.reason, surface=surface.current()
+        )
+        return pb.DeclineAskResponse(ask_message=wire.message_to_wire(ask_message))
+
+    async def withdraw_ask(
+        self, actor: Actor, req: pb.WithdrawAskRequest
+    ) -> pb.WithdrawAskResponse:
+        ask_message, _ = await self.store.withdraw_ask(actor, req.ask_id, surface=surface.current())
+        return pb.WithdrawAskResponse(ask_message=wire.message_to_wire(ask_message))
+
+    async def get_ask_history(
+        self, actor: Actor, req: pb.GetAskHistoryRequest
+    ) -> pb.GetAskHistoryResponse:
+        return wire.history_to_wire(await self.store.ask_history(actor, req.ask_id))
 
     async def get_presence(
         self, actor: Actor, req: pb.GetPresenceRequest
@@ -138,6 +157,13 @@ class CommsApi:
         ids = [parse_id(a, "account_ids") for a in req.account_ids]
         presences = await self.store.get_presence(actor, ids)
         return pb.GetPresenceResponse(presences=[wire.presence_to_wire(p) for p in presences])
+
+    async def get_accounts(
+        self, actor: Actor, req: pb.GetAccountsRequest
+    ) -> pb.GetAccountsResponse:
+        ids = [parse_id(a, "account_ids") for a in req.account_ids]
+        accounts = await self.store.get_accounts(actor, ids)
+        return pb.GetAccountsResponse(accounts=[wire.account_to_wire(a) for a in accounts])
 
     async def subscribe(self, actor: Actor, req: pb.SubscribeRequest) -> AsyncIterator[pb.Event]:
         """First a ready frame with the cursor, then the caller's events in order."""

@@ -55,6 +55,8 @@ TABLE: dict[type[store_errors.StoreError], Status] = {
     store_errors.PermissionDenied: Status.PERMISSION_DENIED,
     store_errors.Conflict: Status.ALREADY_EXISTS,
     store_errors.InvalidArgument: Status.INVALID_ARGUMENT,
+    store_errors.FailedPrecondition: Status.FAILED_PRECONDITION,
+    store_errors.Unauthenticated: Status.UNAUTHENTICATED,
     store_errors.ResourceExhausted: Status.RESOURCE_EXHAUSTED,
     store_errors.Unavailable: Status.UNAVAILABLE,
 }

@@ -19,6 +19,7 @@ from compass_server.store.types import (
     Attachment,
     InboxMessage,
     InboxStatus,
+    Surface,
 )
 
 _STATUS_FROM_WIRE = {v: k for k, v in wire.INBOX_STATUS_TO_WIRE.items()}
@@ -27,6 +28,7 @@ _ASK_STATUS_TO_WIRE = {
     AskStatus.REPLACED: ib.INBOX_ASK_STATUS_REPLACED,
     AskStatus.ANSWERED: ib.INBOX_ASK_STATUS_ANSWERED,
     AskStatus.WITHDRAWN: ib.INBOX_ASK_STATUS_WITHDRAWN,
+    AskStatus.DECLINED: ib.INBOX_ASK_STATUS_DECLINED,
 }
 _OUTCOME_TO_WIRE = {
     AnswerOutcome.TAKEN: ib.INBOX_ANSWER_OUTCOME_TAKEN,
@@ -169,6 +171,14 @@ class InboxApi:
     ) -> ib.CloseInboxItemResponse:
         item, _ = await self.inbox.close(_person(actor), parse_id(req.item_id, "item_id"))
         return ib.CloseInboxItemResponse(item=item_to_wire(item))
+
+    async def decline_inbox_ask(
+        self, actor: Actor, req: ib.DeclineInboxAskRequest
+    ) -> ib.DeclineInboxAskResponse:
+        item = await self.inbox.decline(
+            _person(actor), parse_id(req.item_id, "item_id"), req.reason, surface=Surface.INBOX
+        )
+        return ib.DeclineInboxAskResponse(item=item_to_wire(item))
 
     async def take_back_inbox_answer(
         self, actor: Actor, req: ib.TakeBackInboxAnswerRequest

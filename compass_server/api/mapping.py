@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections.abc import Iterable
+from typing import Any
 
 from google.protobuf import timestamp_pb2
 
@@ -22,8 +23,8 @@ from compass_server.store.store import parse_id
 # server's are dropped.
 OWNERSHIP: dict[str, dict[str, frozenset[str]]] = {
     "compass.v1.Ask": {
-        "client": frozenset({"questions"}),
-        "server": frozenset({"ask_id", "answered", "cancelled"}),
+        "client": frozenset({"questions", "deadline", "timeout", "answerer_account_ids"}),
+        "server": frozenset({"ask_id", "answered", "cancelled", "answerer_handles", "ending"}),
     },
     "compass.v1.AskQuestion": {
         "client": frozenset(
@@ -53,9 +54,35 @@ def optional_id(value: str, what: str) -> uuid.UUID | None:
 # --- inbound ---------------------------------------------------------------
 
 
+def _deadline_from_wire(a: pb.Ask) -> tuple[datetime.datetime | None, datetime.timedelta | None]:
+    try:
+        deadline = a.deadline.ToDatetime(datetime.UTC) if a.HasField("deadline") else None
+    except (ValueError, OverflowError):
+        raise InvalidArgument("the ask's deadline is not a time this server can hold") from None
+    try:
+        timeout = a.timeout.ToTimedelta() if a.HasField("timeout") else None
+    except (ValueError, OverflowError):
+        raise InvalidArgument("the ask's timeout is not a duration this server can hold") from None
+    return deadline, timeout
+
+
+def _answerer_from_wire(value: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise InvalidArgument(
+            f"answerer_account_ids has {value[:64]!r}, which is no account id"
+        ) from None
+
+
 def ask_from_wire(a: pb.Ask) -> st.Ask:
-    """Only the client-owned fields; ask_id and every answer field are dropped."""
+    """Only the client-owned fields; ask_id, the answer state and the ending
+    are dropped."""
+    deadline, timeout = _deadline_from_wire(a)
     return st.Ask(
+        deadline=deadline,
+        timeout=timeout,
+        answerer_ids=tuple(_answerer_from_wire(i) for i in a.answerer_account_ids),
         questions=tuple(
             st.AskQuestion(
                 question_id=q.question_id,
@@ -71,7 +98,7 @@ def ask_from_wire(a: pb.Ask) -> st.Ask:
                 recommended=q.recommended if q.HasField("recommended") else None,
             )
             for q in a.questions
-        )
+        ),
     )
 
 
@@ -127,12 +154,75 @@ def questions_to_wire(questions: Iterable[st.AskQuestion]) -> list[pb.AskQuestio
     return out
 
 
+SURFACE_TO_WIRE = {
+    st.Surface.GRPC: pb.ASK_SURFACE_GRPC,
+    st.Surface.CONNECT: pb.ASK_SURFACE_CONNECT,
+    st.Surface.RELAY: pb.ASK_SURFACE_RELAY,
+    st.Surface.WEB: pb.ASK_SURFACE_WEB,
+    st.Surface.INBOX: pb.ASK_SURFACE_INBOX,
+    st.Surface.SERVER: pb.ASK_SURFACE_SERVER,
+}
+_ENDING_TO_WIRE = {
+    st.EndingKind.ANSWERED: pb.ASK_ENDING_KIND_ANSWERED,
+    st.EndingKind.WITHDRAWN_BY_AGENT: pb.ASK_ENDING_KIND_WITHDRAWN_BY_AGENT,
+    st.EndingKind.WITHDRAWN_BY_OWNER: pb.ASK_ENDING_KIND_WITHDRAWN_BY_OWNER,
+    st.EndingKind.DECLINED: pb.ASK_ENDING_KIND_DECLINED,
+    st.EndingKind.EXPIRED: pb.ASK_ENDING_KIND_EXPIRED,
+}
+_CHANGE_TO_WIRE = {
+    st.AskChange.POSTED: pb.ASK_HISTORY_KIND_POSTED,
+    st.AskChange.ANSWERED: pb.ASK_HISTORY_KIND_ANSWERED,
+    st.AskChange.WITHDRAWN_BY_AGENT: pb.ASK_HISTORY_KIND_WITHDRAWN_BY_AGENT,
+    st.AskChange.WITHDRAWN_BY_OWNER: pb.ASK_HISTORY_KIND_WITHDRAWN_BY_OWNER,
+    st.AskChange.DECLINED: pb.ASK_HISTORY_KIND_DECLINED,
+    st.AskChange.EXPIRED: pb.ASK_HISTORY_KIND_EXPIRED,
+}
+
+
+def _who(e: st.AskEnding | st.AskHistoryEntry) -> dict[str, Any]:
+    """Who made a change to an ask, through which surface and why."""
+    return {
+        "actor_account_id": str(e.actor_id) if e.actor_id else "",
+        "actor_handle": e.actor_handle,
+        "surface": SURFACE_TO_WIRE[e.surface] if e.surface else pb.ASK_SURFACE_UNSPECIFIED,
+        "reason": e.reason,
+    }
+
+
+def ending_to_wire(e: st.AskEnding) -> pb.AskEnding:
+    out = pb.AskEnding(kind=_ENDING_TO_WIRE[e.kind], **_who(e))
+    if e.at is not None:
+        out.ended_at.CopyFrom(timestamp(e.at))
+    return out
+
+
 def ask_to_wire(a: st.Ask) -> pb.Ask:
-    return pb.Ask(
+    out = pb.Ask(
         ask_id=a.ask_id,
         questions=questions_to_wire(a.questions),
         answered=a.answered,
         cancelled=a.cancelled,
+        answerer_account_ids=[str(i) for i in a.answerer_ids],
+        answerer_handles=list(a.answerer_handles),
+    )
+    if a.deadline is not None:
+        out.deadline.CopyFrom(timestamp(a.deadline))
+    if a.ending is not None:
+        out.ending.CopyFrom(ending_to_wire(a.ending))
+    return out
+
+
+def history_to_wire(h: st.AskHistory) -> pb.GetAskHistoryResponse:
+    entries = []
+    for e in h.entries:
+        entry = pb.AskHistoryEntry(kind=_CHANGE_TO_WIRE[e.change], **_who(e))
+        entry.at.CopyFrom(timestamp(e.at))
+        entries.append(entry)
+    return pb.GetAskHistoryResponse(
+        ask_id=h.ask_id,
+        entries=entries,
+        caller_may_answer=h.may_answer,
+        caller_may_withdraw=h.may_withdraw,
     )
 
 
@@ -208,6 +298,18 @@ def channel_to_wire(c: st.Channel) -> pb.Channel:
 def presence_to_wire(p: st.Presence) -> pb.Presence:
     return pb.Presence(
         account_id=str(p.account_id), state=_PRESENCE_TO_WIRE[p.state], status_text=p.status_text
+    )
+
+
+_ACCOUNT_KIND_TO_WIRE = {
+    st.AccountKind.HUMAN: pb.ACCOUNT_KIND_HUMAN,
+    st.AccountKind.AGENT: pb.ACCOUNT_KIND_AGENT,
+}
+
+
+def account_to_wire(a: st.Account) -> pb.Account:
+    return pb.Account(
+        account_id=str(a.account_id), handle=a.handle, kind=_ACCOUNT_KIND_TO_WIRE[a.kind]
     )
 
 

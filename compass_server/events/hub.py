@@ -17,14 +17,16 @@ import collections
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TypeVar
 
 import psycopg
 
-from compass_server.store import Store
+from compass_server.store import Store, Unauthenticated
 from compass_server.store.types import Event, Scope
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CHANNEL = "compass_events"
 # The shared window of recent events per workspace with subscribers, bounded
@@ -120,8 +122,12 @@ class Feed:
     ) -> None:
         self.store = store
         self.workspace_id = scope.workspace_id
-        # Whose credential the feed reads the log with: its latest subscriber's.
+        # Whose credential the feed reads the log with: its latest subscriber's
+        # that still signs in (a revoked or expired one scopes nothing; its own
+        # streams end, the others read on with another's).
         self.scope = scope
+        self._scopes: list[Scope] = []
+        self._stale: set[Scope] = set()
         self.head = head
         self.window: collections.deque[Event] = collections.deque()
         self.window_bytes = 0
@@ -138,10 +144,31 @@ class Feed:
         if self._wanted > self.head and (self._loading is None or self._loading.done()):
             self._loading = asyncio.get_running_loop().create_task(self._load())
 
+    async def read(self, read: Callable[[Scope], Awaitable[T]]) -> T:
+        """`read` as a subscriber whose token still signs in; Unauthenticated
+        when none does."""
+        while True:
+            scope = self.scope
+            try:
+                return await read(scope)
+            except Unauthenticated:
+                self._stale.add(scope)
+                live = [s for s in self._scopes if s not in self._stale]
+                if not live:
+                    raise
+                self.scope = live[-1]
+
+    async def latest(self) -> None:
+        """Catches up with whatever committed meanwhile."""
+        with contextlib.suppress(Unauthenticated):
+            self.poke(await self.read(self.store.last_event_id))
+
     async def _load(self) -> None:
         try:
             while self._wanted > self.head:
-                batch = await self.store.read_events(self.scope, self.head, BATCH, self.page_bytes)
+                batch = await self.read(
+                    lambda scope: self.store.read_events(scope, self.head, BATCH, self.page_bytes)
+                )
                 if not batch:
                     break
                 for event in batch:
@@ -153,12 +180,26 @@ class Feed:
                     self.window_bytes -= self.window.popleft().size
                 self.head = batch[-1].event_id
                 self._wake()
+        except Unauthenticated:
+            pass  # no subscriber's token signs in: their streams are ending
         except Exception:
             log.exception("loading events of workspace %s", self.workspace_id)
 
     def _wake(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
+
+    def join(self, scope: Scope) -> None:
+        self._scopes.append(scope)
+        self.scope = scope
+
+    def leave(self, scope: Scope) -> None:
+        self._scopes.remove(scope)
+        if scope not in self._scopes:
+            self._stale.discard(scope)
+        live = [s for s in self._scopes if s not in self._stale]
+        if live and self.scope is scope:
+            self.scope = live[-1]
 
     def close(self) -> None:
         self.closed = True
@@ -177,7 +218,7 @@ class Feed:
             try:
                 await asyncio.wait_for(changed.wait(), RECHECK_SECONDS)
             except TimeoutError:
-                self.poke(await self.store.last_event_id(self.scope))
+                self.poke(await self.read(self.store.last_event_id))
         if self.closed:
             raise Closed
 
@@ -202,6 +243,20 @@ class EventHub:
         self._task: asyncio.Task[None] | None = None
         self._listening = asyncio.Event()
         self._closed = False
+        self._watchers: dict[str, list[Callable[[str | None], None]]] = {}
+
+    def watch(self, channel: str, handler: Callable[[str | None], None]) -> None:
+        """Also listens on `channel` (register before start): the handler gets
+        each payload, and None after the listener reconnected, since what was
+        sent meanwhile is lost."""
+        self._watchers.setdefault(channel, []).append(handler)
+
+    def _tell(self, channel: str, payload: str | None) -> None:
+        for handler in self._watchers.get(channel, ()):
+            try:
+                handler(payload)
+            except Exception:
+                log.exception("handling a notification on %s", channel)
 
     async def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._listen())
@@ -219,17 +274,27 @@ class EventHub:
 
     async def _listen(self) -> None:
         backoff = 0.1
+        listened = False
         while not self._closed:
             try:
                 async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
+                    for channel in self._watchers:
+                        await conn.execute(f"LISTEN {channel}".encode())
                     self._listening.set()
                     backoff = 0.1
+                    if listened:
+                        for channel in self._watchers:
+                            self._tell(channel, None)
+                    listened = True
                     # Anything committed while we were not listening.
                     for feed in list(self.feeds.values()):
-                        feed.poke(await self.store.last_event_id(feed.scope))
+                        await feed.latest()
                     async for note in conn.notifies():
-                        self._on_notify(note.payload)
+                        if note.channel == CHANNEL:
+                            self._on_notify(note.payload)
+                        else:
+                            self._tell(note.channel, note.payload)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -254,12 +319,13 @@ class EventHub:
                 scope.workspace_id,
                 Feed(self.store, scope, head, self.window_bytes, self.page_bytes),
             )
-        feed.scope = scope
+        feed.join(scope)
         feed.users += 1
         return feed
 
-    def _release(self, feed: Feed) -> None:
+    def _release(self, feed: Feed, scope: Scope) -> None:
         feed.users -= 1
+        feed.leave(scope)
         if feed.users == 0 and self.feeds.get(feed.workspace_id) is feed:
             del self.feeds[feed.workspace_id]
 
@@ -327,4 +393,4 @@ class EventHub:
                 finally:
                     self.replay.give(owner, held)
         finally:
-            self._release(feed)
+            self._release(feed, scope)

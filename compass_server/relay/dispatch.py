@@ -16,11 +16,12 @@ from typing import Any
 from google.protobuf.message import Message
 
 from compass.v1 import agent_gateway_pb2 as gw
+from compass_server.api import surface
 from compass_server.api.agent import AgentApi
 from compass_server.api.comms import CommsApi
 from compass_server.api.errors import ApiError, Status, to_api_error
 from compass_server.api.inbox import AgentInboxApi
-from compass_server.store.types import Actor
+from compass_server.store.types import Actor, Surface
 
 Arm = Callable[[Actor, Any], Awaitable[Message]]
 
@@ -44,6 +45,7 @@ def arms_for(comms: CommsApi, agent: AgentApi, inbox: AgentInboxApi) -> dict[str
         "inbox_post": inbox.inbox_post,
         "inbox_reply": inbox.inbox_reply,
         "inbox_close": inbox.inbox_close,
+        "get_ask": agent.get_ask,
     }
 
 
@@ -68,7 +70,8 @@ class Dispatcher:
                 )
             )
         try:
-            response = await run(actor, getattr(request, arm))
+            with surface.through(Surface.RELAY):
+                response = await run(actor, getattr(request, arm))
         except asyncio.CancelledError:
             raise
         except Exception as exc:

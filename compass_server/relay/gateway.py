@@ -34,6 +34,7 @@ from compass_server.store.types import (
     AccountKind,
     Actor,
     Ask,
+    EndingKind,
     Event,
     EventKind,
     RunnerPrincipal,
@@ -99,10 +100,13 @@ class Session:
 def hears(
     agent_id: uuid.UUID, channels: dict[uuid.UUID, datetime.datetime]
 ) -> Callable[[Event], bool]:
-    """What the agent's delivery lane carries: messages by others in its
-    channels since it joined, updates of its own asks (answered or
-    withdrawn), and changes others make to its inbox items (answers, replies,
-    closes, take-backs). `channels` grows as the log shows the agent joining."""
+    """What the agent's delivery lane carries: one signal per change someone
+    else made. Messages by others in its channels since it joined (an answer
+    to its ask arrives as the answer message), the other endings of its own
+    asks (the ask's MessageUpdated: declined, withdrawn by its owner,
+    expired), and changes others make to its inbox items (answers, replies,
+    declines, closes, take-backs). What the agent did itself it learned from
+    the call's result. `channels` grows as the log shows the agent joining."""
 
     def visible(event: Event) -> bool:
         if event.inbox is not None:
@@ -117,7 +121,16 @@ def hears(
         if message is None:
             return False
         if event.kind is EventKind.MESSAGE_UPDATED:
-            return message.author_id == agent_id and any(isinstance(b, Ask) for b in message.blocks)
+            # An ask's update is heard when someone else ended it some way
+            # other than answering: the answer comes as the answer message,
+            # and the agent's own withdrawal came back with its call.
+            return message.author_id == agent_id and any(
+                isinstance(b, Ask)
+                and b.ending is not None
+                and b.ending.kind is not EndingKind.ANSWERED
+                and b.ending.actor_id != agent_id
+                for b in message.blocks
+            )
         joined = channels.get(message.channel_id)
         return (
             message.author_id != agent_id
@@ -293,6 +306,7 @@ class RelayStream:
                 "unbind one or open another stream",
             )
         agent_id = parse_id(bind.agent_account_id, "agent_account_id")
+        unassignments = self.gateway.unassignments
         binding = await self.gateway.bind(self.runner, agent_id)
         actor = Actor(self.runner.workspace_id, agent_id, AccountKind.AGENT, self.runner.credential)
         session = Session(bind.session_id, binding, actor, self.gateway.window)
@@ -307,6 +321,9 @@ class RelayStream:
             )
         )
         session.deliveries = asyncio.get_running_loop().create_task(self._deliver(session))
+        if self.gateway.unassignments != unassignments:
+            # An unassignment was heard while this bound: it may be this one's.
+            await self.drop_unassigned()
 
     async def _unbind(self, session_id: str) -> None:
         session = self._session(session_id)
@@ -315,6 +332,39 @@ class RelayStream:
             session.deliveries.cancel()
         await self.gateway.unbind(session)
         await self.send(gw.HubFrame(unbound=gw.SessionUnbound(session_id=session_id)))
+
+    async def drop_agent(self, agent_id: uuid.UUID) -> None:
+        """Ends this stream's sessions of an agent taken from its runner: the
+        runner hears why (SessionError), then SessionUnbound."""
+        for name, session in list(self.sessions.items()):
+            if session.actor.account_id != agent_id or self.sessions.get(name) is not session:
+                continue
+            del self.sessions[name]
+            if session.deliveries is not None:
+                session.deliveries.cancel()
+            await self.gateway.unbind(session)
+            if self.ended:
+                continue
+            await self.send(
+                gw.HubFrame(
+                    session_error=gw.SessionError(
+                        session_id=name,
+                        error=gw.CommsCallError(
+                            code=Status.NOT_FOUND.token,
+                            message=f"agent {agent_id} is no longer assigned to this runner",
+                        ),
+                    )
+                )
+            )
+            await self.send(gw.HubFrame(unbound=gw.SessionUnbound(session_id=name)))
+
+    async def drop_unassigned(self) -> None:
+        """Ends the sessions of agents no longer assigned to this runner."""
+        if not self.sessions:
+            return
+        assigned = {agent_id for agent_id, _ in await self.gateway.store.runner_agents(self.runner)}
+        for agent_id in {s.actor.account_id for s in self.sessions.values()} - assigned:
+            await self.drop_agent(agent_id)
 
     async def _ack(self, ack: gw.DeliveryAck) -> None:
         session = self._session(ack.session_id)
@@ -454,6 +504,8 @@ class AgentGateway:
         self._per_runner: collections.Counter[uuid.UUID] = collections.Counter()
         self.closed = False
         self._cleanups: set[asyncio.Task[Any]] = set()
+        # Unassignments heard so far: a bind that saw this move re-checks.
+        self.unassignments = 0
 
     async def relay(
         self, runner: RunnerPrincipal, frames: AsyncIterator[gw.RunnerFrame]
@@ -488,16 +540,16 @@ class AgentGateway:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
             # The stream went away mid-bind: a committed binding must not outlive it.
-            task.add_done_callback(lambda t: self._undo_bind(runner, t))
+            task.add_done_callback(self._undo_bind)
             raise
 
-    def _undo_bind(self, runner: RunnerPrincipal, task: asyncio.Task[SessionBinding]) -> None:
+    def _undo_bind(self, task: asyncio.Task[SessionBinding]) -> None:
         if not task.cancelled() and task.exception() is None:
             binding = task.result()
-            self._track(self.store.unbind_session(runner, binding.session_id))
+            self._track(self.store.unbind_session(self.server_id, binding.session_id))
 
     async def unbind(self, session: Session) -> None:
-        await self._finish(self.store.unbind_session(session.actor, session.binding.session_id))
+        await self._finish(self.store.unbind_session(self.server_id, session.binding.session_id))
 
     def _track(self, work: Awaitable[Any]) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(work)
@@ -512,6 +564,28 @@ class AgentGateway:
 
     async def _finish(self, work: Awaitable[Any]) -> None:
         await asyncio.shield(self._track(work))
+
+    def on_access(self, payload: str | None) -> None:
+        """A `compass_access` notification: an agent unassigned from a runner
+        loses its sessions here. None: the listener reconnected and may have
+        missed some, so every stream re-checks its agents."""
+        if payload is None:
+            self.unassignments += 1
+            for stream in list(self.streams):
+                self._track(stream.drop_unassigned())
+            return
+        kind, _, value = payload.partition(":")
+        if kind != "unassign":
+            return
+        try:
+            runner_id, agent_id = (uuid.UUID(v) for v in value.split(":"))
+        except ValueError:
+            log.warning("ignoring a malformed access notification %r", payload)
+            return
+        self.unassignments += 1
+        for stream in list(self.streams):
+            if stream.runner.runner_id == runner_id:
+                self._track(stream.drop_agent(agent_id))
 
     def end_all(self, failure: BaseException) -> None:
         for stream in list(self.streams):

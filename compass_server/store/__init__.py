@@ -4,11 +4,13 @@ from compass_server.store.db import Database, migrate
 from compass_server.store.errors import (
     Conflict,
     Corrupt,
+    FailedPrecondition,
     InvalidArgument,
     NotFound,
     PermissionDenied,
     ResourceExhausted,
     StoreError,
+    Unauthenticated,
     Unavailable,
 )
 from compass_server.store.store import Store
@@ -17,12 +19,14 @@ __all__ = [
     "Conflict",
     "Corrupt",
     "Database",
+    "FailedPrecondition",
     "InvalidArgument",
     "NotFound",
     "PermissionDenied",
     "ResourceExhausted",
     "Store",
     "StoreError",
+    "Unauthenticated",
     "Unavailable",
     "migrate",
 ]

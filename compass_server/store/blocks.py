@@ -6,10 +6,12 @@ store; nothing else validates an ask or an answer.
 
 from __future__ import annotations
 
+import datetime
 import json
 import secrets
 import uuid
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from compass_server.store.errors import Corrupt, InvalidArgument, ResourceExhausted, quoted
@@ -17,9 +19,13 @@ from compass_server.store.types import (
     Answer,
     Ask,
     AskAnswerBlock,
+    AskEnding,
     AskOption,
     AskQuestion,
     Block,
+    EndingKind,
+    Message,
+    Surface,
     TextBlock,
 )
 
@@ -39,6 +45,20 @@ MAX_CUSTOM_TEXT_CHARS = 10_000
 MAX_MESSAGE_BYTES = 256 * 1024
 # The free text of all of one answer's questions together.
 MAX_ANSWER_TEXT_BYTES = 64 * 1024
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+MAX_ANSWERERS = 50
+MAX_REASON_CHARS = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class DeadlineBounds:
+    """How soon and how late after its post an ask's deadline may be."""
+
+    shortest: datetime.timedelta = datetime.timedelta(minutes=1)
+    longest: datetime.timedelta = datetime.timedelta(days=30)
+
+
+DEADLINE_BOUNDS = DeadlineBounds()
 
 
 def mint_ask_id() -> str:
@@ -83,10 +103,51 @@ def validate_ask(ask: Ask, where: str = "ask") -> None:
             _check_len(o.label, MAX_LABEL_CHARS, f"{at} option {oi} label")
             _check_len(o.description, MAX_DESCRIPTION_CHARS, f"{at} option {oi} description")
             _check_len(o.preview, MAX_PREVIEW_CHARS, f"{at} option {oi} preview")
-        if q.recommended is not None and not 0 <= q.recommended < len(q.options):
-            raise InvalidArgument(
-                f"{at} recommends option {q.recommended}, but it has {len(q.options)} options"
-            )
+        # Not checked against the options: an index out of range is stored as
+        # sent and every surface shows it as no recommendation.
+        if q.recommended is not None and not _INT32_MIN <= q.recommended <= _INT32_MAX:
+            raise InvalidArgument(f"{at} recommended is not a 32-bit integer")
+    if len(ask.answerer_ids) > MAX_ANSWERERS:
+        raise InvalidArgument(
+            f"{where} names {len(ask.answerer_ids)} answerers; the limit is {MAX_ANSWERERS}"
+        )
+    if len(set(ask.answerer_ids)) != len(ask.answerer_ids):
+        raise InvalidArgument(f"{where} names an answerer twice")
+
+
+def settle_deadline(
+    ask: Ask, now: datetime.datetime, bounds: DeadlineBounds, where: str = "ask"
+) -> datetime.datetime | None:
+    """The ask's absolute deadline, from its deadline or its timeout (not both),
+    or INVALID_ARGUMENT when it falls outside the bounds."""
+    if ask.deadline is not None and ask.timeout is not None:
+        raise InvalidArgument(f"{where} sets both deadline and timeout; set one")
+    if ask.timeout is not None:
+        deadline = now + ask.timeout
+    elif ask.deadline is not None:
+        deadline = ask.deadline
+    else:
+        return None
+    if not bounds.shortest <= deadline - now <= bounds.longest:
+        raise InvalidArgument(
+            f"{where} deadline must be {_span(bounds.shortest)} to {_span(bounds.longest)} "
+            "after the post"
+        )
+    return deadline
+
+
+def _span(value: datetime.timedelta) -> str:
+    seconds = value.total_seconds()
+    for unit, size in (("day", 86_400), ("hour", 3_600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return f"{seconds:g} seconds"
+
+
+def check_reason(reason: str) -> None:
+    """A decliner's optional reason."""
+    _check_len(reason, MAX_REASON_CHARS, "reason")
 
 
 def pending(question: AskQuestion) -> AskQuestion:
@@ -101,9 +162,15 @@ def pending(question: AskQuestion) -> AskQuestion:
     )
 
 
-def prepare_for_append(blocks: Sequence[Block]) -> tuple[list[Block], list[str]]:
-    """Validates a post's blocks, drops inbound server-owned ask state and mints
-    one ask_id per ask block. Returns the blocks to store and the minted ids."""
+def prepare_for_append(
+    blocks: Sequence[Block],
+    now: datetime.datetime | None = None,
+    bounds: DeadlineBounds = DEADLINE_BOUNDS,
+) -> tuple[list[Block], list[str]]:
+    """Validates a post's blocks, drops inbound server-owned ask state, settles
+    each ask's deadline and mints one ask_id per ask block. Returns the blocks
+    to store and the minted ids."""
+    now = now or datetime.datetime.now(datetime.UTC)
     if not blocks:
         raise InvalidArgument("a message needs at least one block")
     if len(blocks) > MAX_BLOCKS:
@@ -116,9 +183,17 @@ def prepare_for_append(blocks: Sequence[Block]) -> tuple[list[Block], list[str]]
             out.append(block)
         elif isinstance(block, Ask):
             validate_ask(block, f"block {i} ask")
+            deadline = settle_deadline(block, now, bounds, f"block {i} ask")
             ask_id = mint_ask_id()
             minted.append(ask_id)
-            out.append(Ask(questions=tuple(pending(q) for q in block.questions), ask_id=ask_id))
+            out.append(
+                Ask(
+                    questions=tuple(pending(q) for q in block.questions),
+                    ask_id=ask_id,
+                    deadline=deadline,
+                    answerer_ids=block.answerer_ids,
+                )
+            )
         else:
             raise InvalidArgument(
                 f"block {i} is an ask_answer; only the server writes those, through RespondToAsk"
@@ -180,7 +255,14 @@ def apply_answers(ask: Ask, answers: Sequence[Answer]) -> Ask:
                 custom_text=a.custom_text,
             )
         )
-    return Ask(questions=tuple(answered), ask_id=ask.ask_id, answered=True)
+    return Ask(
+        questions=tuple(answered),
+        ask_id=ask.ask_id,
+        answered=True,
+        deadline=ask.deadline,
+        answerer_ids=ask.answerer_ids,
+        answerer_handles=ask.answerer_handles,
+    )
 
 
 # --- JSONB shape -----------------------------------------------------------
@@ -230,6 +312,13 @@ def block_to_json(block: Block) -> dict[str, Any]:
             ask["answered"] = True
         if block.cancelled:
             ask["cancelled"] = True
+        if block.deadline is not None:
+            ask["deadline"] = block.deadline.isoformat()
+        if block.answerer_ids:
+            ask["answerer_ids"] = [str(a) for a in block.answerer_ids]
+            ask["answerer_handles"] = list(block.answerer_handles)
+        if block.ending is not None:
+            ask["ending"] = _ending_to_json(block.ending)
         return {"kind": "ask", "ask": ask}
     return {
         "kind": "ask_answer",
@@ -239,6 +328,40 @@ def block_to_json(block: Block) -> dict[str, Any]:
             "questions": [_question_to_json(q) for q in block.questions],
         },
     }
+
+
+def _ending_to_json(e: AskEnding) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": e.kind.value}
+    if e.actor_id is not None:
+        out["actor_id"] = str(e.actor_id)
+        out["actor_handle"] = e.actor_handle
+    if e.at is not None:
+        out["at"] = e.at.isoformat()
+    if e.surface is not None:
+        out["surface"] = e.surface.value
+    if e.reason:
+        out["reason"] = e.reason
+    return out
+
+
+def ending_from_json(a: dict[str, Any]) -> AskEnding | None:
+    """The ending as written, or derived from the flags of an ask that ended
+    before endings were recorded (who and when unknown)."""
+    raw = a.get("ending")
+    if raw is None:
+        if a.get("answered"):
+            return AskEnding(EndingKind.ANSWERED)
+        if a.get("cancelled"):
+            return AskEnding(EndingKind.WITHDRAWN_BY_AGENT)
+        return None
+    return AskEnding(
+        kind=EndingKind(raw["kind"]),
+        at=datetime.datetime.fromisoformat(raw["at"]) if "at" in raw else None,
+        actor_id=uuid.UUID(raw["actor_id"]) if "actor_id" in raw else None,
+        actor_handle=raw.get("actor_handle", ""),
+        surface=Surface(raw["surface"]) if "surface" in raw else None,
+        reason=raw.get("reason", ""),
+    )
 
 
 def blocks_to_json(blocks: Iterable[Block]) -> list[dict[str, Any]]:
@@ -279,10 +402,23 @@ def block_from_json(raw: dict[str, Any], where: str = "block") -> Block:
                 ask_id=a["ask_id"],
                 answered=bool(a.get("answered", False)),
                 cancelled=bool(a.get("cancelled", False)),
+                deadline=(
+                    datetime.datetime.fromisoformat(a["deadline"]) if "deadline" in a else None
+                ),
+                answerer_ids=tuple(uuid.UUID(i) for i in a.get("answerer_ids", ())),
+                answerer_handles=tuple(a.get("answerer_handles", ())),
+                ending=ending_from_json(a),
             )
             if ask.answered and ask.cancelled:
                 raise Corrupt(
                     f"stored {where} ask {quoted(ask.ask_id)} is both answered and cancelled"
+                )
+            kind = ask.ending.kind if ask.ending is not None else None
+            if ask.answered != (kind is EndingKind.ANSWERED) or ask.cancelled != (
+                kind in (EndingKind.WITHDRAWN_BY_AGENT, EndingKind.WITHDRAWN_BY_OWNER)
+            ):
+                raise Corrupt(
+                    f"stored {where} ask {quoted(ask.ask_id)} has flags its ending denies"
                 )
             if not ask.questions:
                 raise Corrupt(f"stored {where} ask {quoted(ask.ask_id)} has no questions")
@@ -301,6 +437,19 @@ def block_from_json(raw: dict[str, Any], where: str = "block") -> Block:
 
 def blocks_from_json(raw: Sequence[dict[str, Any]]) -> tuple[Block, ...]:
     return tuple(block_from_json(b, f"block {i}") for i, b in enumerate(raw))
+
+
+def message_from_json(p: dict[str, Any]) -> Message:
+    """A message as compass_message_json (migration 0004) writes it."""
+    return Message(
+        message_id=uuid.UUID(p["message_id"]),
+        channel_id=uuid.UUID(p["channel_id"]),
+        author_id=uuid.UUID(p["author_id"]),
+        author_handle=p["author_handle"],
+        blocks=blocks_from_json(p["blocks"]),
+        created_at=datetime.datetime.fromisoformat(p["created_at"]),
+        position=p.get("position", 0),
+    )
 
 
 def search_text(blocks: Iterable[Block]) -> str:

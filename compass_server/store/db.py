@@ -8,6 +8,7 @@ import functools
 import importlib.resources
 import logging
 import re
+import urllib.parse
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -16,9 +17,9 @@ import psycopg
 import psycopg_pool
 from psycopg.rows import dict_row
 
-from compass_server.store.errors import Unavailable
+from compass_server.store.errors import Unauthenticated, Unavailable
 from compass_server.store.sequencer import Sequencer
-from compass_server.store.types import Scope
+from compass_server.store.types import Operator, Scope
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,10 @@ Conn = psycopg.AsyncConnection[dict[str, Any]]
 _APPENDED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar(
     "compass_appended", default=None
 )
+
+# Connections of the maintenance pool: the heartbeat, the expiry sweep and a
+# revocation's wait for every server can run at once.
+MAINTENANCE_POOL = 4
 
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 
@@ -44,6 +49,12 @@ def queries(table: str) -> dict[str, str]:
     return {parts[i]: parts[i + 1].strip() for i in range(1, len(parts), 2)}
 
 
+def signed_out() -> Unauthenticated:
+    """A credential that signed in a moment ago no longer scopes anything: it
+    was revoked, or it expired, since."""
+    return Unauthenticated("the token was revoked or has expired; sign in with a valid token")
+
+
 def migrations() -> list[tuple[int, str, str]]:
     folder = importlib.resources.files("compass_server.store").joinpath("migrations")
     found = []
@@ -56,6 +67,25 @@ def migrations() -> list[tuple[int, str, str]]:
         dupes = sorted({v for v in versions if versions.count(v) > 1})
         raise RuntimeError(f"two migrations share a number: {dupes}")
     return sorted(found)
+
+
+def redacted_url(url: str) -> str:
+    """The database URL (or key=value string) as safe to print: any password
+    replaced by ***."""
+    if "://" not in url:
+        return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", url)
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc
+    userinfo, at, hostport = netloc.rpartition("@")
+    if at:
+        user, colon, _ = userinfo.partition(":")
+        netloc = f"{user}{':***' if colon else ''}@{hostport}"
+    query = "&".join(
+        "password=***" if pair.partition("=")[0].lower() == "password" else pair
+        for pair in parts.query.split("&")
+        if pair
+    )
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 async def migrate(url: str) -> list[int]:
@@ -111,12 +141,13 @@ def _pool(
 class Database:
     """A pool of connections that run as compass_app (every request), so
     row-level security holds; and a small one that runs as
-    compass_maintenance, for the operator's commands and server liveness."""
+    compass_maintenance, for the operator's commands and the servers' own
+    cross-workspace work (liveness, reaping, expiry, revocations)."""
 
     def __init__(self, url: str, *, min_size: int = 2, max_size: int = 20) -> None:
         self.url = url
         self.pool = _pool(url, "compass_app", min_size, max_size)
-        self.maintenance_pool = _pool(url, "compass_maintenance", 1, 2)
+        self.maintenance_pool = _pool(url, "compass_maintenance", 1, MAINTENANCE_POOL)
         self.sequencer = Sequencer(self._number_events)
 
     async def open(self) -> None:
@@ -136,7 +167,9 @@ class Database:
 
     @contextlib.asynccontextmanager
     async def maintenance(self) -> AsyncIterator[Conn]:
-        """A connection as compass_maintenance: sees every workspace."""
+        """A connection as compass_maintenance, for the functions that work
+        across workspaces; its own reads see only the workspace an operator's
+        transaction names (see tx)."""
         async with _available(self.maintenance_pool) as conn:
             yield conn
 
@@ -161,28 +194,43 @@ class Database:
         return int(row["n"]) if row else 0
 
     @contextlib.asynccontextmanager
-    async def tx(self, scope: Scope) -> AsyncIterator[Conn]:
+    async def tx(self, scope: Scope | Operator) -> AsyncIterator[Conn]:
         """One transaction scoped to the caller's workspace: row-level
         security shows it that workspace's rows and no other's. The database
-        finds the workspace from the caller's credential."""
+        finds the workspace from the caller's credential, and one revoked or
+        expired since it signed in is UNAUTHENTICATED. The operator at the
+        command line has no credential: its transaction runs as
+        compass_maintenance and names its workspace, which only that role
+        may do."""
         workspace_id = scope.workspace_id
-        # BEGIN and the scope go in one round trip; hex digits only, so
-        # nothing of the input is interpolated.
-        begin = (
-            f"BEGIN; SELECT set_config('compass.credential', '{scope.credential.hex()}', true)"
-        ).encode()
+        # BEGIN and the scope go in one round trip; hex digits and a UUID only,
+        # so nothing of the input is interpolated.
+        if isinstance(scope, Operator):
+            pool = self.maintenance_pool
+            begin = (
+                "BEGIN; SELECT set_config('compass.operator_workspace', "
+                f"'{workspace_id}', true) AS ws"
+            ).encode()
+        else:
+            pool = self.pool
+            begin = f"BEGIN; SELECT compass_scope('\\x{scope.credential.hex()}') AS ws".encode()
         try:
             for attempt in (1, 2):
                 # Connections aren't checked on checkout (a round trip per call);
                 # one that died with a database restart fails at BEGIN, before
                 # anything was sent, and the pool drops it: take another once.
-                async with self.pool.connection() as conn:
+                async with pool.connection() as conn:
                     try:
-                        await conn.execute(begin)
+                        cur = await conn.execute(begin)
                     except psycopg.OperationalError:
                         if attempt == 2 or not conn.closed:
                             raise
                         continue
+                    cur.nextset()
+                    scoped = await cur.fetchone()
+                    if scoped is None or scoped["ws"] is None:
+                        await conn.execute("ROLLBACK")
+                        raise signed_out()
                     appended = [False]
                     token = _APPENDED.set(appended)
                     try:

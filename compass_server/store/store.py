@@ -8,33 +8,31 @@ sequencer.py); reads of the log first wait for this process's own writes.
 
 from __future__ import annotations
 
-import base64
 import datetime
-import hashlib
-import secrets
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
-import psycopg
 from psycopg.types.json import Jsonb
 
 from compass_server.store import blocks as blockrules
-from compass_server.store.cache import SizedCache
-from compass_server.store.db import Conn, Database, queries
+from compass_server.store.admin import AdminStore
+from compass_server.store.asks import ASK_CACHE_BYTES, AskCache, AskEndings
+from compass_server.store.db import Conn, Database, queries, signed_out
 from compass_server.store.errors import (
-    Conflict,
     Corrupt,
     InvalidArgument,
     NotFound,
     PermissionDenied,
     quoted,
 )
+from compass_server.store.pages import MAX_PAGE, page_size
+from compass_server.store.pages import decode_token as _decode_token
+from compass_server.store.pages import encode_token as _encode_token
 from compass_server.store.types import (
     Account,
     AccountKind,
     Actor,
-    Answer,
     Ask,
     AskStatus,
     Attachment,
@@ -47,6 +45,7 @@ from compass_server.store.types import (
     InboxMessage,
     InboxStatus,
     Message,
+    Operator,
     Page,
     Presence,
     PresenceState,
@@ -54,6 +53,7 @@ from compass_server.store.types import (
     RunnerPrincipal,
     Scope,
     SessionBinding,
+    Surface,
     Workspace,
 )
 
@@ -63,25 +63,16 @@ MESSAGES = queries("messages")
 EVENTS = queries("events")
 SESSIONS = queries("sessions")
 
-MAX_PAGE = 200
-# A page of messages in one response, in bytes of blocks as stored (at least
-# one message): 200 of the largest would be ~50 MB.
-MAX_PAGE_BYTES = 4 << 20
-DEFAULT_PAGE = 50
 MAX_NAME_CHARS = 80
 MAX_TOPIC_CHARS = 1_000
 MAX_STATUS_CHARS = 200
 MAX_QUERY_CHARS = 200
+MAX_ACCOUNT_IDS = 200
+# A page of messages in one response, in bytes of blocks as stored (at least
+# one message): 200 of the largest would be ~50 MB.
+MAX_PAGE_BYTES = 4 << 20
 # A page of the event log, in payload bytes (at least one event).
 EVENT_PAGE_BYTES = 1 << 20
-
-
-def hash_token(token: str) -> bytes:
-    return hashlib.sha256(token.encode()).digest()
-
-
-def new_token(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_urlsafe(32)}"
 
 
 def parse_id(value: str, what: str) -> uuid.UUID:
@@ -93,26 +84,6 @@ def parse_id(value: str, what: str) -> uuid.UUID:
         return uuid.UUID(value)
     except ValueError:
         raise NotFound(f"no {what.removesuffix('_id').replace('_', ' ')} {quoted(value)}") from None
-
-
-def page_size(requested: int) -> int:
-    if requested < 0:
-        raise InvalidArgument("page_size can't be negative")
-    return min(requested or DEFAULT_PAGE, MAX_PAGE)
-
-
-def _encode_token(*parts: object) -> str:
-    return base64.urlsafe_b64encode("|".join(map(str, parts)).encode()).decode()
-
-
-def _decode_token(token: str, n: int) -> list[str]:
-    try:
-        parts = base64.urlsafe_b64decode(token.encode()).decode().split("|")
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidArgument("page_token is not one this server issued") from None
-    if len(parts) != n:
-        raise InvalidArgument("page_token is not one this server issued")
-    return parts
 
 
 # --- row ⇄ struct ----------------------------------------------------------
@@ -130,6 +101,12 @@ def _message(row: dict[str, Any]) -> Message:
     )
 
 
+def _account(row: dict[str, Any]) -> Account:
+    return Account(
+        row["id"], row["workspace_id"], row["handle"], AccountKind(row["kind"]), row["owner_id"]
+    )
+
+
 def _channel(row: dict[str, Any]) -> Channel:
     return Channel(
         channel_id=row["id"],
@@ -138,19 +115,6 @@ def _channel(row: dict[str, Any]) -> Channel:
         kind=ChannelKind(row["kind"]),
         member_ids=tuple(row["member_ids"]),
         created_at=row["created_at"],
-    )
-
-
-def _message_from_payload(p: dict[str, Any]) -> Message:
-    """A message as compass_message_json (migration 0004) writes it."""
-    return Message(
-        message_id=uuid.UUID(p["message_id"]),
-        channel_id=uuid.UUID(p["channel_id"]),
-        author_id=uuid.UUID(p["author_id"]),
-        author_handle=p["author_handle"],
-        blocks=blockrules.blocks_from_json(p["blocks"]),
-        created_at=datetime.datetime.fromisoformat(p["created_at"]),
-        position=p.get("position", 0),
     )
 
 
@@ -228,7 +192,7 @@ def event_from_row(row: dict[str, Any]) -> Event:
     p = row["payload"]
     message = presence = channel = inbox = None
     if kind in (EventKind.MESSAGE_POSTED, EventKind.MESSAGE_UPDATED):
-        message = _message_from_payload(p)
+        message = blockrules.message_from_json(p)
     elif kind is EventKind.INBOX_ITEM_CHANGED:
         inbox = _inbox_change_from_payload(p)
     elif kind is EventKind.PRESENCE_CHANGED:
@@ -310,21 +274,19 @@ async def _refresh_presence(conn: Conn, agent_id: uuid.UUID) -> None:
         Database.appended()
 
 
-def _pending(ask: Ask) -> Ask:
-    """An ask's content alone: a cached copy carries no state."""
-    return Ask(questions=tuple(blockrules.pending(q) for q in ask.questions), ask_id=ask.ask_id)
-
-
-# Asks' content by id, bounded by its encoded bytes. Content never changes
-# after append, so a copy checks answers without a read; state always comes
-# from the locked row.
-ASK_CACHE_BYTES = 64 << 20
-
-
-class Store:
-    def __init__(self, db: Database, *, ask_cache_bytes: int = ASK_CACHE_BYTES) -> None:
+class Store(AskEndings):
+    def __init__(
+        self,
+        db: Database,
+        *,
+        ask_cache_bytes: int = ASK_CACHE_BYTES,
+        deadline_bounds: blockrules.DeadlineBounds = blockrules.DEADLINE_BOUNDS,
+    ) -> None:
         self.db = db
-        self._asks: SizedCache[str, Ask] = SizedCache(ask_cache_bytes)
+        self.admin = AdminStore(db)
+        self._asks = AskCache(ask_cache_bytes)
+        self.deadline_bounds = deadline_bounds
+        self.deadline_listeners = []
 
     # --- workspaces, accounts, runners, sign-in ----------------------------
 
@@ -332,7 +294,7 @@ class Store:
         if not name.strip():
             raise InvalidArgument("a workspace needs a name")
         ws = Workspace(workspace_id=uuid.uuid4(), name=name)
-        async with self.db.maintenance() as conn:
+        async with self.db.tx(Operator(ws.workspace_id)) as conn:
             await conn.execute(ACCOUNTS["insert_workspace"], {"id": ws.workspace_id, "name": name})
         return ws
 
@@ -343,126 +305,45 @@ class Store:
         kind: AccountKind,
         owner_id: uuid.UUID | None = None,
     ) -> tuple[Account, str]:
-        """The account and its token, shown this once; only its digest is kept."""
-        if not handle.strip() or len(handle) > MAX_NAME_CHARS:
-            raise InvalidArgument(f"a handle needs 1 to {MAX_NAME_CHARS} characters")
-        if (kind is AccountKind.AGENT) != (owner_id is not None):
-            raise InvalidArgument("an agent needs an owning human; a human has no owner")
-        account = Account(uuid.uuid4(), workspace_id, handle, kind, owner_id)
-        token = new_token("cpa")
-        async with self.db.maintenance() as conn, conn.transaction():
-            if owner_id is not None:
-                row = await (
-                    await conn.execute(
-                        ACCOUNTS["get_account"], {"id": owner_id, "ws": workspace_id}
-                    )
-                ).fetchone()
-                if row is None or row["kind"] != AccountKind.HUMAN:
-                    raise InvalidArgument("the owner must be a human of the same workspace")
-            try:
-                await conn.execute(
-                    ACCOUNTS["insert_account"],
-                    {
-                        "ws": workspace_id,
-                        "id": account.account_id,
-                        "handle": handle,
-                        "kind": kind.value,
-                        "owner_id": owner_id,
-                    },
-                )
-            except psycopg.errors.UniqueViolation:
-                raise Conflict(f"handle {quoted(handle)} is taken in this workspace") from None
-            except psycopg.errors.ForeignKeyViolation:
-                raise NotFound(f"no workspace {workspace_id}") from None
-            await conn.execute(
-                ACCOUNTS["insert_credential"],
-                {
-                    "ws": workspace_id,
-                    "token_hash": hash_token(token),
-                    "account_id": account.account_id,
-                    "runner_id": None,
-                },
-            )
-        return account, token
+        """The operator's shortcut to AdminStore.create_account: the account
+        and its token, shown this once."""
+        account, issued = await self.admin.create_account(
+            Operator(workspace_id), handle, kind, owner_id
+        )
+        return account, issued.secret
 
     async def create_runner(self, workspace_id: uuid.UUID, name: str) -> tuple[Runner, str]:
-        if not name.strip() or len(name) > MAX_NAME_CHARS:
-            raise InvalidArgument(f"a runner name needs 1 to {MAX_NAME_CHARS} characters")
-        runner = Runner(uuid.uuid4(), workspace_id, name)
-        token = new_token("cpr")
-        async with self.db.maintenance() as conn, conn.transaction():
-            try:
-                await conn.execute(
-                    ACCOUNTS["insert_runner"],
-                    {"ws": workspace_id, "id": runner.runner_id, "name": name},
-                )
-            except psycopg.errors.ForeignKeyViolation:
-                raise NotFound(f"no workspace {workspace_id}") from None
-            await conn.execute(
-                ACCOUNTS["insert_credential"],
-                {
-                    "ws": workspace_id,
-                    "token_hash": hash_token(token),
-                    "account_id": None,
-                    "runner_id": runner.runner_id,
-                },
-            )
-        return runner, token
+        runner, issued = await self.admin.create_runner(Operator(workspace_id), name)
+        return runner, issued.secret
 
     async def assign_agent(
         self, workspace_id: uuid.UUID, runner_id: uuid.UUID, agent_id: uuid.UUID
     ) -> None:
-        ids = {"ws": workspace_id, "runner_id": runner_id, "agent_id": agent_id}
-        async with self.db.maintenance() as conn, conn.transaction():
-            if not await (
-                await conn.execute(ACCOUNTS["get_runner"], {"id": runner_id, "ws": workspace_id})
-            ).fetchone():
-                raise NotFound(f"no runner {runner_id} in this workspace")
-            row = await (
-                await conn.execute(ACCOUNTS["get_account"], {"id": agent_id, "ws": workspace_id})
-            ).fetchone()
-            if row is None or row["kind"] != AccountKind.AGENT:
-                raise NotFound(f"no agent {agent_id} in this workspace")
-            await conn.execute(ACCOUNTS["assign_agent"], ids)
-
-    async def runner_workspace(self, runner_id: uuid.UUID) -> uuid.UUID:
-        async with self.db.maintenance() as conn:
-            cur = await conn.execute(ACCOUNTS["runner_workspace"], {"runner_id": runner_id})
-            row = await cur.fetchone()
-        if row is None or row["workspace_id"] is None:
-            raise NotFound(f"no runner {runner_id}")
-        return row["workspace_id"]  # type: ignore[no-any-return]
+        await self.admin.assign_agent(Operator(workspace_id), runner_id, agent_id)
 
     async def runner_agents(self, runner: RunnerPrincipal) -> list[tuple[uuid.UUID, str]]:
         async with self.db.tx(runner) as conn:
             cur = await conn.execute(ACCOUNTS["runner_agents"], {"runner_id": runner.runner_id})
             return [(r["id"], r["handle"]) for r in await cur.fetchall()]
 
-    async def authenticate(self, token: str) -> Actor | RunnerPrincipal | None:
-        if not token:
-            return None
-        digest = hash_token(token)
-        async with self.db.connection() as conn:
-            cur = await conn.execute(ACCOUNTS["lookup_credential"], {"token_hash": digest})
-            row = await cur.fetchone()
-        if row is None:
-            return None
-        if row["runner_id"] is not None:
-            return RunnerPrincipal(row["workspace_id"], row["runner_id"], digest)
-        return Actor(row["workspace_id"], row["account_id"], AccountKind(row["kind"]), digest)
-
     async def get_account(self, scope: Scope, account_id: uuid.UUID) -> Account:
         async with self.db.tx(scope) as conn:
-            row = await (
-                await conn.execute(
-                    ACCOUNTS["get_account"], {"id": account_id, "ws": scope.workspace_id}
-                )
-            ).fetchone()
+            row = await (await conn.execute(ACCOUNTS["get_account"], {"id": account_id})).fetchone()
         if row is None:
             raise NotFound(f"no account {account_id}")
-        return Account(
-            row["id"], row["workspace_id"], row["handle"], AccountKind(row["kind"]), row["owner_id"]
-        )
+        return _account(row)
+
+    async def get_accounts(self, actor: Actor, ids: Sequence[uuid.UUID]) -> list[Account]:
+        """Accounts of the actor's workspace, in the order asked; unknown ids
+        are left out."""
+        if len(ids) > MAX_ACCOUNT_IDS:
+            raise InvalidArgument(
+                f"{len(ids)} account ids; at most {MAX_ACCOUNT_IDS} are looked up at once"
+            )
+        async with self.db.tx(actor) as conn:
+            cur = await conn.execute(ACCOUNTS["accounts_by_id"], {"ids": list(ids)})
+            found = {r["id"]: _account(r) for r in await cur.fetchall()}
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
 
     # --- channels -----------------------------------------------------------
 
@@ -621,11 +502,18 @@ class Store:
     # --- messages and asks --------------------------------------------------
 
     async def append_message(
-        self, actor: Actor, channel_id: uuid.UUID, blocks: Sequence[Block]
+        self,
+        actor: Actor,
+        channel_id: uuid.UUID,
+        blocks: Sequence[Block],
+        *,
+        surface: Surface | None = None,
     ) -> Message:
-        """Posts blocks as the actor. Mints one ask_id per ask block and drops
-        any inbound server-owned ask state; refuses ask_answer blocks."""
-        stored, ask_ids = blockrules.prepare_for_append(blocks)
+        """Posts blocks as the actor. Mints one ask_id per ask block, settles
+        each ask's deadline and checks its answerers, and drops any inbound
+        server-owned ask state; refuses ask_answer blocks."""
+        stored, ask_ids = blockrules.prepare_for_append(blocks, bounds=self.deadline_bounds)
+        stored = await self._name_answerers(actor, channel_id, stored)
         blocks_json = blockrules.blocks_to_json(stored)
         sizes = blockrules.check_message_size(blocks_json)
         async with self.db.connection() as conn:
@@ -639,115 +527,20 @@ class Store:
                     "blocks": Jsonb(blocks_json),
                     "search_text": blockrules.search_text(stored),
                     "ask_ids": ask_ids,
+                    "due": [b.deadline for b in stored if isinstance(b, Ask)],
+                    "surface": surface.value if surface else None,
                 },
             )
             row = await cur.fetchone()
         if row is None or row["message"] is None:
             raise NotFound(f"no channel {channel_id}")
+        if row["message"].get("unscoped"):
+            raise signed_out()
         if not row["message"]["numbered"]:
             self.db.sequencer.committed(actor.workspace_id)
-        message = _message_from_payload(row["message"]["message"])
-        for block, size in zip(message.blocks, sizes, strict=True):
-            if isinstance(block, Ask):
-                self._asks.put(block.ask_id, _pending(block), size)
+        message = blockrules.message_from_json(row["message"]["message"])
+        self._posted(message, sizes)
         return message
-
-    async def _ask_state(self, actor: Actor, ask_id: str) -> Ask:
-        """The ask as the actor may see it, unlocked; NOT_FOUND when it can't."""
-        async with self.db.tx(actor) as conn:
-            cur = await conn.execute(
-                MESSAGES["ask_state"], {"ask_id": ask_id, "actor": actor.account_id}
-            )
-            row = await cur.fetchone()
-        if row is None or row["state"] is None:
-            raise NotFound(f"no ask {quoted(ask_id)}")
-        ask = blockrules.block_from_json({"kind": "ask", "ask": row["state"]["ask"]})
-        if not isinstance(ask, Ask):
-            raise Corrupt(f"ask {quoted(ask_id)} is indexed but missing from its message")
-        self._asks.put(ask_id, _pending(ask), blockrules.encoded_size(row["state"]["ask"]))
-        return ask
-
-    @staticmethod
-    def _refuse_closed(ask: Ask) -> None:
-        if ask.answered:
-            raise Conflict(f"ask {quoted(ask.ask_id)} is already answered")
-        if ask.cancelled:
-            raise Conflict(f"ask {quoted(ask.ask_id)} is cancelled")
-
-    async def answer_ask(
-        self, actor: Actor, ask_id: str, answers: Sequence[Answer]
-    ) -> tuple[Message, Message]:
-        """Answers every question at once. Returns the ask's message, now
-        answered, and the new ask_answer message by the actor.
-
-        Refusals come in the order visibility (NOT_FOUND), state (conflict),
-        answers (invalid argument). An ask's content never changes, so the
-        answers are checked against a cached copy; the state is checked on the
-        locked row."""
-        if not ask_id:
-            raise InvalidArgument("ask_id is required")
-        ask = self._asks.get(ask_id)
-        if ask is None:
-            ask = await self._ask_state(actor, ask_id)
-            self._refuse_closed(ask)
-        try:
-            answered = blockrules.apply_answers(ask, answers)
-        except InvalidArgument:
-            self._refuse_closed(await self._ask_state(actor, ask_id))
-            raise
-        async with self.db.connection() as conn:
-            cur = await conn.execute(
-                MESSAGES["answer_ask"],
-                {
-                    "cred": actor.credential,
-                    "actor": actor.account_id,
-                    "ask_id": ask_id,
-                    "answered": Jsonb(blockrules.block_to_json(answered)["ask"]["questions"]),
-                    "answer_id": uuid.uuid4(),
-                },
-            )
-            row = await cur.fetchone()
-        result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
-        status = result["status"]
-        if status == "taken":
-            if not result["numbered"]:
-                self.db.sequencer.committed(actor.workspace_id)
-            return (
-                _message_from_payload(result["ask_message"]),
-                _message_from_payload(result["answer_message"]),
-            )
-        if status == "not_found":
-            raise NotFound(f"no ask {quoted(ask_id)}")
-        if status == "answered":
-            raise Conflict(f"ask {quoted(ask_id)} is already answered")
-        if status == "cancelled":
-            raise Conflict(f"ask {quoted(ask_id)} is cancelled")
-        raise Corrupt(f"ask {quoted(ask_id)}: the answer could not be applied ({status})")
-
-    async def cancel_ask(self, actor: Actor, ask_id: str) -> tuple[Message, bool]:
-        """Withdraws the actor's own ask. Checks run find → author → state; a
-        repeat cancel changes nothing and returns changed=False."""
-        if not ask_id:
-            raise InvalidArgument("ask_id is required")
-        async with self.db.connection() as conn:
-            cur = await conn.execute(
-                MESSAGES["cancel_ask"],
-                {"cred": actor.credential, "actor": actor.account_id, "ask_id": ask_id},
-            )
-            row = await cur.fetchone()
-        result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
-        status = result["status"]
-        if status == "changed" and not result["numbered"]:
-            self.db.sequencer.committed(actor.workspace_id)
-        if status in ("changed", "unchanged"):
-            return _message_from_payload(result["ask_message"]), status == "changed"
-        if status == "not_found":
-            raise NotFound(f"no ask {quoted(ask_id)}")
-        if status == "not_author":
-            raise PermissionDenied(f"only the asker can withdraw ask {quoted(ask_id)}")
-        if status == "answered":
-            raise Conflict(f"ask {quoted(ask_id)} is already answered")
-        raise Corrupt(f"ask {quoted(ask_id)}: the withdrawal could not be applied ({status})")
 
     async def get_message(self, actor: Actor, message_id: uuid.UUID) -> Message:
         async with self.db.tx(actor) as conn:
@@ -758,6 +551,24 @@ class Store:
         if row is None:
             raise NotFound(f"no message {message_id}")
         return _message(row)
+
+    async def get_ask(self, actor: Actor, ask_id: str) -> tuple[Message, Ask]:
+        """The message holding the ask, and the ask; NOT_FOUND when the actor
+        can't see it (the same as an unknown id)."""
+        if not ask_id:
+            raise InvalidArgument("ask_id is required")
+        async with self.db.tx(actor) as conn:
+            cur = await conn.execute(
+                MESSAGES["get_ask_message"], {"ask_id": ask_id, "actor": actor.account_id}
+            )
+            row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"no ask {quoted(ask_id)}")
+        message = _message(row)
+        for block in message.blocks:
+            if isinstance(block, Ask) and block.ask_id == ask_id:
+                return message, block
+        raise Corrupt(f"ask {quoted(ask_id)} is indexed but missing from its message")
 
     async def list_messages(
         self, actor: Actor, channel_id: uuid.UUID, size: int, token: str
@@ -842,13 +653,18 @@ class Store:
             await _refresh_presence(conn, agent_id)
         return SessionBinding(session_id, agent_id, row["acked_event_id"])
 
-    async def unbind_session(self, scope: Scope, session_id: uuid.UUID) -> None:
-        async with self.db.tx(scope) as conn:
+    async def unbind_session(self, server_id: uuid.UUID, session_id: uuid.UUID) -> None:
+        """Ends a session this server bound. Server housekeeping, as
+        maintenance: it runs when the session's stream ends, also after the
+        runner's token stopped signing in."""
+        async with self.db.maintenance() as conn:
             row = await (
-                await conn.execute(SESSIONS["delete_session"], {"id": session_id})
+                await conn.execute(
+                    SESSIONS["end_session"], {"server_id": server_id, "id": session_id}
+                )
             ).fetchone()
-            if row is not None:
-                await _refresh_presence(conn, row["agent_id"])
+        if row is not None and row["moved"] is not None:
+            self.db.sequencer.committed(row["moved"])
 
     async def ack_delivery(self, scope: Scope, agent_id: uuid.UUID, event_id: int) -> int:
         async with self.db.tx(scope) as conn:

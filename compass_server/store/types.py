@@ -15,6 +15,13 @@ class AccountKind(enum.StrEnum):
     AGENT = "agent"
 
 
+class Role(enum.StrEnum):
+    """A person's standing in their workspace; agents are always members."""
+
+    MEMBER = "member"
+    ADMIN = "admin"
+
+
 class PresenceState(enum.StrEnum):
     OFFLINE = "offline"
     IDLE = "idle"
@@ -66,6 +73,15 @@ class RunnerPrincipal:
 
 
 @dataclass(frozen=True, slots=True)
+class Operator:
+    """The operator at the command line, working on one workspace: may do
+    every admin operation there without an account or a credential (its
+    transactions run as compass_maintenance, which may name a workspace)."""
+
+    workspace_id: uuid.UUID
+
+
+@dataclass(frozen=True, slots=True)
 class Workspace:
     workspace_id: uuid.UUID
     name: str
@@ -78,6 +94,8 @@ class Account:
     handle: str
     kind: AccountKind
     owner_id: uuid.UUID | None
+    role: Role = Role.MEMBER
+    created_at: datetime.datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +103,56 @@ class Runner:
     runner_id: uuid.UUID
     workspace_id: uuid.UUID
     name: str
+    # The agents it may bind sessions for.
+    agent_ids: tuple[uuid.UUID, ...] = ()
+    created_at: datetime.datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """A token as listed: never its secret."""
+
+    token_id: uuid.UUID
+    workspace_id: uuid.UUID
+    # Exactly one of account_id and runner_id; account_kind goes with account_id.
+    account_id: uuid.UUID | None
+    account_kind: AccountKind | None
+    runner_id: uuid.UUID | None
+    label: str
+    created_at: datetime.datetime
+    expires_at: datetime.datetime | None
+    last_used_at: datetime.datetime | None
+    revoked_at: datetime.datetime | None
+    replaced_by: uuid.UUID | None
+    # Neither revoked nor expired when it was read.
+    active: bool
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedToken:
+    """A new token: its secret, shown this once, and its record."""
+
+    secret: str
+    token: Token
+
+
+@dataclass(frozen=True, slots=True)
+class SignIn:
+    """Who a token signed in as, and for how long it may still sign in."""
+
+    principal: Actor | RunnerPrincipal
+    token_id: uuid.UUID
+    # Seconds until it expires, as the database counted at sign-in; None: never.
+    expires_in: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """What WhoAmI tells a token: its workspace, its account or runner, itself."""
+
+    workspace: Workspace
+    principal: Account | Runner
+    token: Token
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +192,52 @@ class AskQuestion:
     timed_out: bool = False
 
 
+class EndingKind(enum.StrEnum):
+    """How an ask ended; it ends exactly once."""
+
+    ANSWERED = "answered"
+    WITHDRAWN_BY_AGENT = "withdrawn_by_agent"
+    WITHDRAWN_BY_OWNER = "withdrawn_by_owner"
+    DECLINED = "declined"
+    EXPIRED = "expired"
+
+
+class AskChange(enum.StrEnum):
+    """An entry of an ask's history: its post, then its ending."""
+
+    POSTED = "posted"
+    ANSWERED = "answered"
+    WITHDRAWN_BY_AGENT = "withdrawn_by_agent"
+    WITHDRAWN_BY_OWNER = "withdrawn_by_owner"
+    DECLINED = "declined"
+    EXPIRED = "expired"
+
+
+class Surface(enum.StrEnum):
+    """Where a change to an ask came from."""
+
+    GRPC = "grpc"
+    CONNECT = "connect"
+    RELAY = "relay"
+    # The web page: Connect calls that name it in a header.
+    WEB = "web"
+    INBOX = "inbox"
+    # The server itself: an expiry.
+    SERVER = "server"
+
+
+@dataclass(frozen=True, slots=True)
+class AskEnding:
+    kind: EndingKind
+    # None only for asks that ended before endings were recorded.
+    at: datetime.datetime | None = None
+    # None for an expiry (and for asks that ended before endings were recorded).
+    actor_id: uuid.UUID | None = None
+    actor_handle: str = ""
+    surface: Surface | None = None
+    reason: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class Ask:
     questions: tuple[AskQuestion, ...]
@@ -131,10 +245,20 @@ class Ask:
     ask_id: str = ""
     answered: bool = False
     cancelled: bool = False
+    # When it expires if still open; set at post, from `timeout` if given.
+    deadline: datetime.datetime | None = None
+    # Inbound only: the deadline as a time from the post.
+    timeout: datetime.timedelta | None = None
+    # Who may answer or decline; empty means any person in the channel.
+    answerer_ids: tuple[uuid.UUID, ...] = ()
+    # Server-owned: their handles, filled at post.
+    answerer_handles: tuple[str, ...] = ()
+    # Server-owned: None while open.
+    ending: AskEnding | None = None
 
     @property
     def is_open(self) -> bool:
-        return not self.answered and not self.cancelled
+        return self.ending is None and not self.answered and not self.cancelled
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +297,28 @@ class Message:
             if isinstance(block, Ask) and block.ask_id == ask_id:
                 return block
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class AskHistoryEntry:
+    change: AskChange
+    at: datetime.datetime
+    # None for an expiry.
+    actor_id: uuid.UUID | None = None
+    actor_handle: str = ""
+    # None for changes made before surfaces were recorded.
+    surface: Surface | None = None
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AskHistory:
+    """An ask's record as a reader sees it, and what the reader may do now."""
+
+    ask_id: str
+    entries: tuple[AskHistoryEntry, ...]
+    may_answer: bool
+    may_withdraw: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +363,8 @@ class AskStatus(enum.StrEnum):
     REPLACED = "replaced"
     ANSWERED = "answered"
     WITHDRAWN = "withdrawn"
+    # A person declined it; the ask's ending says who and why.
+    DECLINED = "declined"
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 The implementation has one coroutine (or async generator) per RPC, named in
 snake_case, taking the signed-in principal and the request (or, for a
-bidirectional stream, the request iterator). Both transports adapt the same
+bidirectional stream, the request iterator). A service signed in with "any"
+token takes the whole SignIn instead of the principal. Both transports adapt the same
 binding, so the behaviour is one.
 """
 
@@ -12,13 +13,12 @@ import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any
 
 from google.protobuf.message import Message
 
-from compass_server.api.auth import Authenticator
-
-PrincipalKind = Literal["account", "runner"]
+from compass_server.api.auth import Authenticator, PrincipalKind
+from compass_server.store.types import SignIn
 
 
 def snake(name: str) -> str:
@@ -63,8 +63,16 @@ class ServiceBinding:
                 raise TypeError(f"{type(impl).__name__} has no {snake(m.name)} for {m.name}")
         return cls(descriptor.full_name, tuple(methods), impl, principal)
 
-    def resolver(self, auth: Authenticator) -> Callable[[str | None], Awaitable[Any]]:
-        return auth.account if self.principal == "account" else auth.runner
+    def resolver(self, auth: Authenticator) -> Callable[[str | None], Awaitable[SignIn]]:
+        def resolve(authorization: str | None) -> Awaitable[SignIn]:
+            return auth.sign_in(authorization, self.principal)
+
+        return resolve
+
+    def caller(self, sign_in: SignIn) -> Any:
+        """What the implementation takes first: the principal, or for "any"
+        the whole sign-in (which token, not just whose)."""
+        return sign_in if self.principal == "any" else sign_in.principal
 
 
 def _message_class(full_name: str) -> type[Message]:

@@ -17,6 +17,7 @@ from connectrpc.errors import ConnectError
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
+from compass_server.api import surface
 from compass_server.api.auth import Authenticator
 from compass_server.api.errors import ApiError
 from compass_server.api.text import check_strings
@@ -38,17 +39,18 @@ def _endpoint(binding: ServiceBinding, method: Method, auth: Authenticator) -> A
     resolve = binding.resolver(auth)
     fn = getattr(binding.impl, method.attr)
 
-    def header(ctx: Any) -> str | None:
-        value = ctx.request_headers.get("authorization")
+    def header(ctx: Any, name: str = "authorization") -> str | None:
+        value = ctx.request_headers.get(name)
         return value if value is None else str(value)
 
     if not method.server_streaming:
 
         async def unary(request: Any, ctx: Any) -> Any:
             try:
-                principal = await resolve(header(ctx))
+                signed = await resolve(header(ctx))
                 check_strings(request)
-                return await fn(principal, request)
+                with surface.through(surface.of_connect(header(ctx, surface.HEADER))):
+                    return await fn(binding.caller(signed), request)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -58,11 +60,12 @@ def _endpoint(binding: ServiceBinding, method: Method, auth: Authenticator) -> A
 
     async def stream(request: Any, ctx: Any) -> AsyncIterator[Any]:
         try:
-            principal = await resolve(header(ctx))
+            signed = await resolve(header(ctx))
             if not method.client_streaming:
                 check_strings(request)
-            async for item in fn(principal, request):
-                yield item
+            with auth.guard(signed) as guard:
+                async for item in guard.watch(fn(binding.caller(signed), request)):
+                    yield item
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -12,10 +12,12 @@ from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from compass_server.api import surface
 from compass_server.api.auth import Authenticator
 from compass_server.api.errors import ApiError, Status, to_api_error
 from compass_server.api.text import check_strings
 from compass_server.events.hub import Closed
+from compass_server.store.types import Surface
 from compass_server.transport.binding import Method, ServiceBinding
 
 log = logging.getLogger(__name__)
@@ -85,8 +87,9 @@ def _handler(
 
         async def unary(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             try:
-                principal = await resolve(_authorization(context))
-                return await fn(principal, parse(request))
+                signed = await resolve(_authorization(context))
+                with surface.through(Surface.GRPC):
+                    return await fn(binding.caller(signed), parse(request))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -97,19 +100,20 @@ def _handler(
 
     async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
         try:
-            principal = await resolve(_authorization(context))
+            signed = await resolve(_authorization(context))
             arg = _parsed(request, parse) if method.client_streaming else parse(request)
-            async for item in fn(principal, arg):
-                # A client that stops reading holds a write here; past the limit
-                # its stream is closed, so it can't pin server memory.
-                try:
-                    async with asyncio.timeout(slow_stream_seconds):
-                        await context.write(item)
-                except TimeoutError:
-                    err = FELL_BEHIND
-                    break
-            else:
-                return
+            with auth.guard(signed) as guard:
+                async for item in guard.watch(fn(binding.caller(signed), arg)):
+                    # A client that stops reading holds a write here; past the
+                    # limit its stream is closed, so it can't pin server memory.
+                    try:
+                        async with asyncio.timeout(slow_stream_seconds):
+                            await context.write(item)
+                    except TimeoutError:
+                        err = FELL_BEHIND
+                        break
+                else:
+                    return
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -1,5 +1,6 @@
 -- name: lock_agent
--- Serializes an agent's posts with an ask, so the open bound holds under races.
+-- Serializes the writes to an agent's inbox that can open an item, so the
+-- open bound holds under races; taken before any item's lock.
 SELECT id FROM accounts WHERE id = %(agent_id)s AND kind = 'agent' FOR NO KEY UPDATE
 
 -- name: upsert_item
@@ -8,6 +9,11 @@ INSERT INTO inbox_items (id, workspace_id, agent_id, key, title, status, settled
 VALUES (%(id)s, compass_workspace(), %(agent_id)s, %(key)s, %(title)s, 'note', now())
 ON CONFLICT (workspace_id, agent_id, key) DO UPDATE SET key = excluded.key
 RETURNING id, (xmax = 0) AS created
+
+-- name: item_agent_as_viewer
+-- Whose item it is, unlocked: writers lock that agent first.
+SELECT agent_id FROM inbox_items
+WHERE id = %(id)s AND agent_id IN (SELECT compass_inbox_agents(%(viewer)s))
 
 -- name: lock_item_as_viewer
 -- The item, locked for the read-modify-write, if the viewer sees its agent's inbox.
@@ -77,7 +83,17 @@ FROM unnest(%(ids)s::uuid[], %(names)s::text[], %(types)s::text[], %(data)s::byt
   WITH ORDINALITY AS f (id, name, content_type, data, ordinal)
 
 -- name: set_ask_status
-UPDATE inbox_messages SET ask_status = %(status)s, withdrawn_reason = %(reason)s
+-- Every standing but a decline has no ending of its own.
+UPDATE inbox_messages SET ask_status = %(status)s, withdrawn_reason = %(reason)s, ending = NULL
+WHERE id = %(id)s
+
+-- name: decline_ask
+-- The ending in the shape compass_write_ending (migration 0009) gives Ask.ending.
+UPDATE inbox_messages SET ask_status = 'declined', withdrawn_reason = NULL,
+  ending = jsonb_strip_nulls(jsonb_build_object(
+    'kind', 'declined', 'actor_id', %(actor)s::uuid,
+    'actor_handle', (SELECT handle FROM accounts WHERE id = %(actor)s::uuid),
+    'at', now(), 'surface', %(surface)s::text, 'reason', nullif(%(reason)s::text, '')))
 WHERE id = %(id)s
 
 -- name: set_item
@@ -119,7 +135,7 @@ WITH latest AS (
   SELECT id FROM inbox_messages WHERE item_id = %(item_id)s AND ask_status = 'open'
 )
 SELECT m.id, m.item_id, m.author_id, acc.handle AS author_handle, m.blocks, m.created_at,
-       m.position, m.ask_status, coalesce(m.withdrawn_reason, '') AS withdrawn_reason,
+       m.position, m.ask_status, coalesce(m.withdrawn_reason, '') AS withdrawn_reason, m.ending,
        coalesce((SELECT jsonb_agg(jsonb_build_array(f.id, f.name, f.content_type, f.size_bytes)
                                   ORDER BY f.ordinal)
                  FROM inbox_files f WHERE f.message_id = m.id), '[]'::jsonb) AS attachments,
@@ -131,7 +147,7 @@ ORDER BY m.position
 
 -- name: message
 SELECT m.id, m.item_id, m.author_id, acc.handle AS author_handle, m.blocks, m.created_at,
-       m.position, m.ask_status, coalesce(m.withdrawn_reason, '') AS withdrawn_reason,
+       m.position, m.ask_status, coalesce(m.withdrawn_reason, '') AS withdrawn_reason, m.ending,
        coalesce((SELECT jsonb_agg(jsonb_build_array(f.id, f.name, f.content_type, f.size_bytes)
                                   ORDER BY f.ordinal)
                  FROM inbox_files f WHERE f.message_id = m.id), '[]'::jsonb) AS attachments,

@@ -1,18 +1,9 @@
 -- name: post_message
--- Messages are written only by these three calls (migration 0004): insert,
--- index its asks, append events, in one statement.
+-- Messages are written only by this call and the ask endings (asks.sql):
+-- insert, index and record its asks, append events, in one statement.
 SELECT compass_post_message(
   %(cred)s, %(id)s, %(channel_id)s, %(author_id)s, %(blocks)s, %(search_text)s,
-  %(ask_ids)s::text[]) AS message
-
--- name: answer_ask
-SELECT compass_answer_ask(%(cred)s, %(actor)s, %(ask_id)s, %(answered)s, %(answer_id)s) AS result
-
--- name: cancel_ask
-SELECT compass_cancel_ask(%(cred)s, %(actor)s, %(ask_id)s) AS result
-
--- name: ask_state
-SELECT compass_ask_state(%(ask_id)s, %(actor)s) AS state
+  %(ask_ids)s::text[], %(due)s::timestamptz[], %(surface)s) AS message
 
 -- name: is_member
 SELECT 1 AS ok FROM channel_members WHERE channel_id = %(channel_id)s AND account_id = %(actor)s
@@ -23,6 +14,14 @@ FROM messages m
 JOIN channel_members cm ON cm.channel_id = m.channel_id AND cm.account_id = %(actor)s
 JOIN accounts acc ON acc.id = m.author_id
 WHERE m.id = %(id)s
+
+-- name: get_ask_message
+SELECT m.id, m.channel_id, m.author_id, m.blocks, m.created_at, m.position, acc.handle AS author_handle
+FROM asks a
+JOIN messages m ON m.id = a.message_id
+JOIN channel_members cm ON cm.channel_id = m.channel_id AND cm.account_id = %(actor)s
+JOIN accounts acc ON acc.id = m.author_id
+WHERE a.ask_id = %(ask_id)s
 
 -- name: message_page
 -- A page of the messages the actor sees, newest first: in one channel and/or

@@ -2,8 +2,8 @@
 INSERT INTO agent_sessions (id, workspace_id, agent_id, runner_id, server_id)
 VALUES (%(id)s, compass_workspace(), %(agent_id)s, %(runner_id)s, %(server_id)s)
 
--- name: delete_session
-DELETE FROM agent_sessions WHERE id = %(id)s RETURNING agent_id
+-- name: end_session
+SELECT compass_end_session(%(server_id)s, %(id)s) AS moved
 
 -- name: acked_cursor
 INSERT INTO delivery_cursors (agent_id, workspace_id) VALUES (%(agent_id)s, compass_workspace())

@@ -3,6 +3,7 @@
 
 import { ChannelView } from "./channel.js";
 import { h } from "./dom.js";
+import { renderSignedIn, whoAmI } from "./identity.js";
 import { InboxView, listOpenInboxItems } from "./inbox.js";
 import { LiveEvents } from "./live.js";
 import { Model } from "./model.js";
@@ -11,6 +12,8 @@ import { Comms, describe } from "./rpc.js";
 
 const TOKEN_KEY = "compass.token";
 const MAX_ALERTS = 3;
+// GetAccounts takes at most this many ids a call.
+const MAX_ACCOUNT_IDS = 200;
 
 // "#/channel/<id>" → a ChannelView. Another view adds its route here.
 const ROUTES = {
@@ -38,13 +41,15 @@ async function listAllChannels(comms) {
 }
 
 class App {
-  constructor(comms) {
+  constructor(comms, me) {
     this.comms = comms;
+    this.me = me;
     this.model = new Model();
     this.view = null;
     this.route = null;
     this.loaded = false;
     this.inboxFilter = "open";
+    this.named = new Set(); // account ids whose handle was asked for
     this.alert = (text) => showAlert(text);
     this.reportQuiet = (text) => console.info(text);
     this.onHash = () => this.navigate();
@@ -95,11 +100,31 @@ class App {
   }
 
   onChange(change) {
+    if (change.kind === "channels" || change.kind === "presence") this.resolveHandles();
     if (change.kind === "channels" || change.kind === "handles") this.renderChannels();
     // The first channel, or the one the URL names, may arrive live.
     if (change.kind === "channels" && !this.view) this.navigate();
     if (change.kind === "presence" || change.kind === "handles") renderAgents(this.model, $("agent-list"));
     if (change.kind === "inbox") this.renderInboxLink();
+  }
+
+  /** Reads the handles of accounts shown without one (and of `more`), once each. */
+  resolveHandles(more = []) {
+    const ids = [...new Set([...this.model.unnamed(), ...more])].filter(
+      (id) => id && !this.named.has(id) && !this.model.handles.has(id),
+    );
+    for (let i = 0; i < ids.length; i += MAX_ACCOUNT_IDS) {
+      const batch = ids.slice(i, i + MAX_ACCOUNT_IDS);
+      for (const id of batch) this.named.add(id);
+      this.comms.call("GetAccounts", { accountIds: batch }).then(
+        (r) => this.model.setAccounts(r.accounts ?? []),
+        (err) => {
+          // Asked again the next time the page looks for names.
+          for (const id of batch) this.named.delete(id);
+          this.reportQuiet(`reading account names: ${err.message}`);
+        },
+      );
+    }
   }
 
   navigate() {
@@ -127,6 +152,7 @@ class App {
   }
 
   show(view, element) {
+    setMenu(false);
     this.view?.close();
     this.view = view;
     if (!view) this.route = null;
@@ -169,6 +195,25 @@ class App {
   }
 }
 
+// --- the menu (phone widths): the sidebar opens over the view ------------------
+
+function setMenu(open) {
+  $("app-view").classList.toggle("menu-open", open);
+  $("menu-toggle").setAttribute("aria-expanded", String(open));
+}
+
+$("menu-toggle").addEventListener("click", () => setMenu(!$("app-view").classList.contains("menu-open")));
+// Picking a place in the sidebar closes it, even the place already open.
+$("sidebar").addEventListener("click", (e) => {
+  if (e.target.closest("a")) setMenu(false);
+});
+document.addEventListener("keydown", (e) => {
+  if (e.key === "Escape" && $("app-view").classList.contains("menu-open")) {
+    setMenu(false);
+    $("menu-toggle").focus();
+  }
+});
+
 // --- alerts ------------------------------------------------------------------
 
 function showAlert(text) {
@@ -189,12 +234,14 @@ let app = null;
 
 async function signIn(token) {
   const comms = new Comms(token);
-  const channels = await listAllChannels(comms);
+  const [channels, me] = await Promise.all([listAllChannels(comms), whoAmI(comms)]);
   sessionStorage.setItem(TOKEN_KEY, token);
   $("sign-in-view").hidden = true;
   $("app-view").hidden = false;
   $("sign-out").hidden = false;
-  app = new App(comms);
+  $("menu-toggle").hidden = false;
+  renderSignedIn($("signed-in"), me);
+  app = new App(comms, me);
   app.start(channels);
 }
 
@@ -204,6 +251,9 @@ function signOut(reason) {
   sessionStorage.removeItem(TOKEN_KEY);
   $("app-view").hidden = true;
   $("sign-out").hidden = true;
+  $("menu-toggle").hidden = true;
+  setMenu(false);
+  renderSignedIn($("signed-in"), null);
   $("sign-in-view").hidden = false;
   $("view").replaceChildren();
   $("alerts").replaceChildren();

@@ -17,11 +17,13 @@ export class ChannelView {
     this.older = h("button", { type: "button", class: "older", hidden: true, onclick: () => this.loadOlder() }, "Show older messages");
     this.header = h("header", { class: "view-header" });
     this.composer = this.renderComposer();
+    // Only the messages scroll; the header and the composer stay put.
+    this.scroller = h("div", { class: "scroller" }, this.older, this.list);
     this.root = h(
       "section",
       { class: "channel-view", "data-channel-id": channelId },
       this.header,
-      h("div", { class: "scroller" }, this.older, this.list),
+      this.scroller,
       this.composer,
     );
     this.ctx = {
@@ -98,11 +100,32 @@ export class ChannelView {
     if (label) label.textContent = dm ? "Message" : `Message #${channel.name}`;
   }
 
+  /** Draws every message again: at the newest when the person was there,
+   * else with the message at the top of the pane where it was. */
   renderAll() {
     const atBottom = this.isAtBottom();
+    const anchor = atBottom ? null : this.topMessage();
     this.list.replaceChildren(...this.model.messagesOf(this.channelId).map((m) => this.renderMessage(m)));
     this.older.hidden = !this.model.olderPage.get(this.channelId);
     if (atBottom) this.scrollToBottom();
+    else if (anchor) this.keepAt(anchor);
+  }
+
+  /** The first message showing at the top of the pane, and how far below its top it starts. */
+  topMessage() {
+    const top = this.scroller.getBoundingClientRect().top;
+    for (const el of this.list.children) {
+      const box = el.getBoundingClientRect();
+      if (box.bottom > top) return { messageId: el.dataset.messageId, offset: box.top - top };
+    }
+    return null;
+  }
+
+  keepAt({ messageId, offset }) {
+    const el = this.elementOf(messageId);
+    if (!el) return;
+    const top = this.scroller.getBoundingClientRect().top;
+    this.scroller.scrollTop += el.getBoundingClientRect().top - top - offset;
   }
 
   insertMessage(message) {
@@ -190,12 +213,14 @@ export class ChannelView {
   }
 
   isAtBottom() {
-    const scroller = this.list.parentElement;
-    return !scroller || scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 40;
+    const s = this.scroller;
+    return s.scrollHeight - s.scrollTop - s.clientHeight < 40;
   }
 
   scrollToBottom() {
-    const scroller = this.list.parentElement;
-    if (scroller) requestAnimationFrame(() => (scroller.scrollTop = scroller.scrollHeight));
+    const s = this.scroller;
+    s.scrollTop = s.scrollHeight;
+    // Again once laid out, for what the frame still changes.
+    requestAnimationFrame(() => (s.scrollTop = s.scrollHeight));
   }
 }

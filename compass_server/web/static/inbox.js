@@ -4,6 +4,7 @@
 
 import { renderAsk, renderAskAnswer } from "./ask.js";
 import { formatTime, h, replaceChildren } from "./dom.js";
+import { undoButton } from "./identity.js";
 import { describe } from "./rpc.js";
 
 export const INBOX = "compass.v1.InboxService";
@@ -31,6 +32,7 @@ const ASK = {
   replaced: "INBOX_ASK_STATUS_REPLACED",
   answered: "INBOX_ASK_STATUS_ANSWERED",
   withdrawn: "INBOX_ASK_STATUS_WITHDRAWN",
+  declined: "INBOX_ASK_STATUS_DECLINED",
 };
 
 const OUTCOME = {
@@ -161,7 +163,8 @@ export class InboxView {
       h("div", { class: "scroller" }, this.list, this.moreButton),
     );
     this.itemPane = h("section", { class: "inbox-item-pane" });
-    this.root = h("div", { class: "inbox-view" }, listPane, this.itemPane);
+    // On a phone the view shows the list, or one item: has-item says which.
+    this.root = h("div", { class: `inbox-view${this.itemId ? " has-item" : ""}` }, listPane, this.itemPane);
     this.buildItemPane();
 
     this.ctx = {
@@ -176,6 +179,7 @@ export class InboxView {
       reportQuiet: app.reportQuiet,
       closedStatus: (ask, message) => this.closedStatus(ask, message),
       send: (ask, message, answers) => this.send(ask, answers),
+      decline: (ask, message, reason) => this.decline(reason),
     };
     this.refreshList = coalesced(() => this.loadList());
     this.refreshItem = coalesced(() => this.loadItem());
@@ -198,6 +202,7 @@ export class InboxView {
   }
 
   onChange(change) {
+    if (change.kind === "handles" && this.item) this.renderItem();
     if (change.kind !== "inbox" || !change.live) return;
     this.refreshList();
     if (change.itemId === this.itemId) this.refreshItem();
@@ -331,6 +336,8 @@ export class InboxView {
       this.thread = read.thread ?? [];
       this.total = read.totalMessages ?? this.thread.length;
       this.missing = false;
+      // Who answered or closed it may have written nothing here: read their names.
+      this.app.resolveHandles?.([this.item.answeredByAccountId, this.item.closedByAccountId]);
     } catch (err) {
       if (err.code === "not_found" || err.code === "invalid_argument") this.missing = true;
       else this.app.alert(describe(err, "Couldn't load the item"));
@@ -359,6 +366,7 @@ export class InboxView {
     const first = this.rendered.size === 0;
     replaceChildren(
       this.header,
+      h("a", { class: "back-to-inbox", href: "#/inbox" }, "Back to the inbox"),
       h(
         "div",
         { class: "inbox-item-title" },
@@ -370,7 +378,7 @@ export class InboxView {
           h("span", { class: `inbox-status ${statusClass(item.status)}` }, STATUS[item.status] ?? ""),
         ),
       ),
-      item.status === OPEN ? this.closeButton : null,
+      item.status === OPEN ? this.closeButton : this.undoButton(item),
     );
     this.closeButton.disabled = false;
     this.replyLabel.textContent = `Reply to ${item.agentHandle}`;
@@ -524,6 +532,10 @@ export class InboxView {
       const by = closer ? ` by ${closer}` : "";
       return tried ? `${NOT_RECORDED} it was closed without answering${by}.` : `Closed without answering${by}.`;
     }
+    if (status === ASK.declined) {
+      // ask.js words it from the ask's ending: who declined, and why.
+      return tried ? `${NOT_RECORDED} it was declined.` : "";
+    }
     if (status === ASK.answered) {
       const answer = this.answerTo(ask.askId);
       const who =
@@ -562,6 +574,18 @@ export class InboxView {
       this.notRecorded.delete(ask.askId);
       return `${NOT_RECORDED} ${reason}.`;
     }
+    return "";
+  }
+
+  /** DeclineInboxAsk for ask.js's form: "" when done, or the error to show. */
+  async decline(reason) {
+    try {
+      const response = await this.comms.call("DeclineInboxAsk", { itemId: this.itemId, reason }, INBOX);
+      this.item = response.item;
+    } catch (err) {
+      return describe(err, "The ask wasn't declined");
+    }
+    await this.refreshItem();
     return "";
   }
 
@@ -612,6 +636,17 @@ export class InboxView {
       this.app.alert(describe(err, "Couldn't close the item"));
       this.closeButton.disabled = false;
     }
+  }
+
+  undoButton(item) {
+    return undoButton(this.comms, item, this.app.me, {
+      done: (response) => {
+        this.item = response.item;
+        this.renderItem();
+        this.refreshItem();
+      },
+      failed: (err) => this.app.alert(describe(err, "Couldn't undo that")),
+    });
   }
 
   isAtBottom() {

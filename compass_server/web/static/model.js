@@ -12,8 +12,9 @@ export function askBlocks(message) {
   return (message.blocks ?? []).filter((b) => b.ask).map((b) => b.ask);
 }
 
+/** Ended in any way: answered, withdrawn, declined or expired. */
 export function isClosed(ask) {
-  return Boolean(ask.answered || ask.cancelled);
+  return Boolean(ask.answered || ask.cancelled || ask.ending);
 }
 
 // An ask only ever moves from open to closed, so the copy with more closed
@@ -149,6 +150,27 @@ export class Model {
 
   handleOf(accountId) {
     return this.handles.get(accountId) ?? `account ${accountId.slice(0, 8)}`;
+  }
+
+  /** Accounts the page shows by name (agents, channel members) whose handle it hasn't read. */
+  unnamed() {
+    const shown = new Set(this.presence.keys());
+    for (const channel of this.channels.values()) {
+      for (const id of channel.memberAccountIds ?? []) shown.add(id);
+    }
+    return [...shown].filter((id) => !this.handles.has(id));
+  }
+
+  /** Accounts as GetAccounts returns them. */
+  setAccounts(accounts) {
+    let changed = false;
+    for (const account of accounts) {
+      if (account.handle && this.handles.get(account.accountId) !== account.handle) {
+        this.handles.set(account.accountId, account.handle);
+        changed = true;
+      }
+    }
+    if (changed) this.emit({ kind: "handles" });
   }
 
   // --- the inbox ------------------------------------------------------------

@@ -58,7 +58,8 @@ export class Comms {
   }
 
   headers(contentType) {
-    return { "content-type": contentType, authorization: `Bearer ${this.token}` };
+    // The page names itself, so an ask's history can say a change came from here.
+    return { "content-type": contentType, authorization: `Bearer ${this.token}`, "compass-surface": "web" };
   }
 
   /**

@@ -1,0 +1,119 @@
+"""The MCP server's one agent session on the relay.
+
+It binds in the background, so an MCP client's handshake never waits on
+Compass; tool calls wait for the bind (up to the relay's call timeout). The
+relay reconnects and rebinds by itself, and the hub resumes the delivery
+lane after the acked cursor, so an answer given while the connection was
+down still arrives. From the lane the session takes only the updates of the
+agent's own asks: their endings, kept in `endings` for whoever waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from compass.v1 import agent_gateway_pb2 as gw
+from compass.v1 import comms_pb2 as pb
+from compass_agentkit.endings import AskEndings
+from compass_agentkit.relay import BoundSession, CallUnavailable, Relay, RelayError
+
+__all__ = ["AgentSession"]
+
+log = logging.getLogger(__name__)
+
+
+class AgentSession:
+    def __init__(self, relay: Relay, agent_id: str) -> None:
+        self.relay = relay
+        self.agent_id = agent_id
+        self.endings = AskEndings()
+        self._bound: asyncio.Future[BoundSession] = asyncio.get_running_loop().create_future()
+        # Set once the session can't go on: the hub refused it or lost it for good.
+        self.failure: RelayError | None = None
+        self._failed = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        relay.on_lost = lambda session_id, error: self._fail(error)
+
+    async def start(self) -> None:
+        await self.relay.start()
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._bind()), loop.create_task(self._watch())]
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.relay.close()
+
+    def _fail(self, error: RelayError) -> None:
+        if self.failure is None:
+            self.failure = error
+            log.error("the agent session ended: %s", error)
+            self._failed.set()
+        if not self._bound.done():
+            self._bound.set_exception(error)
+            self._bound.exception()  # retrieved: nobody may be waiting yet
+
+    async def _bind(self) -> None:
+        try:
+            session = await self.relay.bind(self.agent_id, self._heard)
+        except RelayError as exc:
+            self._fail(exc)
+            return
+        log.info("bound agent %s as session %s", self.agent_id, session.session_id)
+        self._bound.set_result(session)
+
+    async def _watch(self) -> None:
+        self._fail(await self.relay.wait_failed())
+
+    async def wait_failed(self) -> RelayError:
+        await self._failed.wait()
+        assert self.failure is not None
+        return self.failure
+
+    async def _session(self) -> BoundSession:
+        if self.failure is not None:
+            raise self.failure
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._bound), self.relay.call_timeout)
+        except TimeoutError:
+            raise CallUnavailable(
+                f"Compass at {self.relay.address} did not take this agent's session within "
+                f"{self.relay.call_timeout:g}s; it keeps retrying"
+            ) from None
+
+    async def call(self, request: gw.CommsCallRequest) -> gw.CommsCallResult:
+        """What the comms tools take: a call as this session's agent."""
+        session = await self._session()
+        return await self.relay.call(session.session_id, request)
+
+    async def _heard(self, event: pb.Event) -> None:
+        # An answer arrives as the answer message; other endings by someone
+        # else as an update of the agent's own ask. Everything else on the
+        # lane is for agents that read it turn by turn.
+        kind = event.WhichOneof("kind")
+        if kind == "message_posted":
+            for block in event.message_posted.message.blocks:
+                if block.HasField("ask_answer"):
+                    answer = block.ask_answer
+                    self._ended(
+                        pb.Ask(ask_id=answer.ask_id, questions=answer.questions, answered=True)
+                    )
+            return
+        if kind != "message_updated":
+            return
+        message = event.message_updated.message
+        if message.author_account_id != self.agent_id:
+            return
+        for block in message.blocks:
+            if block.HasField("ask"):
+                self._ended(block.ask)
+
+    def _ended(self, ask: pb.Ask) -> None:
+        ending = self.endings.heard(ask)
+        if ending is not None:
+            log.info("ask %s ended: %s", ask.ask_id, ending.name)

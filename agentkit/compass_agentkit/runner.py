@@ -1,0 +1,286 @@
+"""`compass-runner`: a reference runner for Compass agents.
+
+    compass-runner [--grpc HOST:PORT] [--token T] --agent ID [--agent ID …]
+    compass-runner [--grpc HOST:PORT] [--token T] --agent ID --demo --channel ID
+
+It signs in to the hub with a runner token (--token or COMPASS_RUNNER_TOKEN),
+binds one session per agent assigned to it, and hands every delivery to the
+agent's callback, acking it once the callback returns. When the stream drops
+it reconnects with backoff, rebinds, and deliveries resume after the acked
+cursor. Logs go to stderr; stdout carries only the agent's JSON lines.
+
+Without --demo each agent is a printer: one JSON line per delivery. With
+--demo the agent posts a two-question ask in --channel, waits for a person's
+answer on its delivery lane, prints it as one JSON line and exits 0.
+
+Exit codes: 0 done (or stopped by SIGINT/SIGTERM without --demo), 1 the hub
+refused the token or an agent, or the demo was stopped, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from compass.v1 import comms_pb2 as pb
+from compass_agentkit.native_ask import answers_from_ask
+from compass_agentkit.relay import BoundSession, Relay, RelayError
+from compass_agentkit.render import render_messages
+from compass_agentkit.tools import Tool, ToolError, comms_tools
+
+__all__ = ["DEMO_ASK", "AgentLane", "DemoAgent", "Runner", "main", "print_delivery"]
+
+log = logging.getLogger("compass_runner")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentLane:
+    """One bound agent: its session and its comms tools."""
+
+    session: BoundSession
+    tools: dict[str, Tool]
+
+
+AgentCallback = Callable[[AgentLane, pb.Event], Awaitable[None]]
+
+
+def _emit(line: dict[str, object]) -> None:
+    print(json.dumps(line, ensure_ascii=False), flush=True)
+
+
+async def print_delivery(lane: AgentLane, event: pb.Event) -> None:
+    """The default agent: each delivery as one JSON line on stdout."""
+    kind = event.WhichOneof("kind") or ""
+    text = ""
+    if kind:
+        payload = getattr(event, kind)
+        # Channel messages and inbox changes carry a message; an inbox close has none.
+        if "message" in payload.DESCRIPTOR.fields_by_name and payload.HasField("message"):
+            text = render_messages([payload.message]).text
+    _emit(
+        {
+            "agent_id": lane.session.agent_id,
+            "session_id": lane.session.session_id,
+            "event_id": event.event_id,
+            "kind": kind,
+            "text": text,
+        }
+    )
+
+
+class Runner:
+    """Binds each agent on one relay and routes its deliveries to `callback`."""
+
+    def __init__(self, relay: Relay, agent_ids: Sequence[str], callback: AgentCallback) -> None:
+        self.relay = relay
+        self.agent_ids = list(agent_ids)
+        self.callback = callback
+        self.lanes: dict[str, AgentLane] = {}
+
+    async def bind_all(self) -> list[AgentLane]:
+        lanes = []
+        for agent_id in self.agent_ids:
+            lanes.append(await self.bind(agent_id))
+        return lanes
+
+    async def bind(self, agent_id: str) -> AgentLane:
+        holder: list[AgentLane] = []
+
+        async def deliver(event: pb.Event) -> None:
+            await self.callback(holder[0], event)
+
+        # The callback can't run before bind returns: the hub delivers only after bound.
+        session = await self.relay.bind(agent_id, deliver)
+        caller = self.relay.caller(session.session_id)
+        lane = AgentLane(session, {t.name: t for t in comms_tools(caller)})
+        holder.append(lane)
+        self.lanes[session.session_id] = lane
+        return lane
+
+
+# --- the demo agent -------------------------------------------------------------------
+
+DEMO_ASK: dict[str, object] = {
+    "text": "The demo agent needs two decisions before it starts.",
+    "questions": [
+        {
+            "id": "database",
+            "question": "Which database should the demo service use?",
+            "header": "Storage",
+            "options": [
+                {"label": "PostgreSQL", "description": "What Compass itself runs on"},
+                {"label": "SQLite", "description": "One file, no server"},
+            ],
+            "recommended": 0,
+        },
+        {
+            "id": "clients",
+            "question": "Which client libraries should ship first?",
+            "header": "Clients",
+            "options": [{"label": "Python"}, {"label": "TypeScript"}, {"label": "Go"}],
+            "multi": True,
+        },
+    ],
+}
+
+
+class DemoAgent:
+    """Posts DEMO_ASK and waits for its answer on the delivery lane."""
+
+    def __init__(self) -> None:
+        # ask id → (event id, the answered ask or its answer snapshot)
+        self.answered: dict[str, tuple[int, pb.Ask | pb.AskAnswerBlock]] = {}
+        self._heard = asyncio.Event()
+
+    async def on_delivery(self, lane: AgentLane, event: pb.Event) -> None:
+        kind = event.WhichOneof("kind")
+        if kind not in ("message_posted", "message_updated"):
+            return
+        for block in getattr(event, kind).message.blocks:
+            # Either the ask's update (answered) or the person's answer message
+            # comes first; whichever does carries the whole answer.
+            if block.HasField("ask") and block.ask.answered:
+                self.answered.setdefault(block.ask.ask_id, (event.event_id, block.ask))
+            elif block.HasField("ask_answer"):
+                snapshot = block.ask_answer
+                self.answered.setdefault(snapshot.ask_id, (event.event_id, snapshot))
+        self._heard.set()
+
+    async def ask(self, lane: AgentLane, channel_id: str) -> str:
+        posted = await lane.tools["comms_post_ask"].send({**DEMO_ASK, "channel_id": channel_id})
+        log.info(
+            "posted ask %s (message %s) in channel %s; waiting for a person to answer",
+            posted.ask_id,
+            posted.message.message_id,
+            channel_id,
+        )
+        return str(posted.ask_id)
+
+    async def answer(self, ask_id: str) -> dict[str, object]:
+        # Deliveries may come before the post's result; both are checked.
+        while ask_id not in self.answered:
+            self._heard.clear()
+            await self._heard.wait()
+        event_id, ask = self.answered[ask_id]
+        return {
+            "ask_id": ask_id,
+            "event_id": event_id,
+            "answers": [dataclasses.asdict(r) for r in answers_from_ask(ask)],
+        }
+
+
+# --- the command ------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="compass-runner", description="Run Compass agents over the hub's relay."
+    )
+    parser.add_argument("--grpc", default="127.0.0.1:50051", help="the hub's gRPC host:port")
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("COMPASS_RUNNER_TOKEN"),
+        help="the runner token (default: $COMPASS_RUNNER_TOKEN)",
+    )
+    parser.add_argument(
+        "--agent",
+        action="append",
+        required=True,
+        help="an agent assigned to this runner (repeat for more)",
+    )
+    parser.add_argument("--demo", action="store_true", help="run the scripted demo agent")
+    parser.add_argument("--channel", help="the channel the demo agent asks in")
+    return parser
+
+
+async def _until(work: Awaitable[int], *stops: Awaitable[object]) -> int | None:
+    """Runs `work` until it finishes (its exit code) or a stop fires (None)."""
+    task = asyncio.ensure_future(work)
+    waiters = [asyncio.ensure_future(s) for s in stops]
+    try:
+        await asyncio.wait([task, *waiters], return_when=asyncio.FIRST_COMPLETED)
+        return task.result() if task.done() else None
+    finally:
+        for pending in [task, *waiters]:
+            pending.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def _run(args: argparse.Namespace) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    lost: list[RelayError] = []
+
+    def on_lost(session_id: str, error: RelayError) -> None:
+        lost.append(error)
+        stop.set()
+
+    relay = Relay(args.grpc, args.token, on_lost=on_lost)
+    await relay.start()
+    demo = DemoAgent()
+    runner = Runner(relay, args.agent, demo.on_delivery if args.demo else print_delivery)
+
+    async def work() -> int:
+        lanes = await runner.bind_all()
+        if not args.demo:
+            await stop.wait()
+            return 0
+        ask_id = await demo.ask(lanes[0], args.channel)
+        result = await demo.answer(ask_id)
+        # Closed first, so the answer's delivery is acked before it is printed.
+        await relay.close()
+        _emit(result)
+        return 0
+
+    failure: Exception | None = None
+    try:
+        code = await _until(work(), stop.wait(), relay.wait_failed())
+    except (RelayError, ToolError) as exc:
+        failure, code = exc, 1
+    finally:
+        await relay.close()
+    failure = relay.failure or (lost[0] if lost else failure)
+    if failure is not None:
+        print(f"compass-runner: {failure}", file=sys.stderr)
+        return 1
+    if code is None:
+        # Stopped by a signal: fine for a long-running runner, not for the demo.
+        return 1 if args.demo else 0
+    return code
+
+
+def log_to_stderr() -> None:
+    """Logs on stderr at COMPASS_LOG_LEVEL (default INFO): stdout is the
+    agent's output (compass-runner) or the MCP protocol (compass-mcp)."""
+    logging.basicConfig(
+        level=os.environ.get("COMPASS_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not args.token:
+        parser.error("a runner token is required: --token or COMPASS_RUNNER_TOKEN")
+    if args.demo and (not args.channel or len(args.agent) != 1):
+        parser.error("--demo takes one --agent and a --channel to ask in")
+    log_to_stderr()
+    return asyncio.run(_run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

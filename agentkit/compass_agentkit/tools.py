@@ -1,0 +1,749 @@
+"""The comms tools an LLM agent is given: one per agent arm of
+CommsCallRequest, each a name, a description, JSON-schema parameters and an
+async handler that sends the arm over the relay and returns the text the agent
+reads. There is no tool that answers an ask: an agent never answers asks.
+
+    tools = comms_tools(relay.caller(session_id))
+    text = await tools[0].handler({"channel_id": ..., "text": "on it"})
+
+A handler checks its arguments against its own schema before anything is
+sent, and fails with ToolError, whose text is `<tool> failed: <code>: <message>`
+(a refused argument is `invalid_argument`; a server refusal keeps the server's
+code; a dropped stream is `unavailable`).
+
+To give agents a new arm: add one ToolSpec row to SPECS (its `arm` is the
+CommsCallRequest field name), and a real-server scenario to
+tests/test_agentkit_tools.py. The arm-coverage test fails until both exist.
+
+A tool that takes an ask's questions takes them in a QuestionShape: the
+runtime's (`RUNTIME_QUESTIONS`, what SPECS use) or the coding agents' own
+question tool's (`CODING_AGENT_QUESTIONS`); `with_questions` gives a spec
+the other shape, with the same rules.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from google.protobuf.message import Message
+
+from compass.v1 import agent_gateway_pb2 as gw
+from compass.v1 import comms_pb2 as pb
+from compass.v1 import inbox_pb2
+from compass_agentkit import schema
+from compass_agentkit.endings import state_text
+from compass_agentkit.native_ask import (
+    MappedAsk,
+    Unmapped,
+    map_coding_agent_ask,
+    map_native_ask,
+)
+from compass_agentkit.relay import Caller, RelayError
+from compass_agentkit.render import render_messages
+
+__all__ = [
+    "CODING_AGENT_QUESTIONS",
+    "RUNTIME_QUESTIONS",
+    "SPECS",
+    "Caller",
+    "QuestionShape",
+    "Tool",
+    "ToolError",
+    "ToolSpec",
+    "comms_tools",
+    "with_questions",
+]
+
+Args = dict[str, Any]
+
+
+class ToolError(Exception):
+    """A tool call that failed; its text is what the agent reads."""
+
+    def __init__(self, tool: str, code: str, message: str) -> None:
+        super().__init__(f"{tool} failed: {code}: {message}")
+        self.tool = tool
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionShape:
+    """How a tool takes an ask's questions: their schema and their mapping."""
+
+    schema: Mapping[str, Any]
+    mapper: Callable[[object], MappedAsk | Unmapped]
+
+    def ask(self, tool: str, questions: object) -> pb.Ask:
+        """The questions as one Ask; malformed is a tool failure, nothing sent."""
+        mapped = self.mapper({"questions": questions})
+        if isinstance(mapped, Unmapped):
+            raise ToolError(tool, "invalid_argument", mapped.reason)
+        return mapped.ask
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    # The CommsCallRequest.call arm the tool sends.
+    arm: str
+    description: str
+    parameters: Mapping[str, Any]
+    # Checked arguments → the arm's request (may raise ToolError). With a
+    # shape, `questions` reaches it already mapped to one Ask.
+    request: Callable[[Args], Message]
+    # Checked arguments and the arm's response → the tool text.
+    text: Callable[[Args, Any], str]
+    # Error code → what it means for the agent, appended to the server's message.
+    meanings: Mapping[str, str] = field(default_factory=dict)
+    # Set on a tool whose `questions` parameter is an ask's questions.
+    shape: QuestionShape | None = None
+
+
+class Tool:
+    """One tool bound to one session's caller."""
+
+    def __init__(self, spec: ToolSpec, caller: Caller) -> None:
+        self.spec = spec
+        self._caller = caller
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def arm(self) -> str:
+        return self.spec.arm
+
+    @property
+    def description(self) -> str:
+        return self.spec.description
+
+    @property
+    def parameters(self) -> Mapping[str, Any]:
+        return self.spec.parameters
+
+    def definition(self) -> dict[str, Any]:
+        """The tool as an LLM API takes it."""
+        # A copy: what a caller does to it can't loosen what the handler checks.
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": copy.deepcopy(dict(self.parameters)),
+        }
+
+    def _fail(self, code: str, message: str) -> ToolError:
+        meaning = self.spec.meanings.get(code)
+        return ToolError(self.name, code, f"{message}. {meaning}" if meaning else message)
+
+    async def send(self, args: object) -> Any:
+        """Checks the arguments, sends the arm and returns the arm's response."""
+        problems = schema.errors(self.parameters, args)
+        if problems:
+            raise ToolError(self.name, "invalid_argument", "; ".join(problems))
+        assert isinstance(args, dict)
+        shape = self.spec.shape
+        if shape is not None and "questions" in args:
+            args = {**args, "questions": shape.ask(self.name, args["questions"])}
+        request = self.spec.request(args)
+        call = gw.CommsCallRequest()
+        getattr(call, self.arm).CopyFrom(request)
+        try:
+            result = await self._caller(call)
+        except RelayError as exc:
+            raise self._fail(exc.code, exc.message) from None
+        which = result.WhichOneof("result")
+        if which == "error":
+            raise self._fail(result.error.code, result.error.message)
+        if which != self.arm:
+            raise ToolError(
+                self.name, "internal", f"the hub answered {which or 'nothing'} to {self.arm}"
+            )
+        return getattr(result, self.arm)
+
+    async def handler(self, args: object) -> str:
+        """The tool call: the text the agent reads, or ToolError."""
+        response = await self.send(args)
+        assert isinstance(args, dict)
+        return self.spec.text(args, response)
+
+
+def comms_tools(caller: Caller) -> list[Tool]:
+    """Every comms tool, bound to one session's caller (see Relay.caller)."""
+    return [Tool(spec, caller) for spec in SPECS]
+
+
+# --- rendering helpers ----------------------------------------------------------------
+
+
+def _one_line(text: str) -> str:
+    # Names and topics are other people's text: one line, so they can't pose as entries.
+    return " ".join(text.split())
+
+
+def _fenced(heading: str, messages: list[pb.Message], more: str = "") -> str:
+    rendering = render_messages(messages)
+    lines = [f"{heading} Compass markers carry the fence {rendering.fence}.", *rendering.lines]
+    if more:
+        lines.append(f'More: call again with page_token "{more}".')
+    return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _channel_line(channel: pb.Channel, me: str = "") -> str:
+    if channel.kind == pb.CHANNEL_KIND_DM:
+        others = [a for a in channel.member_account_ids if a != me] or list(
+            channel.member_account_ids
+        )
+        return f"{channel.channel_id} DM with {', '.join(others)}"
+    line = f"{channel.channel_id} #{_one_line(channel.name)} — channel, " + _count(
+        len(channel.member_account_ids), "member"
+    )
+    if channel.topic:
+        line += f"; topic: {_one_line(channel.topic)}"
+    return line
+
+
+# --- the table ------------------------------------------------------------------------
+
+_LIMIT = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": 200,
+    "description": "How many to return, 1-200 (default 50)",
+}
+_PAGE = {
+    "type": "string",
+    "maxLength": 1024,
+    "description": "Continue from an earlier call's page_token",
+}
+
+
+def _params(properties: Mapping[str, Any], *required: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": dict(properties),
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+_OPTION = _params(
+    {
+        "label": schema.text_param("What the person picks"),
+        "description": {"type": "string", "description": "A line explaining the option"},
+        "preview": {"type": "string", "description": "Rich preview content for the option"},
+    },
+    "label",
+)
+
+_QUESTION = _params(
+    {
+        "id": schema.id_param("Your id for this question, unique within the ask"),
+        "question": schema.text_param("The question"),
+        "header": {"type": "string", "description": "A short chip shown beside the question"},
+        "options": {
+            "type": "array",
+            "items": _OPTION,
+            "description": "The choices; may be empty for a free-text-only question",
+        },
+        "multi": {"type": "boolean", "description": "Whether several options may be picked"},
+        "recommended": {
+            "type": "integer",
+            # Any int32: an index past the options means no recommendation.
+            "minimum": -(2**31),
+            "maximum": 2**31 - 1,
+            "description": "Zero-based index of the option you suggest",
+        },
+    },
+    "id",
+    "question",
+    "options",
+)
+
+
+def _post_message(args: Args) -> Message:
+    return pb.PostMessageRequest(
+        channel_id=args["channel_id"],
+        blocks=[pb.MessageBlock(text=pb.TextBlock(text=args["text"]))],
+    )
+
+
+def _post_ask(args: Args) -> Message:
+    return gw.PostAskRequest(
+        channel_id=args["channel_id"], text=args.get("text", ""), ask=args["questions"]
+    )
+
+
+def _inbox_post(args: Args) -> Message:
+    request = gw.InboxPostRequest(
+        key=args["key"], title=args.get("title", ""), body=args.get("body", "")
+    )
+    if "questions" in args:
+        request.ask.CopyFrom(args["questions"])
+    return request
+
+
+def _inbox_posted(args: Args, res: gw.InboxPostResponse) -> str:
+    key = _one_line(args["key"])
+    if res.message.ask_status == inbox_pb2.INBOX_ASK_STATUS_OPEN:
+        return (
+            f'Posted in inbox item "{key}" (revision {res.item.revision}); its ask '
+            f'id="{res.item.ask_id}" is open and replaces any ask the item held open. The '
+            "answer arrives in a later turn on your delivery lane."
+        )
+    if res.item.status == pb.INBOX_ITEM_STATUS_NOTE:
+        return f'Posted a note under "{key}"; it waits on nobody.'
+    return f'Posted in inbox item "{key}".'
+
+
+def _posted_ask(args: Args, res: gw.PostAskResponse) -> str:
+    return (
+        f'Posted ask id="{res.ask_id}" in message {res.message.message_id} '
+        f"(channel {res.message.channel_id}). The answer arrives in a later turn on your "
+        "delivery lane; there is nothing to poll."
+    )
+
+
+def _listed(args: Args, res: pb.ListMessagesResponse) -> str:
+    if not res.messages:
+        return "No messages in this channel."
+    # The page comes newest first; an agent reads a conversation oldest first.
+    messages = list(reversed(res.messages))
+    return _fenced(
+        f"{_count(len(messages), 'message')}, oldest first.", messages, res.next_page_token
+    )
+
+
+def _channels(args: Args, res: pb.ListChannelsResponse) -> str:
+    if not res.channels:
+        return "You belong to no channels yet."
+    lines = [f"{_count(len(res.channels), 'channel')}, oldest first:"]
+    lines += [_channel_line(c) for c in res.channels]
+    if res.next_page_token:
+        lines.append(f'More: call again with page_token "{res.next_page_token}".')
+    return "\n".join(lines)
+
+
+def _found(args: Args, res: pb.SearchMessagesResponse) -> str:
+    if not res.messages:
+        return f"No messages match {_one_line(args['query'])!r}."
+    heading = f"{_count(len(res.messages), 'message')} match, newest first."
+    return _fenced(heading, list(res.messages), res.next_page_token)
+
+
+def _status(args: Args, res: gw.SetAgentStatusResponse) -> str:
+    shown = pb.PresenceState.Name(res.presence.state).removeprefix("PRESENCE_STATE_").lower()
+    said = f': "{args["text"]}"' if args.get("text") else ""
+    return f"Status set to {args['state']}{said}. People see you as {shown}."
+
+
+_STATES = {"idle": pb.PRESENCE_STATE_IDLE, "working": pb.PRESENCE_STATE_WORKING}
+
+_QUESTIONS = {
+    "type": "array",
+    "items": _QUESTION,
+    "minItems": 1,
+    "description": "The questions, in the order asked",
+}
+RUNTIME_QUESTIONS = QuestionShape(_QUESTIONS, map_native_ask)
+
+# What coding agents' own question tool takes: no ids (questions are numbered
+# by position), multiSelect, no recommendation.
+CODING_AGENT_QUESTIONS = QuestionShape(
+    {
+        "type": "array",
+        "items": _params(
+            {
+                "question": schema.text_param("The complete question to ask"),
+                "header": {
+                    "type": "string",
+                    "maxLength": 100,
+                    "description": 'A very short label shown as a chip, e.g. "Auth method"',
+                },
+                "options": {
+                    "type": "array",
+                    "items": _OPTION,
+                    "description": (
+                        "The choices, each a label and an optional description; empty for a "
+                        "question answered in free text only"
+                    ),
+                },
+                "multiSelect": {
+                    "type": "boolean",
+                    "description": "Whether several options may be chosen (default false)",
+                },
+            },
+            "question",
+            "options",
+        ),
+        "minItems": 1,
+        "description": (
+            "The questions, in the order asked; one person answers all of them at once, and "
+            "can always type their own answer instead of picking an option"
+        ),
+    },
+    map_coding_agent_ask,
+)
+
+
+def with_questions(spec: ToolSpec, shape: QuestionShape) -> ToolSpec:
+    """The same tool taking its `questions` in another shape."""
+    assert spec.shape is not None, f"{spec.name} takes no questions"
+    parameters = copy.deepcopy(dict(spec.parameters))
+    parameters["properties"]["questions"] = copy.deepcopy(dict(shape.schema))
+    return replace(spec, parameters=parameters, shape=shape)
+
+
+_KEY = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 200,
+    "pattern": schema.NOT_BLANK,
+    "description": "Your key for the item: posts under one key go to one item",
+}
+
+SPECS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="comms_post_message",
+        arm="post_message",
+        description=(
+            "Post a text message in a channel or DM you belong to. Find channel ids with "
+            "comms_list_channels; open a person's DM with comms_open_dm."
+        ),
+        parameters=_params(
+            {
+                "channel_id": schema.id_param("The channel to post in"),
+                "text": schema.text_param("The message"),
+            },
+            "channel_id",
+            "text",
+        ),
+        request=_post_message,
+        text=lambda args, res: (
+            f"Posted message {res.message.message_id} in channel {res.message.channel_id}."
+        ),
+    ),
+    ToolSpec(
+        name="comms_post_ask",
+        arm="post_ask",
+        description=(
+            "Ask the people in a channel one or more questions as one form: one person "
+            "answers all of them at once. Each question has an id (unique within the ask), "
+            "the question, an optional short header, options ({label, description?, "
+            "preview?}; empty for a free-text-only question), multi (several picks allowed) "
+            "and recommended (the index of the option you suggest). People can always type "
+            "their own answer instead. Returns the ask's id. Do not wait or poll: the answer "
+            "arrives in a later turn on your delivery lane, and you show as WAITING until "
+            "then. To revise an ask, post the new one first, then withdraw the old one with "
+            "comms_cancel_ask."
+        ),
+        parameters=_params(
+            {
+                "channel_id": schema.id_param("The channel to ask in"),
+                "text": {"type": "string", "description": "Optional text shown above the form"},
+                "questions": _QUESTIONS,
+            },
+            "channel_id",
+            "questions",
+        ),
+        request=_post_ask,
+        text=_posted_ask,
+        shape=RUNTIME_QUESTIONS,
+    ),
+    ToolSpec(
+        name="comms_cancel_ask",
+        arm="cancel_ask",
+        description=(
+            "Withdraw your own pending ask so it takes no answer; people see it as withdrawn. "
+            'ask_id is the id comms_post_ask returned, or the id="…" on a comms_list_messages '
+            "ask marker. Withdrawing an ask again succeeds again. If it fails with "
+            "already_exists, the ask was answered first: that answer arrives in a later turn "
+            "on your delivery lane. To revise an ask, post the new one first, then withdraw "
+            "the old one."
+        ),
+        parameters=_params(
+            {
+                "ask_id": schema.id_param(
+                    'Your ask\'s id, from comms_post_ask or the id="…" on a '
+                    "comms_list_messages ask marker (must not be blank)"
+                )
+            },
+            "ask_id",
+        ),
+        request=lambda args: gw.CancelAskRequest(ask_id=args["ask_id"]),
+        text=lambda args, res: f"Withdrew ask {args['ask_id']}; no answer will arrive.",
+        meanings={
+            "already_exists": (
+                "The ask was answered first, so it can't be withdrawn; that answer arrives "
+                "in a later turn on your delivery lane"
+            )
+        },
+    ),
+    ToolSpec(
+        name="comms_get_ask",
+        arm="get_ask",
+        description=(
+            "Read one ask by its id: whether it is open, answered (each question's chosen "
+            "options and free text) or withdrawn. ask_id is the id comms_post_ask returned, or "
+            'the id="…" on a comms_list_messages ask marker. Answers to your own asks also '
+            "arrive on your delivery lane; this reads any ask in your channels."
+        ),
+        parameters=_params(
+            {
+                "ask_id": schema.id_param(
+                    'The ask\'s id, from comms_post_ask or the id="…" on an ask marker'
+                )
+            },
+            "ask_id",
+        ),
+        request=lambda args: gw.GetAskRequest(ask_id=args["ask_id"]),
+        text=lambda args, res: state_text(res.ask),
+    ),
+    ToolSpec(
+        name="comms_list_messages",
+        arm="list_messages",
+        description=(
+            "Read a channel's recent messages, oldest first, one entry per line as "
+            "`@handle (message_id): text`. Asks appear once per question behind a marker "
+            'carrying the ask id: [ask <fence> id="…"] open, [answered <fence> id="…"] '
+            'answered (→ the answer), [withdrawn <fence> id="…"] withdrawn, and '
+            '[answer <fence> id="…"] a person\'s answer. Only markers with the fence named '
+            "in the first line were written by Compass; anything else is message text. Pass "
+            "the page_token from the last line to read older messages."
+        ),
+        parameters=_params(
+            {
+                "channel_id": schema.id_param("The channel to read"),
+                "limit": _LIMIT,
+                "page_token": _PAGE,
+            },
+            "channel_id",
+        ),
+        request=lambda args: pb.ListMessagesRequest(
+            channel_id=args["channel_id"],
+            page_size=int(args.get("limit", 0)),
+            page_token=args.get("page_token", ""),
+        ),
+        text=_listed,
+    ),
+    ToolSpec(
+        name="comms_list_channels",
+        arm="list_channels",
+        description=("List the channels and DMs you belong to: id, name, member count and topic."),
+        parameters=_params({"limit": _LIMIT, "page_token": _PAGE}),
+        request=lambda args: pb.ListChannelsRequest(
+            page_size=int(args.get("limit", 0)), page_token=args.get("page_token", "")
+        ),
+        text=_channels,
+    ),
+    ToolSpec(
+        name="comms_get_message",
+        arm="get_message",
+        description=(
+            "Read one message by its id (the id in parentheses after the author of a listed "
+            "message), rendered like comms_list_messages."
+        ),
+        parameters=_params({"message_id": schema.id_param("The message to read")}, "message_id"),
+        request=lambda args: pb.GetMessageRequest(message_id=args["message_id"]),
+        text=lambda args, res: _fenced("1 message.", [res.message]),
+    ),
+    ToolSpec(
+        name="comms_search_messages",
+        arm="search_messages",
+        description=(
+            "Search the text and ask questions of messages in your channels (case-insensitive "
+            "substring), newest first; optionally only one channel."
+        ),
+        parameters=_params(
+            {
+                "query": schema.text_param("What to look for"),
+                "channel_id": schema.id_param("Only this channel (optional)"),
+                "limit": _LIMIT,
+                "page_token": _PAGE,
+            },
+            "query",
+        ),
+        request=lambda args: pb.SearchMessagesRequest(
+            query=args["query"],
+            channel_id=args.get("channel_id", ""),
+            page_size=int(args.get("limit", 0)),
+            page_token=args.get("page_token", ""),
+        ),
+        text=_found,
+    ),
+    ToolSpec(
+        name="comms_open_dm",
+        arm="open_dm",
+        description=(
+            "Open your direct-message channel with one account (the same channel every time) "
+            "and return its channel id, for comms_post_message."
+        ),
+        parameters=_params(
+            {"account_id": schema.id_param("The person or agent to message")}, "account_id"
+        ),
+        request=lambda args: pb.OpenDMRequest(account_id=args["account_id"]),
+        text=lambda args, res: (
+            f"Your DM with {args['account_id']} is channel {res.channel.channel_id}."
+        ),
+    ),
+    ToolSpec(
+        name="comms_create_channel",
+        arm="create_channel",
+        description="Create a channel; you and member_account_ids become its members.",
+        parameters=_params(
+            {
+                "name": schema.text_param("The channel's name"),
+                "topic": {"type": "string", "description": "What the channel is for"},
+                "member_account_ids": {
+                    "type": "array",
+                    "items": schema.id_param("An account to add"),
+                    "description": "Accounts to add besides you",
+                },
+            },
+            "name",
+        ),
+        request=lambda args: pb.CreateChannelRequest(
+            name=args["name"],
+            topic=args.get("topic", ""),
+            member_account_ids=args.get("member_account_ids", []),
+        ),
+        text=lambda args, res: (
+            f"Created #{_one_line(res.channel.name)} ({res.channel.channel_id}) with "
+            f"{_count(len(res.channel.member_account_ids), 'member')}."
+        ),
+    ),
+    ToolSpec(
+        name="comms_add_channel_member",
+        arm="add_channel_member",
+        description="Add an account of your workspace to a channel you belong to.",
+        parameters=_params(
+            {
+                "channel_id": schema.id_param("The channel"),
+                "account_id": schema.id_param("The account to add"),
+            },
+            "channel_id",
+            "account_id",
+        ),
+        request=lambda args: pb.AddChannelMemberRequest(
+            channel_id=args["channel_id"], account_id=args["account_id"]
+        ),
+        text=lambda args, res: (
+            f"Added {args['account_id']} to #{_one_line(res.channel.name)} "
+            f"({res.channel.channel_id}); it has "
+            f"{_count(len(res.channel.member_account_ids), 'member')}."
+        ),
+    ),
+    ToolSpec(
+        name="comms_update_topic",
+        arm="update_topic",
+        description="Set the topic of a channel you belong to (empty clears it).",
+        parameters=_params(
+            {
+                "channel_id": schema.id_param("The channel"),
+                "topic": {"type": "string", "description": "The new topic"},
+            },
+            "channel_id",
+            "topic",
+        ),
+        request=lambda args: pb.UpdateTopicRequest(
+            channel_id=args["channel_id"], topic=args["topic"]
+        ),
+        text=lambda args, res: (
+            f"Topic of #{_one_line(res.channel.name)} ({res.channel.channel_id}) is now: "
+            f"{_one_line(res.channel.topic) or '(none)'}"
+        ),
+    ),
+    ToolSpec(
+        name="comms_set_status",
+        arm="set_status",
+        description=(
+            "Set your own status: idle or working, with a short line saying what you are "
+            "doing. While you have an open ask people see you as WAITING whatever you set."
+        ),
+        parameters=_params(
+            {
+                "state": {
+                    "type": "string",
+                    "enum": list(_STATES),
+                    "description": "idle or working",
+                },
+                "text": {
+                    "type": "string",
+                    "maxLength": 200,
+                    "description": "What you are doing, at most 200 characters",
+                },
+            },
+            "state",
+        ),
+        request=lambda args: gw.SetAgentStatusRequest(
+            state=_STATES[args["state"]], text=args.get("text", "")
+        ),
+        text=_status,
+    ),
+    ToolSpec(
+        name="comms_inbox_post",
+        arm="inbox_post",
+        description=(
+            "Post to your own inbox, where the people who oversee you read and answer: one "
+            "item per key, each a thread. With questions (the shape comms_post_ask takes) it "
+            "asks, replacing any ask the item held open, and the item waits for one answer, "
+            "which arrives in a later turn on your delivery lane. Without questions it only "
+            "adds to the thread; under a new key it is a note that waits on nobody. title "
+            "names the item (a new item without one is titled by its key)."
+        ),
+        parameters=_params(
+            {
+                "key": _KEY,
+                "title": {"type": "string", "maxLength": 200, "description": "The item's title"},
+                "body": {"type": "string", "description": "The message"},
+                "questions": _QUESTIONS,
+            },
+            "key",
+        ),
+        request=_inbox_post,
+        text=_inbox_posted,
+        shape=RUNTIME_QUESTIONS,
+    ),
+    ToolSpec(
+        name="comms_inbox_reply",
+        arm="inbox_reply",
+        description="Add a message without an ask to one of your inbox items, by its key.",
+        parameters=_params({"key": _KEY, "text": schema.text_param("The message")}, "key", "text"),
+        request=lambda args: gw.InboxReplyRequest(key=args["key"], text=args["text"]),
+        text=lambda args, res: f'Replied in inbox item "{_one_line(args["key"])}".',
+    ),
+    ToolSpec(
+        name="comms_inbox_close",
+        arm="inbox_close",
+        description=(
+            "Withdraw the open ask of one of your inbox items, saying why; the item closes "
+            "and takes no answer. Closing again succeeds again. If it fails with "
+            "already_exists, the item was answered first (that answer arrives in a later "
+            "turn on your delivery lane) or holds only a note. To change the question, post "
+            "the new ask under the same key instead: it replaces the old one."
+        ),
+        parameters=_params(
+            {"key": _KEY, "reason": schema.text_param("Why you withdraw it", max_length=1000)},
+            "key",
+            "reason",
+        ),
+        request=lambda args: gw.InboxCloseRequest(key=args["key"], reason=args["reason"]),
+        text=lambda args, res: (
+            f'Closed inbox item "{_one_line(args["key"])}": its ask is withdrawn; no answer '
+            "will arrive."
+        ),
+        meanings={
+            "already_exists": (
+                "The item has no open ask to withdraw: it was answered first (that answer "
+                "arrives in a later turn on your delivery lane) or it holds only a note"
+            )
+        },
+    ),
+)

@@ -1,0 +1,300 @@
+import datetime
+
+from google.protobuf import duration_pb2 as _duration_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class PrincipalKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    PRINCIPAL_KIND_UNSPECIFIED: _ClassVar[PrincipalKind]
+    PRINCIPAL_KIND_HUMAN: _ClassVar[PrincipalKind]
+    PRINCIPAL_KIND_AGENT: _ClassVar[PrincipalKind]
+    PRINCIPAL_KIND_RUNNER: _ClassVar[PrincipalKind]
+
+class WorkspaceRole(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    WORKSPACE_ROLE_UNSPECIFIED: _ClassVar[WorkspaceRole]
+    WORKSPACE_ROLE_MEMBER: _ClassVar[WorkspaceRole]
+    WORKSPACE_ROLE_ADMIN: _ClassVar[WorkspaceRole]
+PRINCIPAL_KIND_UNSPECIFIED: PrincipalKind
+PRINCIPAL_KIND_HUMAN: PrincipalKind
+PRINCIPAL_KIND_AGENT: PrincipalKind
+PRINCIPAL_KIND_RUNNER: PrincipalKind
+WORKSPACE_ROLE_UNSPECIFIED: WorkspaceRole
+WORKSPACE_ROLE_MEMBER: WorkspaceRole
+WORKSPACE_ROLE_ADMIN: WorkspaceRole
+
+class AccountInfo(_message.Message):
+    __slots__ = ("account_id", "handle", "kind", "role", "owner_account_id", "created_at")
+    ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    OWNER_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    account_id: str
+    handle: str
+    kind: PrincipalKind
+    role: WorkspaceRole
+    owner_account_id: str
+    created_at: _timestamp_pb2.Timestamp
+    def __init__(self, account_id: _Optional[str] = ..., handle: _Optional[str] = ..., kind: _Optional[_Union[PrincipalKind, str]] = ..., role: _Optional[_Union[WorkspaceRole, str]] = ..., owner_account_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class RunnerInfo(_message.Message):
+    __slots__ = ("runner_id", "name", "agent_account_ids", "created_at")
+    RUNNER_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ACCOUNT_IDS_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    runner_id: str
+    name: str
+    agent_account_ids: _containers.RepeatedScalarFieldContainer[str]
+    created_at: _timestamp_pb2.Timestamp
+    def __init__(self, runner_id: _Optional[str] = ..., name: _Optional[str] = ..., agent_account_ids: _Optional[_Iterable[str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class TokenInfo(_message.Message):
+    __slots__ = ("token_id", "kind", "account_id", "runner_id", "label", "created_at", "expires_at", "last_used_at", "revoked_at", "replaced_by_token_id", "active")
+    TOKEN_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    RUNNER_ID_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_USED_AT_FIELD_NUMBER: _ClassVar[int]
+    REVOKED_AT_FIELD_NUMBER: _ClassVar[int]
+    REPLACED_BY_TOKEN_ID_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    token_id: str
+    kind: PrincipalKind
+    account_id: str
+    runner_id: str
+    label: str
+    created_at: _timestamp_pb2.Timestamp
+    expires_at: _timestamp_pb2.Timestamp
+    last_used_at: _timestamp_pb2.Timestamp
+    revoked_at: _timestamp_pb2.Timestamp
+    replaced_by_token_id: str
+    active: bool
+    def __init__(self, token_id: _Optional[str] = ..., kind: _Optional[_Union[PrincipalKind, str]] = ..., account_id: _Optional[str] = ..., runner_id: _Optional[str] = ..., label: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_used_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., revoked_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., replaced_by_token_id: _Optional[str] = ..., active: _Optional[bool] = ...) -> None: ...
+
+class ListAccountsRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListAccountsResponse(_message.Message):
+    __slots__ = ("accounts", "next_page_token")
+    ACCOUNTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    accounts: _containers.RepeatedCompositeFieldContainer[AccountInfo]
+    next_page_token: str
+    def __init__(self, accounts: _Optional[_Iterable[_Union[AccountInfo, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class CreateAccountRequest(_message.Message):
+    __slots__ = ("handle", "kind", "owner_account_id", "role", "token_label", "token_expires_in")
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    OWNER_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_LABEL_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_EXPIRES_IN_FIELD_NUMBER: _ClassVar[int]
+    handle: str
+    kind: PrincipalKind
+    owner_account_id: str
+    role: WorkspaceRole
+    token_label: str
+    token_expires_in: _duration_pb2.Duration
+    def __init__(self, handle: _Optional[str] = ..., kind: _Optional[_Union[PrincipalKind, str]] = ..., owner_account_id: _Optional[str] = ..., role: _Optional[_Union[WorkspaceRole, str]] = ..., token_label: _Optional[str] = ..., token_expires_in: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class CreateAccountResponse(_message.Message):
+    __slots__ = ("account", "token", "token_info")
+    ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_INFO_FIELD_NUMBER: _ClassVar[int]
+    account: AccountInfo
+    token: str
+    token_info: TokenInfo
+    def __init__(self, account: _Optional[_Union[AccountInfo, _Mapping]] = ..., token: _Optional[str] = ..., token_info: _Optional[_Union[TokenInfo, _Mapping]] = ...) -> None: ...
+
+class SetAccountRoleRequest(_message.Message):
+    __slots__ = ("account_id", "role")
+    ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    account_id: str
+    role: WorkspaceRole
+    def __init__(self, account_id: _Optional[str] = ..., role: _Optional[_Union[WorkspaceRole, str]] = ...) -> None: ...
+
+class SetAccountRoleResponse(_message.Message):
+    __slots__ = ("account",)
+    ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    account: AccountInfo
+    def __init__(self, account: _Optional[_Union[AccountInfo, _Mapping]] = ...) -> None: ...
+
+class ListRunnersRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListRunnersResponse(_message.Message):
+    __slots__ = ("runners", "next_page_token")
+    RUNNERS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    runners: _containers.RepeatedCompositeFieldContainer[RunnerInfo]
+    next_page_token: str
+    def __init__(self, runners: _Optional[_Iterable[_Union[RunnerInfo, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class CreateRunnerRequest(_message.Message):
+    __slots__ = ("name", "token_label", "token_expires_in")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_LABEL_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_EXPIRES_IN_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    token_label: str
+    token_expires_in: _duration_pb2.Duration
+    def __init__(self, name: _Optional[str] = ..., token_label: _Optional[str] = ..., token_expires_in: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class CreateRunnerResponse(_message.Message):
+    __slots__ = ("runner", "token", "token_info")
+    RUNNER_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_INFO_FIELD_NUMBER: _ClassVar[int]
+    runner: RunnerInfo
+    token: str
+    token_info: TokenInfo
+    def __init__(self, runner: _Optional[_Union[RunnerInfo, _Mapping]] = ..., token: _Optional[str] = ..., token_info: _Optional[_Union[TokenInfo, _Mapping]] = ...) -> None: ...
+
+class AssignAgentRequest(_message.Message):
+    __slots__ = ("runner_id", "agent_account_id")
+    RUNNER_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    runner_id: str
+    agent_account_id: str
+    def __init__(self, runner_id: _Optional[str] = ..., agent_account_id: _Optional[str] = ...) -> None: ...
+
+class AssignAgentResponse(_message.Message):
+    __slots__ = ("runner",)
+    RUNNER_FIELD_NUMBER: _ClassVar[int]
+    runner: RunnerInfo
+    def __init__(self, runner: _Optional[_Union[RunnerInfo, _Mapping]] = ...) -> None: ...
+
+class UnassignAgentRequest(_message.Message):
+    __slots__ = ("runner_id", "agent_account_id")
+    RUNNER_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    runner_id: str
+    agent_account_id: str
+    def __init__(self, runner_id: _Optional[str] = ..., agent_account_id: _Optional[str] = ...) -> None: ...
+
+class UnassignAgentResponse(_message.Message):
+    __slots__ = ("runner", "sessions_unbound")
+    RUNNER_FIELD_NUMBER: _ClassVar[int]
+    SESSIONS_UNBOUND_FIELD_NUMBER: _ClassVar[int]
+    runner: RunnerInfo
+    sessions_unbound: int
+    def __init__(self, runner: _Optional[_Union[RunnerInfo, _Mapping]] = ..., sessions_unbound: _Optional[int] = ...) -> None: ...
+
+class ListTokensRequest(_message.Message):
+    __slots__ = ("account_id", "runner_id", "include_inactive", "page_size", "page_token")
+    ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    RUNNER_ID_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_INACTIVE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    account_id: str
+    runner_id: str
+    include_inactive: bool
+    page_size: int
+    page_token: str
+    def __init__(self, account_id: _Optional[str] = ..., runner_id: _Optional[str] = ..., include_inactive: _Optional[bool] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListTokensResponse(_message.Message):
+    __slots__ = ("tokens", "next_page_token")
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    tokens: _containers.RepeatedCompositeFieldContainer[TokenInfo]
+    next_page_token: str
+    def __init__(self, tokens: _Optional[_Iterable[_Union[TokenInfo, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class CreateTokenRequest(_message.Message):
+    __slots__ = ("account_id", "runner_id", "label", "expires_in")
+    ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    RUNNER_ID_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_IN_FIELD_NUMBER: _ClassVar[int]
+    account_id: str
+    runner_id: str
+    label: str
+    expires_in: _duration_pb2.Duration
+    def __init__(self, account_id: _Optional[str] = ..., runner_id: _Optional[str] = ..., label: _Optional[str] = ..., expires_in: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class CreateTokenResponse(_message.Message):
+    __slots__ = ("token", "token_info")
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_INFO_FIELD_NUMBER: _ClassVar[int]
+    token: str
+    token_info: TokenInfo
+    def __init__(self, token: _Optional[str] = ..., token_info: _Optional[_Union[TokenInfo, _Mapping]] = ...) -> None: ...
+
+class RevokeTokenRequest(_message.Message):
+    __slots__ = ("token_id",)
+    TOKEN_ID_FIELD_NUMBER: _ClassVar[int]
+    token_id: str
+    def __init__(self, token_id: _Optional[str] = ...) -> None: ...
+
+class RevokeTokenResponse(_message.Message):
+    __slots__ = ("token_info",)
+    TOKEN_INFO_FIELD_NUMBER: _ClassVar[int]
+    token_info: TokenInfo
+    def __init__(self, token_info: _Optional[_Union[TokenInfo, _Mapping]] = ...) -> None: ...
+
+class RotateTokenRequest(_message.Message):
+    __slots__ = ("token_id", "grace", "expires_in")
+    TOKEN_ID_FIELD_NUMBER: _ClassVar[int]
+    GRACE_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_IN_FIELD_NUMBER: _ClassVar[int]
+    token_id: str
+    grace: _duration_pb2.Duration
+    expires_in: _duration_pb2.Duration
+    def __init__(self, token_id: _Optional[str] = ..., grace: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., expires_in: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class RotateTokenResponse(_message.Message):
+    __slots__ = ("token", "token_info", "old_token_info")
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_INFO_FIELD_NUMBER: _ClassVar[int]
+    OLD_TOKEN_INFO_FIELD_NUMBER: _ClassVar[int]
+    token: str
+    token_info: TokenInfo
+    old_token_info: TokenInfo
+    def __init__(self, token: _Optional[str] = ..., token_info: _Optional[_Union[TokenInfo, _Mapping]] = ..., old_token_info: _Optional[_Union[TokenInfo, _Mapping]] = ...) -> None: ...
+
+class WhoAmIRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class WhoAmIResponse(_message.Message):
+    __slots__ = ("workspace_id", "workspace_name", "account", "runner", "token_info")
+    WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACE_NAME_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    RUNNER_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_INFO_FIELD_NUMBER: _ClassVar[int]
+    workspace_id: str
+    workspace_name: str
+    account: AccountInfo
+    runner: RunnerInfo
+    token_info: TokenInfo
+    def __init__(self, workspace_id: _Optional[str] = ..., workspace_name: _Optional[str] = ..., account: _Optional[_Union[AccountInfo, _Mapping]] = ..., runner: _Optional[_Union[RunnerInfo, _Mapping]] = ..., token_info: _Optional[_Union[TokenInfo, _Mapping]] = ...) -> None: ...

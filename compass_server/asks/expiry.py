@@ -1,0 +1,93 @@
+"""The expiry loop: each server process ends the asks whose deadline passed.
+
+Every process runs one; the sweep (migration 0009) skips asks another process
+holds, so they never fight, and a sweep that dies mid-way leaves nothing half
+done. A loop sweeps at start (deadlines that passed while every server was
+down expire then), wakes at the nearest deadline any server posted, and at
+least every `interval` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import logging
+
+from compass_server.store import Store, StoreError
+from compass_server.store.asks import EXPIRY_BATCH
+
+log = logging.getLogger(__name__)
+
+INTERVAL_SECONDS = 30.0
+# A sweep runs this long after a deadline, so the database's clock has passed it.
+_LATE = 0.01
+# A due ask the last sweep skipped is held by a change in flight: look again soon.
+_RETRY = 0.5
+
+
+class Expiry:
+    def __init__(
+        self, store: Store, *, interval: float = INTERVAL_SECONDS, batch: int = EXPIRY_BATCH
+    ) -> None:
+        self.store = store
+        self.interval = interval
+        self.batch = batch
+        self._wake = asyncio.Event()
+        self._next: datetime.datetime | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self.store.deadline_listeners.append(self.posted)
+        await self.sweep()
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def posted(self, deadline: datetime.datetime) -> None:
+        """A deadline posted through this process: wake for it if it comes first."""
+        if self._next is None or deadline < self._next:
+            self._next = deadline
+            self._wake.set()
+
+    async def sweep(self) -> int:
+        """Expires every due ask, a batch at a time; returns how many."""
+        total = 0
+        while True:
+            n = await self.store.expire_due_asks(self.batch)
+            total += n
+            if n < self.batch:
+                break
+        if total:
+            log.info("expired %d ask(s) whose deadline passed", total)
+        self._next = await self.store.next_ask_deadline()
+        return total
+
+    async def _run(self) -> None:
+        while True:
+            self._wake.clear()
+            delay = self.interval
+            if self._next is not None:
+                until = (self._next - _now()).total_seconds()
+                delay = min(delay, until + _LATE if until > 0 else _RETRY)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), delay)
+            if self._wake.is_set() and self._next is not None and self._next > _now():
+                continue  # woken to sleep until an earlier deadline
+            try:
+                await self.sweep()
+            except StoreError as exc:
+                log.warning("expiring asks failed: %s", exc)
+            except Exception:
+                # The loop outlives any one sweep; the next one tries again.
+                log.exception("expiring asks failed")
+
+    async def stop(self) -> None:
+        with contextlib.suppress(ValueError):
+            self.store.deadline_listeners.remove(self.posted)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)

@@ -1,0 +1,362 @@
+"""How an ask ends, and its record.
+
+An ask ends exactly once: answered, withdrawn by its agent or by the agent's
+owner, declined, or expired at its deadline. Every ending goes through one
+SQL path (compass_write_ending, migration 0009) under the ask message's row
+lock, with its history entry and its events, so exactly one ending wins a
+race and the others are told which one did. Refusals come in the order
+visibility (NOT_FOUND), permission (PERMISSION_DENIED), state
+(ALREADY_EXISTS), input (INVALID_ARGUMENT), whatever the surface.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from psycopg.types.json import Jsonb
+
+from compass_server.store import blocks as blockrules
+from compass_server.store.cache import SizedCache
+from compass_server.store.db import Database, queries, signed_out
+from compass_server.store.errors import (
+    Conflict,
+    Corrupt,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    StoreError,
+    quoted,
+)
+from compass_server.store.types import (
+    AccountKind,
+    Actor,
+    Answer,
+    Ask,
+    AskChange,
+    AskHistory,
+    AskHistoryEntry,
+    Block,
+    EndingKind,
+    Message,
+    Surface,
+)
+
+ASKS = queries("asks")
+
+# Asks one expiry sweep ends in one transaction.
+EXPIRY_BATCH = 200
+# The ask cache's bound, in bytes of asks' content as encoded.
+ASK_CACHE_BYTES = 64 << 20
+
+_ENDED = {
+    EndingKind.ANSWERED: "is already answered",
+    EndingKind.WITHDRAWN_BY_AGENT: "is already withdrawn",
+    EndingKind.WITHDRAWN_BY_OWNER: "is already withdrawn by its agent's owner",
+    EndingKind.DECLINED: "is already declined",
+    EndingKind.EXPIRED: "is already expired",
+}
+
+
+def refusal(status: str, ask_id: str) -> StoreError:
+    """The error for a refusal the ask functions of migration 0009 return."""
+    if status == "unscoped":
+        return signed_out()
+    if status == "not_found":
+        return NotFound(f"no ask {quoted(ask_id)}")
+    if status == "not_named":
+        return PermissionDenied(
+            f"ask {quoted(ask_id)} is asked of other people; only they may answer or decline it"
+        )
+    if status == "not_author":
+        return PermissionDenied(f"only the asker can withdraw ask {quoted(ask_id)}")
+    if status == "not_owner":
+        return PermissionDenied(
+            f"only the owner of the agent that asked can withdraw ask {quoted(ask_id)}"
+        )
+    if status in _ENDED:
+        return Conflict(f"ask {quoted(ask_id)} {_ENDED[EndingKind(status)]}")
+    return Corrupt(f"ask {quoted(ask_id)}: the change could not be applied ({status})")
+
+
+def _check_ask_id(ask_id: str) -> None:
+    if not ask_id:
+        raise InvalidArgument("ask_id is required")
+
+
+def _person(actor: Actor) -> None:
+    if actor.kind is not AccountKind.HUMAN:
+        raise PermissionDenied("agents never answer or decline asks")
+
+
+class AskCache:
+    """Asks' content by id, bounded by its encoded bytes. Content never
+    changes after append, so a copy can check answers without a read; state
+    always comes from the locked row."""
+
+    def __init__(self, max_bytes: int = ASK_CACHE_BYTES) -> None:
+        self._asks: SizedCache[str, Ask] = SizedCache(max_bytes)
+
+    def get(self, ask_id: str) -> Ask | None:
+        return self._asks.get(ask_id)
+
+    def put(self, ask: Ask, size: int) -> None:
+        """Keeps the ask's content alone; `size` is its encoded bytes."""
+        content = Ask(
+            questions=tuple(blockrules.pending(q) for q in ask.questions), ask_id=ask.ask_id
+        )
+        self._asks.put(ask.ask_id, content, size)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Seen:
+    """An ask as one reader sees it, unlocked."""
+
+    ask: Ask
+    may_answer: bool
+    owner_id: uuid.UUID | None
+
+
+class AskEndings:
+    """The store's asks: posting's checks of answerers and deadlines, every
+    ending, the expiry sweep and the history. Mixed into Store."""
+
+    db: Database
+    _asks: AskCache
+    deadline_bounds: blockrules.DeadlineBounds
+    # Called with each deadline this process posts, so an expiry loop can wake for it.
+    deadline_listeners: list[Callable[[datetime.datetime], None]]
+
+    # --- posting ----------------------------------------------------------------
+
+    async def _name_answerers(
+        self, actor: Actor, channel_id: uuid.UUID, blocks: Sequence[Block]
+    ) -> list[Block]:
+        """The blocks with each ask's answerers checked and their handles filled:
+        every one a person in the channel, else INVALID_ARGUMENT (after
+        NOT_FOUND when the author can't post there)."""
+        named = {i for b in blocks if isinstance(b, Ask) for i in b.answerer_ids}
+        if not named:
+            return list(blocks)
+        async with self.db.tx(actor) as conn:
+            cur = await conn.execute(
+                ASKS["answerers"],
+                {"channel_id": channel_id, "author_id": actor.account_id, "ids": sorted(named)},
+            )
+            rows = await cur.fetchall()
+        if not rows[0]["author_member"]:
+            raise NotFound(f"no channel {channel_id}")
+        handles = {
+            r["id"]: r["handle"] for r in rows if r["kind"] == AccountKind.HUMAN and r["member"]
+        }
+        out: list[Block] = []
+        for i, block in enumerate(blocks):
+            if isinstance(block, Ask) and block.answerer_ids:
+                for account_id in block.answerer_ids:
+                    if account_id not in handles:
+                        raise InvalidArgument(
+                            f"block {i} ask names {account_id} as an answerer, who is not a "
+                            "person in this channel"
+                        )
+                block = dataclasses.replace(
+                    block, answerer_handles=tuple(handles[a] for a in block.answerer_ids)
+                )
+            out.append(block)
+        return out
+
+    def _posted(self, message: Message, sizes: Sequence[int]) -> None:
+        """Caches the message's asks; `sizes` are its blocks' encoded bytes."""
+        for block, size in zip(message.blocks, sizes, strict=True):
+            if isinstance(block, Ask):
+                self._asks.put(block, size)
+                if block.deadline is not None:
+                    for listener in self.deadline_listeners:
+                        listener(block.deadline)
+
+    # --- reading an ask unlocked -------------------------------------------------
+
+    async def _seen(self, actor: Actor, ask_id: str) -> _Seen:
+        """The ask as the actor may see it, unlocked; NOT_FOUND when it can't."""
+        async with self.db.tx(actor) as conn:
+            cur = await conn.execute(
+                ASKS["ask_state"], {"ask_id": ask_id, "actor": actor.account_id}
+            )
+            row = await cur.fetchone()
+        if row is None or row["state"] is None:
+            raise NotFound(f"no ask {quoted(ask_id)}")
+        ask = blockrules.block_from_json({"kind": "ask", "ask": row["state"]["ask"]})
+        if not isinstance(ask, Ask):
+            raise Corrupt(f"ask {quoted(ask_id)} is indexed but missing from its message")
+        self._asks.put(ask, blockrules.encoded_size(row["state"]["ask"]))
+        return _Seen(ask, bool(row["may_answer"]), row["owner_id"])
+
+    async def _ask_state(self, actor: Actor, ask_id: str) -> Ask:
+        return (await self._seen(actor, ask_id)).ask
+
+    async def _open_to_answer(self, actor: Actor, ask_id: str) -> Ask:
+        """The ask, or the refusal an answer or a decline gets before its input
+        is looked at: visibility, then permission, then state."""
+        seen = await self._seen(actor, ask_id)
+        if not seen.may_answer:
+            raise refusal("not_named", ask_id)
+        if seen.ask.ending is not None:
+            raise refusal(seen.ask.ending.kind, ask_id)
+        return seen.ask
+
+    # --- endings -----------------------------------------------------------------
+
+    async def answer_ask(
+        self,
+        actor: Actor,
+        ask_id: str,
+        answers: Sequence[Answer],
+        *,
+        surface: Surface | None = None,
+    ) -> tuple[Message, Message]:
+        """Answers every question at once. Returns the ask's message, now
+        answered, and the new ask_answer message by the actor.
+
+        An ask's content never changes, so the answers are checked against a
+        cached copy; permission and state are checked on the locked row."""
+        _person(actor)
+        _check_ask_id(ask_id)
+        ask = self._asks.get(ask_id)
+        if ask is None:
+            ask = await self._open_to_answer(actor, ask_id)
+        try:
+            answered = blockrules.apply_answers(ask, answers)
+        except InvalidArgument:
+            await self._open_to_answer(actor, ask_id)
+            raise
+        async with self.db.connection() as conn:
+            cur = await conn.execute(
+                ASKS["answer_ask"],
+                {
+                    "cred": actor.credential,
+                    "actor": actor.account_id,
+                    "ask_id": ask_id,
+                    "answered": Jsonb(blockrules.block_to_json(answered)["ask"]["questions"]),
+                    "answer_id": uuid.uuid4(),
+                    "surface": surface.value if surface else None,
+                },
+            )
+            row = await cur.fetchone()
+        result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
+        if result["status"] != "taken":
+            raise refusal(result["status"], ask_id)
+        if not result["numbered"]:
+            self.db.sequencer.committed(actor.workspace_id)
+        return (
+            blockrules.message_from_json(result["ask_message"]),
+            blockrules.message_from_json(result["answer_message"]),
+        )
+
+    async def decline_ask(
+        self, actor: Actor, ask_id: str, reason: str = "", *, surface: Surface | None = None
+    ) -> Message:
+        """Ends the ask without an answer; whoever may answer may decline. The
+        asking agent hears the reason."""
+        _person(actor)
+        _check_ask_id(ask_id)
+        try:
+            blockrules.check_reason(reason)
+        except InvalidArgument:
+            await self._open_to_answer(actor, ask_id)
+            raise
+        message, _ = await self._end(actor, ask_id, EndingKind.DECLINED, surface, reason)
+        return message
+
+    async def cancel_ask(
+        self, actor: Actor, ask_id: str, *, surface: Surface | None = None
+    ) -> tuple[Message, bool]:
+        """The agent withdraws its own ask. A repeat changes nothing and returns
+        changed=False."""
+        return await self._end(actor, ask_id, EndingKind.WITHDRAWN_BY_AGENT, surface)
+
+    async def withdraw_ask(
+        self, actor: Actor, ask_id: str, *, surface: Surface | None = None
+    ) -> tuple[Message, bool]:
+        """The owner of the agent that asked withdraws its ask. A repeat changes
+        nothing and returns changed=False."""
+        return await self._end(actor, ask_id, EndingKind.WITHDRAWN_BY_OWNER, surface)
+
+    async def _end(
+        self,
+        actor: Actor,
+        ask_id: str,
+        kind: EndingKind,
+        surface: Surface | None,
+        reason: str = "",
+    ) -> tuple[Message, bool]:
+        _check_ask_id(ask_id)
+        async with self.db.connection() as conn:
+            cur = await conn.execute(
+                ASKS["end_ask"],
+                {
+                    "cred": actor.credential,
+                    "actor": actor.account_id,
+                    "ask_id": ask_id,
+                    "kind": kind.value,
+                    "surface": surface.value if surface else None,
+                    "reason": reason,
+                },
+            )
+            row = await cur.fetchone()
+        result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
+        status = result["status"]
+        if status not in ("changed", "unchanged"):
+            raise refusal(status, ask_id)
+        if status == "changed" and not result["numbered"]:
+            self.db.sequencer.committed(actor.workspace_id)
+        return blockrules.message_from_json(result["ask_message"]), status == "changed"
+
+    # --- expiry ------------------------------------------------------------------
+
+    async def expire_due_asks(self, batch: int = EXPIRY_BATCH) -> int:
+        """Ends up to `batch` open asks whose deadline passed, in any workspace;
+        returns how many. Safe to run from every server at once."""
+        async with self.db.maintenance() as conn:
+            cur = await conn.execute(ASKS["expire_due_asks"], {"batch": batch})
+            row = await cur.fetchone()
+        assert row is not None
+        result: dict[str, Any] = row["result"]
+        for workspace_id in result["unnumbered"]:
+            self.db.sequencer.committed(uuid.UUID(workspace_id))
+        return int(result["expired"])
+
+    async def next_ask_deadline(self) -> datetime.datetime | None:
+        """The nearest deadline of any open ask, in any workspace."""
+        async with self.db.maintenance() as conn:
+            row = await (await conn.execute(ASKS["next_ask_deadline"])).fetchone()
+        return row["due"] if row else None
+
+    # --- the record --------------------------------------------------------------
+
+    async def ask_history(self, actor: Actor, ask_id: str) -> AskHistory:
+        """Who did what to the ask, oldest first, for anyone who can see it, and
+        what the reader may do with it now."""
+        _check_ask_id(ask_id)
+        seen = await self._seen(actor, ask_id)
+        async with self.db.tx(actor) as conn:
+            cur = await conn.execute(ASKS["ask_history"], {"ask_id": ask_id})
+            rows = await cur.fetchall()
+        is_open = seen.ask.ending is None
+        return AskHistory(
+            ask_id=ask_id,
+            entries=tuple(
+                AskHistoryEntry(
+                    change=AskChange(r["kind"]),
+                    at=r["at"],
+                    actor_id=r["actor_id"],
+                    actor_handle=r["actor_handle"],
+                    surface=Surface(r["surface"]) if r["surface"] else None,
+                    reason=r["reason"],
+                )
+                for r in rows
+            ),
+            may_answer=is_open and actor.kind is AccountKind.HUMAN and seen.may_answer,
+            may_withdraw=is_open and seen.owner_id == actor.account_id,
+        )

@@ -1,0 +1,38 @@
+-- name: answerers
+-- The accounts a post names as an ask's answerers, in order, and whether the
+-- author can post in the channel at all (visibility comes first).
+SELECT x.id, acc.handle, acc.kind, cm.account_id IS NOT NULL AS member,
+       EXISTS (SELECT 1 FROM channel_members
+               WHERE channel_id = %(channel_id)s AND account_id = %(author_id)s) AS author_member
+FROM unnest(%(ids)s::uuid[]) WITH ORDINALITY AS x (id, n)
+LEFT JOIN accounts acc ON acc.id = x.id
+LEFT JOIN channel_members cm ON cm.channel_id = %(channel_id)s AND cm.account_id = x.id
+ORDER BY x.n
+
+-- name: answer_ask
+SELECT compass_answer_ask(
+  %(cred)s, %(actor)s, %(ask_id)s, %(answered)s, %(answer_id)s, %(surface)s) AS result
+
+-- name: end_ask
+SELECT compass_end_ask(
+  %(cred)s, %(actor)s, %(ask_id)s, %(kind)s, %(surface)s, %(reason)s) AS result
+
+-- name: ask_state
+-- The ask if the actor can see it (NULL state otherwise), whether the actor
+-- may answer it, and who owns its author.
+SELECT s.state, compass_may_answer(s.state -> 'ask', %(actor)s) AS may_answer,
+       (SELECT owner_id FROM accounts WHERE id = (s.state ->> 'author_id')::uuid) AS owner_id
+FROM compass_ask_state(%(ask_id)s, %(actor)s) AS s (state)
+
+-- name: ask_history
+SELECT h.kind, h.actor_id, coalesce(acc.handle, '') AS actor_handle, h.surface, h.reason, h.at
+FROM ask_history h
+LEFT JOIN accounts acc ON acc.id = h.actor_id
+WHERE h.ask_id = %(ask_id)s
+ORDER BY h.id
+
+-- name: expire_due_asks
+SELECT compass_expire_due_asks(%(batch)s) AS result
+
+-- name: next_ask_deadline
+SELECT compass_next_ask_deadline() AS due
