@@ -14,7 +14,14 @@ import pytest
 from psycopg.rows import dict_row
 
 from compass_server.store import Database, Store, Unauthenticated
-from compass_server.store.types import Ask, Message, Operator, TextBlock
+from compass_server.store.types import (
+    Ask,
+    Message,
+    Operator,
+    PresenceState,
+    RunnerPrincipal,
+    TextBlock,
+)
 from tests.world import World
 
 
@@ -182,6 +189,7 @@ async def test_the_same_rows_within_one_workspace_are_fine(db: Database, store: 
         "SELECT compass_expire_due_asks(10)",
         "SELECT compass_next_ask_deadline()",
         "SELECT * FROM compass_token_states(ARRAY[gen_random_uuid()])",
+        "SELECT compass_end_session(gen_random_uuid(), gen_random_uuid())",
         "INSERT INTO servers (id) VALUES (gen_random_uuid())",
         "DELETE FROM servers",
         "UPDATE servers SET access_seen = 0",
@@ -294,3 +302,28 @@ async def test_the_request_role_writes_credentials_only_in_its_own_workspace(
             "INSERT INTO credentials (token_hash, workspace_id, account_id) VALUES (%s, %s, %s)",
             (hashlib.sha256(b"mine now").digest(), b.workspace_id, b.human.account_id),
         )
+
+
+async def test_a_server_ends_only_its_own_sessions_and_after_its_runners_token_went(
+    db: Database, world: World
+) -> None:
+    """Ending a relay session is the server's upkeep: it works once the
+    runner's token is revoked, and never on another server's session."""
+    from tests.relay_client import runner_for
+
+    runner = (await world.store.admin.sign_in(await runner_for(world))).principal
+    assert isinstance(runner, RunnerPrincipal)
+    mine, other = uuid.uuid4(), uuid.uuid4()
+    binding = await world.store.bind_session(runner, world.agent.account_id, mine)
+    (p,) = await world.store.get_presence(world.human, [world.agent.account_id])
+    assert p.state is PresenceState.IDLE
+    async with await psycopg.AsyncConnection.connect(db.url) as owner:
+        await owner.execute(
+            "UPDATE credentials SET revoked_at = now() WHERE token_hash = %s", (runner.credential,)
+        )
+    await world.store.unbind_session(other, binding.session_id)
+    (p,) = await world.store.get_presence(world.human, [world.agent.account_id])
+    assert p.state is PresenceState.IDLE
+    await world.store.unbind_session(mine, binding.session_id)
+    (p,) = await world.store.get_presence(world.human, [world.agent.account_id])
+    assert p.state is PresenceState.OFFLINE
