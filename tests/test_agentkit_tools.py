@@ -18,7 +18,7 @@ import pytest
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
 from compass_agentkit import schema
-from compass_agentkit.native_ask import answers_from_ask
+from compass_agentkit.native_ask import START_EVENT, EventMapper, MappedAsk, answers_from_ask
 from compass_agentkit.relay import Relay
 from compass_agentkit.tools import SPECS, Tool, ToolError, comms_tools
 from compass_server.store.types import TextBlock
@@ -649,6 +649,32 @@ async def test_every_ending_reads_in_the_tools_the_agent_has(lane: Lane) -> None
             await lane.run("comms_cancel_ask", {"ask_id": ask_id})
         assert str(failed.value).startswith("comms_cancel_ask failed: already_exists: ")
         assert "already ended some other way" in str(failed.value)
+
+
+async def test_a_native_ask_with_the_runtimes_timeout_expires_on_the_server(lane: Lane) -> None:
+    mapped = EventMapper(ask_timeout_seconds=1).map(
+        {"type": START_EVENT, "toolName": "ask", "toolCallId": "c1", "args": NATIVE_ASK}
+    )
+    [native] = mapped
+    assert isinstance(native, MappedAsk)
+    before = datetime.datetime.now(datetime.UTC)
+    result = await lane.sent(
+        gw.CommsCallRequest(post_ask=gw.PostAskRequest(channel_id=lane.channel, ask=native.ask))
+    )
+    posted = result.post_ask
+    deadline = posted.message.blocks[-1].ask.deadline.ToDatetime(datetime.UTC)
+    assert before < deadline < before + datetime.timedelta(seconds=5)
+    for _ in range(150):
+        got = await lane.sent(gw.CommsCallRequest(get_ask=gw.GetAskRequest(ask_id=posted.ask_id)))
+        if got.get_ask.ask.ending.kind == pb.ASK_ENDING_KIND_EXPIRED:
+            break
+        await asyncio.sleep(0.2)
+    assert [
+        (r.question_id, r.selected_options, r.timed_out) for r in answers_from_ask(got.get_ask.ask)
+    ] == [
+        ("db", [], True),
+        ("langs", [], True),
+    ]
 
 
 # --- every tool, once, against the real server -----------------------------------
