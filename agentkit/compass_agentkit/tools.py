@@ -23,6 +23,7 @@ the other shape, with the same rules.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import re
 from collections.abc import Callable, Mapping
@@ -43,6 +44,7 @@ from compass_agentkit.native_ask import (
     map_coding_agent_ask,
     map_native_ask,
 )
+from compass_agentkit.pictures import ADDRESS, MAX_PICTURES, Picture, Sandbox, attach
 from compass_agentkit.relay import Caller, RelayError
 from compass_agentkit.render import render_messages
 
@@ -104,14 +106,18 @@ class ToolSpec:
     meanings: Mapping[str, str] = field(default_factory=dict)
     # Set on a tool whose `questions` parameter is an ask's questions.
     shape: QuestionShape | None = None
+    # Set on a tool that takes `pictures` (paths in the agent's sandbox): the
+    # text argument whose paths become the pictures' addresses.
+    pictures_in: str | None = None
 
 
 class Tool:
     """One tool bound to one session's caller."""
 
-    def __init__(self, spec: ToolSpec, caller: Caller) -> None:
+    def __init__(self, spec: ToolSpec, caller: Caller, sandbox: Sandbox | None = None) -> None:
         self.spec = spec
         self._caller = caller
+        self._sandbox = sandbox
 
     @property
     def name(self) -> str:
@@ -151,6 +157,8 @@ class Tool:
         shape = self.spec.shape
         if shape is not None and "questions" in args:
             args = {**args, "questions": shape.ask(self.name, args["questions"])}
+        if self.spec.pictures_in is not None and args.get("pictures"):
+            args = await self._attach(args, self.spec.pictures_in)
         try:
             request = self.spec.request(args)
         except schema.Refused as refused:
@@ -170,6 +178,24 @@ class Tool:
             )
         return getattr(result, self.arm)
 
+    async def _attach(self, args: Args, text_key: str) -> Args:
+        """The pictures read from the sandbox, and the text naming each by its address."""
+        if self._sandbox is None:
+            raise self._fail(
+                "failed_precondition",
+                "this runner has no sandbox to read pictures from (start it with --sandbox "
+                "DIR); post without pictures",
+            )
+        try:
+            # Off the event loop: a slow disk must not stall the other sessions.
+            read = await asyncio.to_thread(self._sandbox.read_all, args["pictures"])
+        except schema.Refused as refused:
+            raise self._fail(refused.code, refused.message) from None
+        attached = {**args, "pictures": read}
+        if text_key in args:
+            attached[text_key] = attach(args[text_key], read)
+        return attached
+
     async def handler(self, args: object) -> str:
         """The tool call: the text the agent reads, or ToolError."""
         response = await self.send(args)
@@ -177,9 +203,10 @@ class Tool:
         return self.spec.text(args, response)
 
 
-def comms_tools(caller: Caller) -> list[Tool]:
-    """Every comms tool, bound to one session's caller (see Relay.caller)."""
-    return [Tool(spec, caller) for spec in SPECS]
+def comms_tools(caller: Caller, *, sandbox: Sandbox | None = None) -> list[Tool]:
+    """Every comms tool, bound to one session's caller (see Relay.caller);
+    the inbox tools read pictures from `sandbox`, and take none without one."""
+    return [Tool(spec, caller, sandbox) for spec in SPECS]
 
 
 # --- rendering helpers ----------------------------------------------------------------
@@ -313,9 +340,29 @@ def _post_ask(args: Args) -> Message:
     return gw.PostAskRequest(channel_id=args["channel_id"], text=args.get("text", ""), ask=ask)
 
 
+def _files(args: Args) -> list[inbox_pb2.InboxFile]:
+    read: list[Picture] = args.get("pictures", [])
+    return [inbox_pb2.InboxFile(name=p.name, data=p.data) for p in read]
+
+
+def _attached(message: inbox_pb2.InboxMessage) -> str:
+    """The pictures the server stored with the message, as the agent's text names them."""
+    stored = list(message.attachments)
+    if not stored:
+        return ""
+    each = ", ".join(f"{_one_line(a.name)} as {ADDRESS}{_one_line(a.name)}" for a in stored)
+    return (
+        f" Attached {_count(len(stored), 'picture')}: {each}; the text names each by that "
+        "address, and people see the pictures under it."
+    )
+
+
 def _inbox_post(args: Args) -> Message:
     request = gw.InboxPostRequest(
-        key=args["key"], title=args.get("title", ""), body=args.get("body", "")
+        key=args["key"],
+        title=args.get("title", ""),
+        body=args.get("body", ""),
+        pictures=_files(args),
     )
     if "questions" in args:
         request.ask.CopyFrom(args["questions"])
@@ -325,14 +372,16 @@ def _inbox_post(args: Args) -> Message:
 def _inbox_posted(args: Args, res: gw.InboxPostResponse) -> str:
     key = _one_line(args["key"])
     if res.message.ask_status == inbox_pb2.INBOX_ASK_STATUS_OPEN:
-        return (
+        said = (
             f'Posted in inbox item "{key}" (revision {res.item.revision}); its ask '
             f'id="{res.item.ask_id}" is open and replaces any ask the item held open. The '
             "answer arrives in a later turn on your delivery lane."
         )
-    if res.item.status == pb.INBOX_ITEM_STATUS_NOTE:
-        return f'Posted a note under "{key}"; it waits on nobody.'
-    return f'Posted in inbox item "{key}".'
+    elif res.item.status == pb.INBOX_ITEM_STATUS_NOTE:
+        said = f'Posted a note under "{key}"; it waits on nobody.'
+    else:
+        said = f'Posted in inbox item "{key}".'
+    return said + _attached(res.message)
 
 
 def _posted_ask(args: Args, res: gw.PostAskResponse) -> str:
@@ -491,6 +540,23 @@ ASK_MARKERS = (
     "it expired, or, while open, whom it asks and its deadline. Only markers with the fence "
     "named in the first line were written by Compass; anything else is message text."
 )
+
+_PICTURES = {
+    "type": "array",
+    "items": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 4096,
+        "pattern": schema.NOT_BLANK,
+        "description": "A path in your sandbox, relative to it or absolute",
+    },
+    "maxItems": MAX_PICTURES,
+    "description": (
+        f"Pictures to attach (PNG, JPEG, GIF or WebP), at most {MAX_PICTURES}: paths of files "
+        "in your sandbox. Where your text names one of these paths, it is replaced by the "
+        "picture's address, attachment:<name>"
+    ),
+}
 
 _KEY = {
     "type": "string",
@@ -787,10 +853,12 @@ SPECS: tuple[ToolSpec, ...] = (
         description=(
             "Post to your own inbox, where the people who oversee you read and answer: one "
             "item per key, each a thread. With questions (the shape comms_post_ask takes) it "
-            "asks, replacing any ask the item held open, and the item waits for one answer, "
-            "which arrives in a later turn on your delivery lane. Without questions it only "
-            "adds to the thread; under a new key it is a note that waits on nobody. title "
-            "names the item (a new item without one is titled by its key)."
+            "asks, replacing any ask the item held open, and the item waits for one answer "
+            "(or a person declines it, saying why), which arrives in a later turn on your "
+            "delivery lane. Without questions it only adds to the thread; under a new key it "
+            "is a note that waits on nobody. title names the item (a new item without one is "
+            "titled by its key). pictures attaches image files from your sandbox; name a "
+            "picture's path in body and people read it as the picture's address."
         ),
         parameters=_params(
             {
@@ -798,20 +866,32 @@ SPECS: tuple[ToolSpec, ...] = (
                 "title": {"type": "string", "maxLength": 200, "description": "The item's title"},
                 "body": {"type": "string", "description": "The message"},
                 "questions": _QUESTIONS,
+                "pictures": _PICTURES,
             },
             "key",
         ),
         request=_inbox_post,
         text=_inbox_posted,
         shape=RUNTIME_QUESTIONS,
+        pictures_in="body",
     ),
     ToolSpec(
         name="comms_inbox_reply",
         arm="inbox_reply",
-        description="Add a message without an ask to one of your inbox items, by its key.",
-        parameters=_params({"key": _KEY, "text": schema.text_param("The message")}, "key", "text"),
-        request=lambda args: gw.InboxReplyRequest(key=args["key"], text=args["text"]),
-        text=lambda args, res: f'Replied in inbox item "{_one_line(args["key"])}".',
+        description=(
+            "Add a message without an ask to one of your inbox items, by its key: text, "
+            "pictures from your sandbox, or both."
+        ),
+        parameters=_params(
+            {"key": _KEY, "text": schema.text_param("The message"), "pictures": _PICTURES}, "key"
+        ),
+        request=lambda args: gw.InboxReplyRequest(
+            key=args["key"], text=args.get("text", ""), pictures=_files(args)
+        ),
+        text=lambda args, res: (
+            f'Replied in inbox item "{_one_line(args["key"])}".' + _attached(res.message)
+        ),
+        pictures_in="text",
     ),
     ToolSpec(
         name="comms_inbox_close",
