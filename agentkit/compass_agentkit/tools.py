@@ -58,6 +58,7 @@ __all__ = [
     "Tool",
     "ToolError",
     "ToolSpec",
+    "attachments_text",
     "comms_tools",
     "with_questions",
 ]
@@ -345,7 +346,7 @@ def _files(args: Args) -> list[inbox_pb2.InboxFile]:
     return [inbox_pb2.InboxFile(name=p.name, data=p.data) for p in read]
 
 
-def _attached(message: inbox_pb2.InboxMessage) -> str:
+def attachments_text(message: inbox_pb2.InboxMessage) -> str:
     """The pictures the server stored with the message, as the agent's text names them."""
     stored = list(message.attachments)
     if not stored:
@@ -381,7 +382,7 @@ def _inbox_posted(args: Args, res: gw.InboxPostResponse) -> str:
         said = f'Posted a note under "{key}"; it waits on nobody.'
     else:
         said = f'Posted in inbox item "{key}".'
-    return said + _attached(res.message)
+    return said + attachments_text(res.message)
 
 
 def _posted_ask(args: Args, res: gw.PostAskResponse) -> str:
@@ -889,7 +890,7 @@ SPECS: tuple[ToolSpec, ...] = (
             key=args["key"], text=args.get("text", ""), pictures=_files(args)
         ),
         text=lambda args, res: (
-            f'Replied in inbox item "{_one_line(args["key"])}".' + _attached(res.message)
+            f'Replied in inbox item "{_one_line(args["key"])}".' + attachments_text(res.message)
         ),
         pictures_in="text",
     ),
