@@ -854,6 +854,15 @@ async def s_inbox_close(ln: Lane) -> None:
     assert (item["status"], item["closeReason"]) == ("INBOX_ITEM_STATUS_CLOSED", "moot")
     assert await ln.run("comms_inbox_close", {"key": "deploy", "reason": "moot"}) == closed
 
+    # A person declined it first: nothing is left to withdraw, and the text says so.
+    await ln.run("comms_inbox_post", {"key": "audit", "questions": NATIVE_ASK["questions"]})
+    audit = await ln.ada_inbox_item("audit")
+    await ln.ada_inbox("DeclineInboxAsk", {"itemId": audit["itemId"], "reason": "not now"})
+    assert await ln.run("comms_inbox_close", {"key": "audit", "reason": "moot"}) == (
+        f'Inbox item "audit" was already closed by {ln.w.human.account_id} (a person closed it '
+        "or declined its ask), so nothing was withdrawn; no answer will arrive."
+    )
+
     # Answered first: the close fails, saying the answer won.
     await ln.run("comms_inbox_post", {"key": "region", "questions": NATIVE_ASK["questions"]})
     region = await ln.ada_inbox_item("region")

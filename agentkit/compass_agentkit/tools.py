@@ -370,6 +370,17 @@ def _inbox_post(args: Args) -> Message:
     return request
 
 
+def _inbox_closed(args: Args, res: gw.InboxCloseResponse) -> str:
+    key = _one_line(args["key"])
+    closer = res.item.closed_by_account_id
+    if closer and closer != res.item.agent_account_id:
+        return (
+            f'Inbox item "{key}" was already closed by {closer} (a person closed it or declined '
+            "its ask), so nothing was withdrawn; no answer will arrive."
+        )
+    return f'Closed inbox item "{key}": its ask is withdrawn; no answer will arrive.'
+
+
 def _inbox_posted(args: Args, res: gw.InboxPostResponse) -> str:
     key = _one_line(args["key"])
     if res.message.ask_status == inbox_pb2.INBOX_ASK_STATUS_OPEN:
@@ -899,10 +910,11 @@ SPECS: tuple[ToolSpec, ...] = (
         arm="inbox_close",
         description=(
             "Withdraw the open ask of one of your inbox items, saying why; the item closes "
-            "and takes no answer. Closing again succeeds again. If it fails with "
-            "already_exists, the item was answered first (that answer arrives in a later "
-            "turn on your delivery lane) or holds only a note. To change the question, post "
-            "the new ask under the same key instead: it replaces the old one."
+            "and takes no answer. Closing again succeeds again, and so does closing an item "
+            "a person already closed or whose ask they declined (the result says so). If it "
+            "fails with already_exists, the item was answered first (that answer arrives in a "
+            "later turn on your delivery lane) or holds only a note. To change the question, "
+            "post the new ask under the same key instead: it replaces the old one."
         ),
         parameters=_params(
             {"key": _KEY, "reason": schema.text_param("Why you withdraw it", max_length=1000)},
@@ -910,10 +922,7 @@ SPECS: tuple[ToolSpec, ...] = (
             "reason",
         ),
         request=lambda args: gw.InboxCloseRequest(key=args["key"], reason=args["reason"]),
-        text=lambda args, res: (
-            f'Closed inbox item "{_one_line(args["key"])}": its ask is withdrawn; no answer '
-            "will arrive."
-        ),
+        text=_inbox_closed,
         meanings={
             "already_exists": (
                 "The item has no open ask to withdraw: it was answered first (that answer "

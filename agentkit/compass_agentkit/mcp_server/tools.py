@@ -217,9 +217,11 @@ ROWS: tuple[Row, ...] = (
         kit="comms_inbox_close",
         description=(
             "Withdraw the open ask of one of your inbox items, saying why; the item closes and "
-            "takes no answer. Closing again succeeds again. If it fails with already_exists, "
-            "the item was answered first or holds only a note. To change the question, post "
-            "the new ask under the same key instead: it replaces the old one."
+            "takes no answer. Closing again succeeds again, and so does closing an item a "
+            "person already closed or whose ask they declined (the result says so). If it "
+            "fails with already_exists, the item was answered first or holds only a note. To "
+            "change the question, post the new ask under the same key instead: it replaces "
+            "the old one."
         ),
         meanings={
             "already_exists": (
