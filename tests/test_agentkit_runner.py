@@ -234,10 +234,45 @@ async def test_the_demo_agent_asks_a_person_answers_and_the_runner_prints_it(
         assert await proc.exit_code() == 0, proc.log
         assert await proc.rest_of_stdout() == ""
     assert printed["ask_id"] == ask["askId"]
+    assert printed["ending"] == "answered"
     assert printed["answers"] == expected
     # Acked after the agent handled it: a restarted runner won't hear it again.
     assert await acked_cursor(database_url, w) >= printed["event_id"]
     assert handled(proc.log).count(printed["event_id"]) == 1
+
+
+async def test_the_demo_agent_hears_a_decline_and_prints_it(
+    server: Any, api_world: World, database_url: str
+) -> None:
+    w = api_world
+    async with runner(
+        "--grpc",
+        f"127.0.0.1:{server.grpc_port}",
+        "--token",
+        await runner_for(w),
+        "--agent",
+        str(w.agent.account_id),
+        "--demo",
+        "--channel",
+        str(w.channel.channel_id),
+    ) as proc:
+        ask = await the_agents_ask(server.http_port, w, proc)
+        await connect_json(
+            server.http_port,
+            "DeclineAsk",
+            {"askId": ask["askId"], "reason": "not this sprint"},
+            w.tokens[w.human.account_id],
+        )
+        printed = json.loads(await proc.line())
+        assert await proc.exit_code() == 0, proc.log
+    assert printed["ask_id"] == ask["askId"]
+    assert printed["ending"] == "declined"
+    assert printed["text"] == (
+        f'Ask {ask["askId"]} was declined by @ada: "not this sprint". Nobody answered it; it '
+        "takes no answer."
+    )
+    assert "answers" not in printed
+    assert await acked_cursor(database_url, w) >= printed["event_id"]
 
 
 async def test_the_runner_hands_deliveries_to_its_agent_and_acks_them(
