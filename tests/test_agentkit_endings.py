@@ -191,6 +191,19 @@ def test_the_state_of_an_open_ask_names_its_questions() -> None:
     assert ask_state(_ask()) == {"ask_id": "ask_1", "state": "open"}
 
 
+def test_an_open_ask_says_whom_it_asks_and_until_when() -> None:
+    ask = _ask()
+    ask.deadline.CopyFrom(AT)
+    ask.answerer_account_ids.extend(["acc-ada", "acc-bob", "acc-cy"])
+    ask.answerer_handles.extend(["ada", "bob", ""])
+    assert state_text(ask) == (
+        "Ask ask_1 is open: nobody has answered it yet. Only @ada, @bob and acc-cy may answer "
+        "or decline it. If nobody answers by 2026-01-01T10:00:00Z, it expires. It asks:\n"
+        "- Which database?\n"
+        "- Which languages?"
+    )
+
+
 def test_the_structured_state_of_an_answered_ask() -> None:
     assert ask_state(_answered()) == {
         "ask_id": "ask_1",

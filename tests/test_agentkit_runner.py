@@ -339,6 +339,25 @@ async def test_the_demo_needs_one_agent_and_a_channel() -> None:
     assert "--channel" in proc.log
 
 
+async def test_a_sandbox_that_is_no_folder_is_a_usage_error(tmp_path: pathlib.Path) -> None:
+    missing = str(tmp_path / "nope")
+    async with runner("--token", "t", "--agent", "a", "--sandbox", missing) as proc:
+        assert await proc.exit_code() == 2
+    assert f"the sandbox {missing!r} is not a folder" in proc.log
+    mcp = await asyncio.create_subprocess_exec(
+        str(RUNNER.parent / "compass-mcp"),
+        "--token",
+        "t",
+        "--agent",
+        "a",
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "COMPASS_SANDBOX": missing},
+    )
+    _, err = await asyncio.wait_for(mcp.communicate(), WAIT)
+    assert mcp.returncode == 2
+    assert f"the sandbox {missing!r} is not a folder" in err.decode()
+
+
 # --- riding out a drop ----------------------------------------------------------------
 
 

@@ -34,9 +34,11 @@ __all__ = [
     "EndingKind",
     "actor",
     "answer_text",
+    "answerers",
     "ask_state",
     "continued",
     "ending_of",
+    "open_terms",
     "rfc3339",
     "state_text",
     "withdrawn_by_me",
@@ -222,12 +224,34 @@ def withdrawn_by_me(ask_id: str) -> Ending:
     return ending
 
 
+def answerers(ask: pb.Ask) -> list[str]:
+    """Whom the ask names: @handle, else the account id."""
+    handles = list(ask.answerer_handles)
+    return [
+        f"@{_one_line(handles[i])}" if i < len(handles) and handles[i].strip() else account
+        for i, account in enumerate(ask.answerer_account_ids)
+    ]
+
+
+def open_terms(ask: pb.Ask) -> list[str]:
+    """Whom an open ask lets answer and when it expires, as sentences."""
+    terms = []
+    names = answerers(ask)
+    if names:
+        whom = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        terms.append(f"Only {whom} may answer or decline it.")
+    if ask.HasField("deadline"):
+        terms.append(f"If nobody answers by {rfc3339(ask.deadline)}, it expires.")
+    return terms
+
+
 def state_text(ask: pb.Ask) -> str:
     """The ask's ending in words, or that it is open and what it asks."""
     ending = ending_of(ask)
     if ending is not None:
         return ending.text
-    lines = [f"Ask {ask.ask_id} is open: nobody has answered it yet. It asks:"]
+    said = " ".join(["nobody has answered it yet.", *open_terms(ask)])
+    lines = [f"Ask {ask.ask_id} is open: {said} It asks:"]
     lines += [continued(f"- {_one_line(q.question)}") for q in ask.questions]
     return "\n".join(lines)
 

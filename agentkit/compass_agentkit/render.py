@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from compass.v1 import comms_pb2
-from compass_agentkit.endings import answer_text, continued, ending_of, rfc3339
+from compass_agentkit.endings import answer_text, answerers, continued, ending_of, rfc3339
 
 __all__ = ["Rendering", "new_fence", "render_messages"]
 
@@ -105,18 +105,10 @@ def _marker_bodies(
     return bodies
 
 
-def _handles(ask: comms_pb2.Ask) -> list[str]:
-    handles = list(ask.answerer_handles)
-    return [
-        f"@{handles[i]}" if i < len(handles) and handles[i] else account
-        for i, account in enumerate(ask.answerer_account_ids)
-    ]
-
-
 def _open_note(ask: comms_pb2.Ask) -> str:
     parts = []
     if ask.answerer_account_ids:
-        parts.append("asked of " + ", ".join(_handles(ask)))
+        parts.append("asked of " + ", ".join(answerers(ask)))
     if ask.HasField("deadline"):
         parts.append(f"deadline {rfc3339(ask.deadline)}")
     return "; ".join(parts)

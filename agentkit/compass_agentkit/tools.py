@@ -37,7 +37,7 @@ from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
 from compass.v1 import inbox_pb2
 from compass_agentkit import schema
-from compass_agentkit.endings import rfc3339, state_text
+from compass_agentkit.endings import open_terms, state_text
 from compass_agentkit.native_ask import (
     MappedAsk,
     Unmapped,
@@ -402,24 +402,13 @@ def _posted_ask(args: Args, res: gw.PostAskResponse) -> str:
         f"(channel {res.message.channel_id})."
     ]
     ask = next((b.ask for b in res.message.blocks if b.ask.ask_id == res.ask_id), None)
-    if ask is not None and ask.answerer_account_ids:
-        said.append(f"Only {_names(ask)} may answer or decline it.")
-    if ask is not None and ask.HasField("deadline"):
-        said.append(f"If nobody answers by {rfc3339(ask.deadline)}, it expires.")
+    if ask is not None:
+        said += open_terms(ask)
     said.append(
         "How it ends (answered, declined, expired, or withdrawn by your owner) arrives in a "
         "later turn on your delivery lane; there is nothing to poll."
     )
     return " ".join(said)
-
-
-def _names(ask: pb.Ask) -> str:
-    handles = list(ask.answerer_handles)
-    names = [
-        f"@{_one_line(handles[i])}" if i < len(handles) and handles[i] else account
-        for i, account in enumerate(ask.answerer_account_ids)
-    ]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _listed(args: Args, res: pb.ListMessagesResponse) -> str:
