@@ -3,13 +3,18 @@ CommsCallRequest, each a name, a description, JSON-schema parameters and an
 async handler that sends the arm over the relay and returns the text the agent
 reads. There is no tool that answers an ask: an agent never answers asks.
 
-    tools = comms_tools(relay.caller(session_id))
+    tools = comms_tools(relay.caller(session_id), sandbox=Sandbox("/work/agent"))
     text = await tools[0].handler({"channel_id": ..., "text": "on it"})
 
 A handler checks its arguments against its own schema before anything is
 sent, and fails with ToolError, whose text is `<tool> failed: <code>: <message>`
-(a refused argument is `invalid_argument`; a server refusal keeps the server's
-code; a dropped stream is `unavailable`).
+(a refused argument is `invalid_argument`, or the code of what the kit
+refuses before sending, such as a picture outside the sandbox; a server
+refusal keeps the server's code; a dropped stream is `unavailable`).
+
+A tool that takes `pictures` (ToolSpec.pictures_in) reads them from the
+sandbox it was given (pictures.py) and sends them with the call; its text
+argument names each by its address.
 
 To give agents a new arm: add one ToolSpec row to SPECS (its `arm` is the
 CommsCallRequest field name), and a real-server scenario to
