@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from compass.v1 import comms_pb2 as pb
 from compass_agentkit.endings import (
@@ -50,9 +52,107 @@ def _answered(custom: str = "and some Rust") -> pb.Ask:
     return ask
 
 
-def test_today_an_ask_ends_by_an_answer_or_a_withdrawal() -> None:
-    assert [kind.name for kind in ENDINGS] == ["withdrawn", "answered"]
+def test_every_ending_kind_is_a_row() -> None:
+    assert [kind.name for kind in ENDINGS] == [
+        "withdrawn_by_owner",
+        "withdrawn",
+        "declined",
+        "expired",
+        "answered",
+    ]
     assert ending_of(_ask()) is None
+
+
+def _ended(kind: int, **ending: Any) -> pb.Ask:
+    """An ask as the server writes it after an ending of this kind."""
+    ask = _ask(
+        cancelled=kind
+        in (pb.ASK_ENDING_KIND_WITHDRAWN_BY_AGENT, pb.ASK_ENDING_KIND_WITHDRAWN_BY_OWNER)
+    )
+    ask.ending.CopyFrom(pb.AskEnding(kind=kind, **ending))
+    if kind == pb.ASK_ENDING_KIND_EXPIRED:
+        for q in ask.questions:
+            q.timed_out = True
+    return ask
+
+
+AT = Timestamp(seconds=1_767_261_600)  # 2026-01-01T10:00:00Z
+
+
+def test_a_decline_reads_who_and_why() -> None:
+    ending = ending_of(
+        _ended(
+            pb.ASK_ENDING_KIND_DECLINED,
+            actor_account_id="acc-ada",
+            actor_handle="ada",
+            reason="not before\nthe audit",
+        )
+    )
+    assert ending is not None and ending.name == "declined"
+    assert ending.text == (
+        'Ask ask_1 was declined by @ada: "not before the audit". Nobody answered it; it '
+        "takes no answer."
+    )
+    silent = ending_of(_ended(pb.ASK_ENDING_KIND_DECLINED, actor_account_id="acc-ada"))
+    assert silent is not None
+    assert silent.text == (
+        "Ask ask_1 was declined by acc-ada (no reason given). Nobody answered it; it takes "
+        "no answer."
+    )
+
+
+def test_the_owners_withdrawal_is_not_the_agents_own() -> None:
+    owner = ending_of(
+        _ended(
+            pb.ASK_ENDING_KIND_WITHDRAWN_BY_OWNER, actor_account_id="acc-ada", actor_handle="ada"
+        )
+    )
+    assert owner is not None and owner.name == "withdrawn_by_owner"
+    assert owner.text == (
+        "Ask ask_1 was withdrawn by @ada, the owner of the agent that asked; it takes no answer."
+    )
+    own = ending_of(_ended(pb.ASK_ENDING_KIND_WITHDRAWN_BY_AGENT, actor_handle="scout"))
+    assert own is not None and own.name == "withdrawn"
+    assert own.text == "Ask ask_1 was withdrawn; it takes no answer."
+
+
+def test_an_expiry_reads_when_and_that_nobody_answered() -> None:
+    expired = _ended(pb.ASK_ENDING_KIND_EXPIRED)
+    expired.ending.ended_at.CopyFrom(AT)
+    ending = ending_of(expired)
+    assert ending is not None and ending.name == "expired"
+    assert ending.text == (
+        "Ask ask_1 expired at 2026-01-01T10:00:00Z: nobody answered it before its deadline; "
+        "it takes no answer."
+    )
+    assert ask_state(expired) == {
+        "ask_id": "ask_1",
+        "state": "expired",
+        "ended_at": "2026-01-01T10:00:00Z",
+    }
+
+
+def test_the_structured_state_says_who_ended_it_and_why() -> None:
+    declined = _ended(
+        pb.ASK_ENDING_KIND_DECLINED,
+        actor_account_id="acc-ada",
+        actor_handle="ada",
+        reason="later",
+    )
+    declined.ending.ended_at.CopyFrom(AT)
+    assert ask_state(declined) == {
+        "ask_id": "ask_1",
+        "state": "declined",
+        "ended_by": "ada",
+        "ended_at": "2026-01-01T10:00:00Z",
+        "reason": "later",
+    }
+    owner = _ended(pb.ASK_ENDING_KIND_WITHDRAWN_BY_OWNER, actor_account_id="acc-ada")
+    assert ask_state(owner) == {
+        "ask_id": "ask_1",
+        "state": "withdrawn_by_owner",
+        "ended_by": "acc-ada",
+    }
 
 
 def test_an_answer_reads_as_each_questions_labels_and_free_text() -> None:
@@ -89,6 +189,19 @@ def test_the_state_of_an_open_ask_names_its_questions() -> None:
         "- Which languages?"
     )
     assert ask_state(_ask()) == {"ask_id": "ask_1", "state": "open"}
+
+
+def test_an_open_ask_says_whom_it_asks_and_until_when() -> None:
+    ask = _ask()
+    ask.deadline.CopyFrom(AT)
+    ask.answerer_account_ids.extend(["acc-ada", "acc-bob", "acc-cy"])
+    ask.answerer_handles.extend(["ada", "bob", ""])
+    assert state_text(ask) == (
+        "Ask ask_1 is open: nobody has answered it yet. Only @ada, @bob and acc-cy may answer "
+        "or decline it. If nobody answers by 2026-01-01T10:00:00Z, it expires. It asks:\n"
+        "- Which database?\n"
+        "- Which languages?"
+    )
 
 
 def test_the_structured_state_of_an_answered_ask() -> None:
@@ -155,3 +268,46 @@ async def test_kept_endings_are_bounded() -> None:
         endings.ended(withdrawn_by_me(f"ask_{i}"))
     assert len(endings) == 3
     assert endings.get("ask_0") is None and endings.get("ask_9") is not None
+
+
+# --- what on the delivery lane ends an ask --------------------------------------------
+
+SCOUT = "acc-scout"
+
+
+def _event(kind: str, author: str, *blocks: pb.MessageBlock) -> pb.Event:
+    message = pb.Message(message_id="m1", author_account_id=author, blocks=blocks)
+    event = pb.Event(event_id=7)
+    getattr(event, kind).message.CopyFrom(message)
+    return event
+
+
+def test_the_lane_ends_an_ask_by_its_answer_message_or_its_update() -> None:
+    endings = AskEndings()
+    answer = pb.AskAnswerBlock(ask_id="ask_1", questions=_answered().questions)
+    heard = endings.hear(
+        _event("message_posted", "acc-ada", pb.MessageBlock(ask_answer=answer)), SCOUT
+    )
+    assert [(e.name, e.ask.ask_id) for e in heard] == [("answered", "ask_1")]
+
+    declined = _ended(pb.ASK_ENDING_KIND_DECLINED, actor_handle="ada")
+    declined.ask_id = "ask_2"
+    heard = endings.hear(_event("message_updated", SCOUT, pb.MessageBlock(ask=declined)), SCOUT)
+    assert [(e.name, e.ask.ask_id) for e in heard] == [("declined", "ask_2")]
+    assert endings.get("ask_2") is not None
+
+
+def test_the_lane_ignores_what_ends_no_ask_of_this_agent() -> None:
+    endings = AskEndings()
+    text = pb.MessageBlock(text=pb.TextBlock(text="hello"))
+    still_open = pb.MessageBlock(ask=_ask())
+    others = _ended(pb.ASK_ENDING_KIND_DECLINED)
+    assert endings.hear(_event("message_posted", "acc-ada", text), SCOUT) == []
+    assert endings.hear(_event("message_updated", SCOUT, still_open), SCOUT) == []
+    # Another agent's ask, updated: not this agent's to hear.
+    assert (
+        endings.hear(_event("message_updated", "acc-other", pb.MessageBlock(ask=others)), SCOUT)
+        == []
+    )
+    assert endings.hear(pb.Event(event_id=9), SCOUT) == []
+    assert len(endings) == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 import math
 from typing import Any
@@ -465,6 +466,53 @@ def test_a_malformed_coding_agent_ask_maps_to_one_unmapped(
     assert isinstance(result, Unmapped) and result.reason == reason
     empty = map_coding_agent_ask({"questions": []})
     assert empty == Unmapped(result.event_type, "questions is empty")
+
+
+# --- the runtime's timeout --------------------------------------------------------
+
+
+def test_the_runtimes_timeout_becomes_the_asks_deadline() -> None:
+    """The runtime times its ask tool out after its `ask.timeout` setting
+    (seconds; 0 is none): the ask carries that as its timeout, which the
+    server turns into a deadline."""
+    result = map_native_ask(TWO_QUESTIONS, timeout_seconds=90)
+    assert isinstance(result, MappedAsk)
+    assert result.ask.HasField("timeout") and not result.ask.HasField("deadline")
+    assert result.ask.timeout.ToTimedelta() == datetime.timedelta(seconds=90)
+    half = map_native_ask(TWO_QUESTIONS, timeout_seconds=1.5)
+    assert isinstance(half, MappedAsk)
+    assert half.ask.timeout.ToTimedelta() == datetime.timedelta(seconds=1.5)
+    for none in (None, 0):
+        untimed = map_native_ask(TWO_QUESTIONS, timeout_seconds=none)
+        assert isinstance(untimed, MappedAsk) and not untimed.ask.HasField("timeout")
+    # The coding agents' question tool has no timeout of its own to carry.
+    coding = map_coding_agent_ask({"questions": [{"question": "Go?", "options": []}]})
+    assert isinstance(coding, MappedAsk) and not coding.ask.HasField("timeout")
+
+
+def test_the_event_mapper_carries_the_runtimes_timeout_on_every_ask() -> None:
+    mapper = EventMapper(ask_timeout_seconds=300)
+    (output,) = mapper.map(_start(TWO_QUESTIONS))
+    assert isinstance(output, MappedAsk) and output.tool_call_id == "call-1"
+    assert output.ask.timeout.ToTimedelta() == datetime.timedelta(minutes=5)
+    (plain,) = EventMapper().map(_start(TWO_QUESTIONS))
+    assert isinstance(plain, MappedAsk) and not plain.ask.HasField("timeout")
+    for bad in (-1, math.inf, math.nan):
+        with pytest.raises(ValueError, match="ask_timeout_seconds"):
+            EventMapper(ask_timeout_seconds=bad)
+
+
+def test_an_expired_ask_comes_back_timed_out_with_nothing_chosen() -> None:
+    """Where the runtime would pick the recommended option at its timeout,
+    Compass picks nothing for a person: every question reads timed out."""
+    ask = _mapped(TWO_QUESTIONS)
+    ask.ending.kind = comms_pb2.ASK_ENDING_KIND_EXPIRED
+    for question in ask.questions:
+        question.timed_out = True
+    assert answers_from_ask(ask) == [
+        QuestionResult("db", [], None, True),
+        QuestionResult("features", [], None, True),
+    ]
 
 
 # --- the way back ---------------------------------------------------------------

@@ -234,10 +234,45 @@ async def test_the_demo_agent_asks_a_person_answers_and_the_runner_prints_it(
         assert await proc.exit_code() == 0, proc.log
         assert await proc.rest_of_stdout() == ""
     assert printed["ask_id"] == ask["askId"]
+    assert printed["ending"] == "answered"
     assert printed["answers"] == expected
     # Acked after the agent handled it: a restarted runner won't hear it again.
     assert await acked_cursor(database_url, w) >= printed["event_id"]
     assert handled(proc.log).count(printed["event_id"]) == 1
+
+
+async def test_the_demo_agent_hears_a_decline_and_prints_it(
+    server: Any, api_world: World, database_url: str
+) -> None:
+    w = api_world
+    async with runner(
+        "--grpc",
+        f"127.0.0.1:{server.grpc_port}",
+        "--token",
+        await runner_for(w),
+        "--agent",
+        str(w.agent.account_id),
+        "--demo",
+        "--channel",
+        str(w.channel.channel_id),
+    ) as proc:
+        ask = await the_agents_ask(server.http_port, w, proc)
+        await connect_json(
+            server.http_port,
+            "DeclineAsk",
+            {"askId": ask["askId"], "reason": "not this sprint"},
+            w.tokens[w.human.account_id],
+        )
+        printed = json.loads(await proc.line())
+        assert await proc.exit_code() == 0, proc.log
+    assert printed["ask_id"] == ask["askId"]
+    assert printed["ending"] == "declined"
+    assert printed["text"] == (
+        f'Ask {ask["askId"]} was declined by @ada: "not this sprint". Nobody answered it; it '
+        "takes no answer."
+    )
+    assert "answers" not in printed
+    assert await acked_cursor(database_url, w) >= printed["event_id"]
 
 
 async def test_the_runner_hands_deliveries_to_its_agent_and_acks_them(
@@ -302,6 +337,25 @@ async def test_the_demo_needs_one_agent_and_a_channel() -> None:
     async with runner("--token", "t", "--agent", "a", "--demo") as proc:
         assert await proc.exit_code() == 2
     assert "--channel" in proc.log
+
+
+async def test_a_sandbox_that_is_no_folder_is_a_usage_error(tmp_path: pathlib.Path) -> None:
+    missing = str(tmp_path / "nope")
+    async with runner("--token", "t", "--agent", "a", "--sandbox", missing) as proc:
+        assert await proc.exit_code() == 2
+    assert f"the sandbox {missing!r} is not a folder" in proc.log
+    mcp = await asyncio.create_subprocess_exec(
+        str(RUNNER.parent / "compass-mcp"),
+        "--token",
+        "t",
+        "--agent",
+        "a",
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "COMPASS_SANDBOX": missing},
+    )
+    _, err = await asyncio.wait_for(mcp.communicate(), WAIT)
+    assert mcp.returncode == 2
+    assert f"the sandbox {missing!r} is not a folder" in err.decode()
 
 
 # --- riding out a drop ----------------------------------------------------------------

@@ -5,6 +5,8 @@ through the agent kit's relay client against the real server."""
 
 from __future__ import annotations
 
+import asyncio
+import datetime
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -16,7 +18,7 @@ import pytest
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
 from compass_agentkit import schema
-from compass_agentkit.native_ask import answers_from_ask
+from compass_agentkit.native_ask import START_EVENT, EventMapper, MappedAsk, answers_from_ask
 from compass_agentkit.relay import Relay
 from compass_agentkit.tools import SPECS, Tool, ToolError, comms_tools
 from compass_server.store.types import TextBlock
@@ -48,7 +50,9 @@ TOOL_NAMES = [
 ]
 
 WITHDREW = "Withdrew ask {}; no answer will arrive."
-MARKER = re.compile(r'\[(ask|answered|withdrawn|answer) (\w+) id="([^"]*)"\]')
+MARKER = re.compile(
+    r'\[(ask|answered|declined|expired|withdrawn|withdrawn-by-owner|answer) (\w+) id="([^"]*)"\]'
+)
 
 NATIVE_ASK: dict[str, Any] = {
     "channel_id": "",  # filled per test
@@ -369,7 +373,8 @@ async def test_cancel_after_the_answer_fails_saying_the_answer_won(lane: Lane) -
         await lane.run("comms_cancel_ask", {"ask_id": ask_id})
     text = str(failed.value)
     assert text.startswith("comms_cancel_ask failed: already_exists: ")
-    assert "answered first" in text and "later turn" in text
+    assert "is already answered" in text  # the server's words
+    assert "already ended some other way" in text and "later turn" in text
     assert (failed.value.tool, failed.value.code) == ("comms_cancel_ask", "already_exists")
 
 
@@ -503,6 +508,173 @@ async def test_a_malformed_ask_is_a_tool_failure_and_posts_nothing(
     assert lane.sent.requests == []
     listed = await lane.as_ada("ListMessages", pb.ListMessagesRequest(channel_id=lane.channel))
     assert list(listed.messages) == []
+
+
+# --- post_ask: a deadline and named answerers ------------------------------------------
+
+
+def message_id_of(post_ask_text: str) -> str:
+    found = re.search(r"in message (\S+) ", post_ask_text)
+    assert found, post_ask_text
+    return found.group(1)
+
+
+async def test_post_ask_carries_a_deadline_and_the_people_it_names(lane: Lane) -> None:
+    ada = str(lane.w.human.account_id)
+    before = datetime.datetime.now(datetime.UTC)
+    text = await lane.run(
+        "comms_post_ask",
+        {
+            **NATIVE_ASK,
+            "channel_id": lane.channel,
+            "deadline_seconds": 3600,
+            "answerer_account_ids": [ada],
+        },
+    )
+    ask = (await lane.ada_reads(message_id_of(text))).blocks[-1].ask
+    deadline = ask.deadline.ToDatetime(datetime.UTC)
+    assert before + datetime.timedelta(seconds=3590) < deadline
+    assert deadline < before + datetime.timedelta(seconds=3610)
+    assert (list(ask.answerer_account_ids), list(ask.answerer_handles)) == ([ada], ["ada"])
+    assert lane.sent.requests[-1].post_ask.ask.timeout.seconds == 3600
+    shown = deadline.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert f"Only @ada may answer or decline it. If nobody answers by {shown}, it expires." in text
+
+    # An absolute time, with its offset, is the deadline exactly.
+    at = (before + datetime.timedelta(hours=2)).replace(microsecond=0)
+    local = at.astimezone(datetime.timezone(datetime.timedelta(hours=2)))
+    text = await lane.run(
+        "comms_post_ask", {**NATIVE_ASK, "channel_id": lane.channel, "deadline": local.isoformat()}
+    )
+    ask = (await lane.ada_reads(message_id_of(text))).blocks[-1].ask
+    assert ask.deadline.ToDatetime(datetime.UTC) == at
+    assert not ask.answerer_account_ids
+    assert f"If nobody answers by {at.strftime('%Y-%m-%dT%H:%M:%SZ')}, it expires." in text
+
+
+@pytest.mark.parametrize(
+    ("extra", "why"),
+    [
+        (
+            {"deadline_seconds": 3600, "deadline": "2030-01-01T00:00:00Z"},
+            "set deadline or deadline_seconds, not both",
+        ),
+        ({"deadline": "tomorrow"}, "deadline must be an RFC 3339 time with its offset"),
+        ({"deadline": "2030-01-01T00:00:00"}, "deadline must be an RFC 3339 time with its offset"),
+        ({"deadline": "2030-02-30T00:00:00Z"}, "deadline must be an RFC 3339 time with its offset"),
+        ({"deadline_seconds": 0}, "deadline_seconds must be at least 1"),
+        ({"answerer_account_ids": [" "]}, "answerer_account_ids[0] must not be blank"),
+    ],
+)
+async def test_a_malformed_deadline_or_answerer_is_refused_before_anything_is_sent(
+    lane: Lane, extra: dict[str, Any], why: str
+) -> None:
+    with pytest.raises(ToolError) as failed:
+        await lane.run("comms_post_ask", {**NATIVE_ASK, "channel_id": lane.channel, **extra})
+    assert str(failed.value).startswith(f"comms_post_ask failed: invalid_argument: {why}")
+    assert lane.sent.requests == []
+
+
+async def test_a_deadline_or_answerer_the_server_refuses_posts_nothing(lane: Lane) -> None:
+    for extra in (
+        {"deadline_seconds": 40 * 86_400},
+        {"deadline": "2001-01-01T00:00:00Z"},
+        # grace is a person of the workspace, but not of this channel.
+        {"answerer_account_ids": [str(lane.w.other_human.account_id)]},
+        {"answerer_account_ids": [str(lane.w.agent.account_id)]},
+    ):
+        with pytest.raises(ToolError) as failed:
+            await lane.run("comms_post_ask", {**NATIVE_ASK, "channel_id": lane.channel, **extra})
+        assert str(failed.value).startswith("comms_post_ask failed: invalid_argument: "), extra
+    listed = await lane.as_ada("ListMessages", pb.ListMessagesRequest(channel_id=lane.channel))
+    assert list(listed.messages) == []
+
+
+async def test_every_ending_reads_in_the_tools_the_agent_has(lane: Lane) -> None:
+    declined = await lane.post_ask()
+    await lane.as_ada(
+        "DeclineAsk", pb.DeclineAskRequest(ask_id=declined, reason="not before the audit")
+    )
+    withdrawn = await lane.post_ask()
+    await lane.as_ada("WithdrawAsk", pb.WithdrawAskRequest(ask_id=withdrawn))
+    expiring = ask_id_of(
+        await lane.run(
+            "comms_post_ask", {**NATIVE_ASK, "channel_id": lane.channel, "deadline_seconds": 1}
+        )
+    )
+    mine = await lane.post_ask()
+    await lane.run("comms_cancel_ask", {"ask_id": mine})
+
+    assert await lane.run("comms_get_ask", {"ask_id": declined}) == (
+        f'Ask {declined} was declined by @ada: "not before the audit". Nobody answered it; '
+        "it takes no answer."
+    )
+    assert await lane.run("comms_get_ask", {"ask_id": withdrawn}) == (
+        f"Ask {withdrawn} was withdrawn by @ada, the owner of the agent that asked; it takes "
+        "no answer."
+    )
+    assert await lane.run("comms_get_ask", {"ask_id": mine}) == (
+        f"Ask {mine} was withdrawn; it takes no answer."
+    )
+    for _ in range(150):  # the expiry loop wakes at the deadline it was told of
+        text = await lane.run("comms_get_ask", {"ask_id": expiring})
+        if "expired" in text:
+            break
+        await asyncio.sleep(0.2)
+    assert re.fullmatch(
+        rf"Ask {expiring} expired at \S+Z: nobody answered it before its deadline; it takes no "
+        "answer.",
+        text,
+    )
+
+    listed = await lane.run("comms_list_messages", {"channel_id": lane.channel})
+    f = re.search(r"fence (\w+)", listed).group(1)  # type: ignore[union-attr]
+    assert (
+        f'[declined {f} id="{declined}"] Which database? (declined by @ada: not before the audit)'
+        in listed
+    )
+    assert f'[declined {f} id="{declined}"] Which languages?\n' in listed
+    assert (
+        f'[withdrawn-by-owner {f} id="{withdrawn}"] Which database? (withdrawn by @ada, the '
+        "owner of the agent that asked)" in listed
+    )
+    assert re.search(
+        rf'\[expired {f} id="{expiring}"\] Which database\? \(nobody answered by \S+Z\)', listed
+    )
+    assert f'[withdrawn {f} id="{mine}"] Which database?\n' in listed
+
+    # Each ended some other way first: a withdraw loses, saying so.
+    for ask_id in (declined, withdrawn, expiring):
+        with pytest.raises(ToolError) as failed:
+            await lane.run("comms_cancel_ask", {"ask_id": ask_id})
+        assert str(failed.value).startswith("comms_cancel_ask failed: already_exists: ")
+        assert "already ended some other way" in str(failed.value)
+
+
+async def test_a_native_ask_with_the_runtimes_timeout_expires_on_the_server(lane: Lane) -> None:
+    mapped = EventMapper(ask_timeout_seconds=1).map(
+        {"type": START_EVENT, "toolName": "ask", "toolCallId": "c1", "args": NATIVE_ASK}
+    )
+    [native] = mapped
+    assert isinstance(native, MappedAsk)
+    before = datetime.datetime.now(datetime.UTC)
+    result = await lane.sent(
+        gw.CommsCallRequest(post_ask=gw.PostAskRequest(channel_id=lane.channel, ask=native.ask))
+    )
+    posted = result.post_ask
+    deadline = posted.message.blocks[-1].ask.deadline.ToDatetime(datetime.UTC)
+    assert before < deadline < before + datetime.timedelta(seconds=5)
+    for _ in range(150):
+        got = await lane.sent(gw.CommsCallRequest(get_ask=gw.GetAskRequest(ask_id=posted.ask_id)))
+        if got.get_ask.ask.ending.kind == pb.ASK_ENDING_KIND_EXPIRED:
+            break
+        await asyncio.sleep(0.2)
+    assert [
+        (r.question_id, r.selected_options, r.timed_out) for r in answers_from_ask(got.get_ask.ask)
+    ] == [
+        ("db", [], True),
+        ("langs", [], True),
+    ]
 
 
 # --- every tool, once, against the real server -----------------------------------
@@ -681,6 +853,15 @@ async def s_inbox_close(ln: Lane) -> None:
     item = await ln.ada_inbox_item("deploy")
     assert (item["status"], item["closeReason"]) == ("INBOX_ITEM_STATUS_CLOSED", "moot")
     assert await ln.run("comms_inbox_close", {"key": "deploy", "reason": "moot"}) == closed
+
+    # A person declined it first: nothing is left to withdraw, and the text says so.
+    await ln.run("comms_inbox_post", {"key": "audit", "questions": NATIVE_ASK["questions"]})
+    audit = await ln.ada_inbox_item("audit")
+    await ln.ada_inbox("DeclineInboxAsk", {"itemId": audit["itemId"], "reason": "not now"})
+    assert await ln.run("comms_inbox_close", {"key": "audit", "reason": "moot"}) == (
+        f'Inbox item "audit" was already closed by {ln.w.human.account_id} (a person closed it '
+        "or declined its ask), so nothing was withdrawn; no answer will arrive."
+    )
 
     # Answered first: the close fails, saying the answer won.
     await ln.run("comms_inbox_post", {"key": "region", "questions": NATIVE_ASK["questions"]})

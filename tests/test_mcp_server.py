@@ -11,10 +11,11 @@ import os
 import pathlib
 import re
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+import httpx
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -61,6 +62,24 @@ QUESTIONS: list[dict[str, Any]] = [
     },
 ]
 POSTED = re.compile(r"Posted ask (\S+) in channel")
+
+
+# A 1×1 PNG.
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c63000100000500010d0a2db40000000049454e44ae426082"
+)
+
+
+async def inbox_thread(http_port: int, w: World, key: str) -> list[dict[str, Any]]:
+    """The agent's inbox item under `key`, as ada reads it over Connect JSON."""
+    headers = {"authorization": f"Bearer {w.tokens[w.human.account_id]}"}
+    url = f"http://127.0.0.1:{http_port}/compass.v1.InboxService"
+    async with httpx.AsyncClient(timeout=30, headers=headers) as http:
+        listed = (await http.post(f"{url}/ListInboxItems", json={})).json()
+        [item] = [i for i in listed.get("items", []) if i["key"] == key]
+        got = (await http.post(f"{url}/GetInboxItem", json={"itemId": item["itemId"]})).json()
+    return got["thread"]  # type: ignore[no-any-return]
 
 
 def text_of(result: CallToolResult) -> str:
@@ -233,6 +252,10 @@ async def test_the_tools_and_their_schemas(
     assert question["required"] == ["question", "options"]
     assert set(question["properties"]["options"]["items"]["properties"]) >= {"label", "description"}
     assert ask["properties"]["wait_seconds"]["maximum"] == 3600
+    assert {"deadline_seconds", "deadline", "answerer_account_ids"} <= set(ask["properties"])
+    for inbox in ("inbox_post", "inbox_reply"):
+        pictures = tools[inbox].input_schema["properties"]["pictures"]
+        assert pictures["type"] == "array" and pictures["maxItems"] == 10
     assert tools["check_ask"].input_schema["required"] == ["ask_id"]
     assert tools["check_ask"].annotations is not None
     assert tools["check_ask"].annotations.read_only_hint is True
@@ -363,6 +386,101 @@ async def test_an_ask_that_waits_longer_than_wait_seconds_returns_still_open(
     assert result.structured_content == {"ask_id": found.group(1), "state": "open"}
 
 
+async def ask_ended_by(
+    m: Mcp, end: Callable[[str], Awaitable[Any]], **args: Any
+) -> tuple[str, CallToolResult]:
+    m.progress.clear()  # so the ask id read is this ask's
+    waiting = m.ask_task({"questions": QUESTIONS, **args})
+    ask_id = await m.posted_ask_id()
+    await end(ask_id)
+    return ask_id, await asyncio.wait_for(waiting, 30)
+
+
+async def test_ask_returns_every_other_ending_in_plain_words(
+    server: Any, api_world: World, tmp_path: pathlib.Path
+) -> None:
+    ada = str(api_world.human.account_id)
+    async with mcp_for(server, api_world, tmp_path) as m:
+
+        async def decline(ask_id: str) -> None:
+            await m.as_ada(
+                "DeclineAsk", pb.DeclineAskRequest(ask_id=ask_id, reason="not before the audit")
+            )
+
+        async def withdraw(ask_id: str) -> None:
+            await m.as_ada("WithdrawAsk", pb.WithdrawAskRequest(ask_id=ask_id))
+
+        async def wait(ask_id: str) -> None:
+            del ask_id  # the deadline ends it
+
+        declined_id, declined = await ask_ended_by(m, decline, answerer_account_ids=[ada])
+        asked_of = await m.ada_reads_ask(declined_id)
+        withdrawn_id, withdrawn = await ask_ended_by(m, withdraw)
+        expired_id, expired = await ask_ended_by(m, wait, deadline_seconds=1)
+        state_after = await m.scouts_state()
+        late = await m.call("cancel_ask", {"ask_id": declined_id})
+        checked = await m.call("check_ask", {"ask_id": expired_id})
+
+    assert list(asked_of.answerer_handles) == ["ada"]
+    assert not declined.is_error, text_of(declined)
+    assert text_of(declined) == (
+        f'Ask {declined_id} was declined by @ada: "not before the audit". Nobody answered '
+        "it; it takes no answer."
+    )
+    assert declined.structured_content is not None
+    assert declined.structured_content["state"] == "declined"
+    assert declined.structured_content["reason"] == "not before the audit"
+    assert declined.structured_content["ended_by"] == "ada"
+    assert text_of(withdrawn) == (
+        f"Ask {withdrawn_id} was withdrawn by @ada, the owner of the agent that asked; it "
+        "takes no answer."
+    )
+    assert withdrawn.structured_content is not None
+    assert withdrawn.structured_content["state"] == "withdrawn_by_owner"
+    assert re.fullmatch(
+        rf"Ask {expired_id} expired at \S+Z: nobody answered it before its deadline; it "
+        "takes no answer.",
+        text_of(expired),
+    )
+    assert expired.structured_content is not None
+    assert expired.structured_content["state"] == "expired"
+    assert text_of(checked) == text_of(expired)
+    assert state_after != pb.PRESENCE_STATE_WAITING
+    assert late.is_error
+    assert text_of(late).startswith("cancel_ask failed: already_exists: ")
+    assert "already ended some other way" in text_of(late)
+
+
+async def test_the_inbox_tools_attach_pictures_from_the_sandbox(
+    server: Any, api_world: World, tmp_path: pathlib.Path
+) -> None:
+    sandbox = tmp_path / "sandbox"
+    (sandbox / "shots").mkdir(parents=True)
+    (sandbox / "shots" / "login.png").write_bytes(PNG)
+    (tmp_path / "secret.png").write_bytes(PNG)
+    async with mcp_for(server, api_world, tmp_path, COMPASS_SANDBOX=str(sandbox)) as m:
+        posted = await m.call(
+            "inbox_post",
+            {"key": "login", "body": "It breaks: shots/login.png", "pictures": ["shots/login.png"]},
+        )
+        outside = await m.call(
+            "inbox_reply", {"key": "login", "pictures": [str(tmp_path / "secret.png")]}
+        )
+        thread = await inbox_thread(server.http_port, api_world, "login")
+    async with mcp_for(server, api_world, tmp_path) as bare:
+        refused = await bare.call("inbox_reply", {"key": "login", "pictures": ["shots/login.png"]})
+
+    assert not posted.is_error, text_of(posted)
+    assert "Attached 1 picture: login.png as attachment:login.png" in text_of(posted)
+    [entry] = thread
+    assert entry["message"]["blocks"][0]["text"]["text"] == "It breaks: attachment:login.png"
+    assert [a["name"] for a in entry["attachments"]] == ["login.png"]
+    assert outside.is_error
+    assert text_of(outside).startswith("inbox_reply failed: permission_denied: picture ")
+    assert refused.is_error
+    assert text_of(refused).startswith("inbox_reply failed: failed_precondition: ")
+
+
 # --- errors -----------------------------------------------------------------------------
 
 
@@ -471,7 +589,7 @@ async def test_the_channel_and_inbox_tools_act_as_the_agent(
     assert "Status set to working" in status
     assert not inbox.is_error, text_of(inbox)
     assert 'inbox item "deploy"' in text_of(inbox)
-    assert "their answer is not shown here" in text_of(inbox)
+    assert "how it ends is not shown here" in text_of(inbox)
     assert replied == 'Replied in inbox item "deploy".'
     assert closed.startswith('Closed inbox item "deploy"')
 

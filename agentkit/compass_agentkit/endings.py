@@ -2,15 +2,16 @@
 has heard of.
 
 An ask ends once. Each kind of ending is one row of ENDINGS: its name, how
-to tell it from the ask's server-owned state, and its words. Today an ask
-ends by an answer or by a withdrawal; a new kind (a deadline, a decline) is
-one more row, checked in order, and every reader (the MCP `ask` and
-`check_ask` tools, `comms_get_ask`) knows it.
+to tell it from the ask's server-owned state (`Ask.ending`, or the older
+flags), and its words: answered, declined (by whom, and why), withdrawn by
+its agent, withdrawn by the agent's owner, or expired at its deadline. Every
+reader (the MCP `ask` and `check_ask` tools, `comms_get_ask`) knows them all.
 
 `AskEndings` keeps the endings one agent session has heard of, by ask id,
-and wakes whoever waits on them. It is fed from the delivery lane (an update
-of the agent's own ask) and in process (the agent's own withdrawal, which
-the lane does not carry back to it).
+and wakes whoever waits on them. It is fed from the delivery lane (`hear`:
+an answer arrives as the answer message, any other ending by someone else as
+the update of the agent's own ask) and in process (the agent's own
+withdrawal, which the lane does not carry back to it).
 """
 
 from __future__ import annotations
@@ -21,17 +22,24 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from google.protobuf.timestamp_pb2 import Timestamp
+
 from compass.v1 import comms_pb2 as pb
 from compass_agentkit.native_ask import answers_from_ask
-from compass_agentkit.render import answer_text, continued
 
 __all__ = [
     "ENDINGS",
     "AskEndings",
     "Ending",
     "EndingKind",
+    "actor",
+    "answer_text",
+    "answerers",
     "ask_state",
+    "continued",
     "ending_of",
+    "open_terms",
+    "rfc3339",
     "state_text",
     "withdrawn_by_me",
 ]
@@ -45,6 +53,42 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def continued(line: str) -> str:
+    """Every line break, of any kind, continues indented: text inside an
+    entry can't start a line that looks like another entry."""
+    return "\n  ".join(line.splitlines())
+
+
+def answer_text(question: pb.AskQuestion) -> str:
+    """One question's answer: the chosen labels, then `other: <text>`."""
+    labels = {option.id: option.label for option in question.options}
+    parts = []
+    chosen = [labels[i] for i in question.chosen_option_ids if i in labels]
+    if chosen:
+        parts.append(", ".join(chosen))
+    if question.custom_text:
+        parts.append(f"other: {question.custom_text}")
+    answer = "; ".join(parts) or "(skipped)"
+    return answer + (" (timed out)" if question.timed_out else "")
+
+
+def actor(ending: pb.AskEnding) -> str:
+    """Who ended an ask: @handle, else the account id."""
+    if ending.actor_handle:
+        return "@" + _one_line(ending.actor_handle)
+    return ending.actor_account_id or "someone"
+
+
+def rfc3339(at: Timestamp) -> str:
+    """A server time as an agent reads and writes it: UTC, to the second."""
+    return at.ToDatetime().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- the rows -----------------------------------------------------------------------
+# Each ending kind's note is what a marker adds after the ask's first
+# question (render.py); its words are the sentence a tool returns.
+
+
 def _answered(ask: pb.Ask) -> str:
     lines = [f"Ask {ask.ask_id} was answered:"]
     lines += [continued(f"- {_one_line(q.question)} → {answer_text(q)}") for q in ask.questions]
@@ -55,18 +99,93 @@ def _withdrawn(ask: pb.Ask) -> str:
     return f"Ask {ask.ask_id} was withdrawn; it takes no answer."
 
 
+def _by_owner(ask: pb.Ask) -> str:
+    return f"withdrawn by {actor(ask.ending)}, the owner of the agent that asked"
+
+
+def _withdrawn_by_owner(ask: pb.Ask) -> str:
+    return f"Ask {ask.ask_id} was {_by_owner(ask)}; it takes no answer."
+
+
+def _declined_note(ask: pb.Ask) -> str:
+    reason = f": {ask.ending.reason}" if ask.ending.reason else ""
+    return f"declined by {actor(ask.ending)}{reason}"
+
+
+def _declined(ask: pb.Ask) -> str:
+    reason = _one_line(ask.ending.reason)
+    why = f': "{reason}"' if reason else " (no reason given)"
+    return (
+        f"Ask {ask.ask_id} was declined by {actor(ask.ending)}{why}. Nobody answered it; it "
+        "takes no answer."
+    )
+
+
+def _expired_at(ask: pb.Ask) -> str:
+    if ask.ending.HasField("ended_at"):
+        return rfc3339(ask.ending.ended_at)
+    return rfc3339(ask.deadline) if ask.HasField("deadline") else ""
+
+
+def _expired_note(ask: pb.Ask) -> str:
+    at = _expired_at(ask)
+    return f"nobody answered by {at}" if at else "nobody answered in time"
+
+
+def _expired(ask: pb.Ask) -> str:
+    at = _expired_at(ask)
+    return (
+        f"Ask {ask.ask_id} expired{f' at {at}' if at else ''}: nobody answered it before its "
+        "deadline; it takes no answer."
+    )
+
+
+def _kind(ask: pb.Ask) -> int:
+    return ask.ending.kind if ask.HasField("ending") else pb.ASK_ENDING_KIND_UNSPECIFIED
+
+
+def _no_note(ask: pb.Ask) -> str:
+    return ""
+
+
 @dataclass(frozen=True, slots=True)
 class EndingKind:
     name: str
+    # The marker kind a rendered ask carries: [<marker> <fence> id="…"].
+    marker: str
     # Whether the ask ended this way, from its server-owned state.
     ended: Callable[[pb.Ask], bool]
     words: Callable[[pb.Ask], str]
+    note: Callable[[pb.Ask], str] = _no_note
 
 
-# Checked in order: a withdrawn ask takes no answer, whatever else it says.
+# Checked in order. Both withdrawals set `cancelled` (the owner's is told
+# apart by its ending), and a withdrawn ask takes no answer, whatever else
+# it says.
 ENDINGS: tuple[EndingKind, ...] = (
-    EndingKind("withdrawn", lambda ask: ask.cancelled, _withdrawn),
-    EndingKind("answered", lambda ask: ask.answered, _answered),
+    EndingKind(
+        "withdrawn_by_owner",
+        "withdrawn-by-owner",
+        lambda ask: _kind(ask) == pb.ASK_ENDING_KIND_WITHDRAWN_BY_OWNER,
+        _withdrawn_by_owner,
+        _by_owner,
+    ),
+    EndingKind("withdrawn", "withdrawn", lambda ask: ask.cancelled, _withdrawn),
+    EndingKind(
+        "declined",
+        "declined",
+        lambda ask: _kind(ask) == pb.ASK_ENDING_KIND_DECLINED,
+        _declined,
+        _declined_note,
+    ),
+    EndingKind(
+        "expired",
+        "expired",
+        lambda ask: _kind(ask) == pb.ASK_ENDING_KIND_EXPIRED,
+        _expired,
+        _expired_note,
+    ),
+    EndingKind("answered", "answered", lambda ask: ask.answered, _answered),
 )
 
 
@@ -95,9 +214,35 @@ def ending_of(ask: pb.Ask) -> Ending | None:
 def withdrawn_by_me(ask_id: str) -> Ending:
     """The agent's own withdrawal, known in process: the server acknowledged
     it, and the lane does not carry an agent's own changes back to it."""
-    ending = ending_of(pb.Ask(ask_id=ask_id, cancelled=True))
+    ask = pb.Ask(
+        ask_id=ask_id,
+        cancelled=True,
+        ending=pb.AskEnding(kind=pb.ASK_ENDING_KIND_WITHDRAWN_BY_AGENT),
+    )
+    ending = ending_of(ask)
     assert ending is not None
     return ending
+
+
+def answerers(ask: pb.Ask) -> list[str]:
+    """Whom the ask names: @handle, else the account id."""
+    handles = list(ask.answerer_handles)
+    return [
+        f"@{_one_line(handles[i])}" if i < len(handles) and handles[i].strip() else account
+        for i, account in enumerate(ask.answerer_account_ids)
+    ]
+
+
+def open_terms(ask: pb.Ask) -> list[str]:
+    """Whom an open ask lets answer and when it expires, as sentences."""
+    terms = []
+    names = answerers(ask)
+    if names:
+        whom = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        terms.append(f"Only {whom} may answer or decline it.")
+    if ask.HasField("deadline"):
+        terms.append(f"If nobody answers by {rfc3339(ask.deadline)}, it expires.")
+    return terms
 
 
 def state_text(ask: pb.Ask) -> str:
@@ -105,16 +250,26 @@ def state_text(ask: pb.Ask) -> str:
     ending = ending_of(ask)
     if ending is not None:
         return ending.text
-    lines = [f"Ask {ask.ask_id} is open: nobody has answered it yet. It asks:"]
+    said = " ".join(["nobody has answered it yet.", *open_terms(ask)])
+    lines = [f"Ask {ask.ask_id} is open: {said} It asks:"]
     lines += [continued(f"- {_one_line(q.question)}") for q in ask.questions]
     return "\n".join(lines)
 
 
 def ask_state(ask: pb.Ask) -> dict[str, Any]:
-    """The same as structured content: the state and each question's answer."""
+    """The same as structured content: the state, who ended it, when and why,
+    and each question's answer."""
     ending = ending_of(ask)
     state: dict[str, Any] = {"ask_id": ask.ask_id, "state": ending.name if ending else "open"}
-    if ask.answered and not ask.cancelled:
+    if ending is not None and ask.HasField("ending"):
+        told = ask.ending
+        if told.actor_handle or told.actor_account_id:
+            state["ended_by"] = told.actor_handle or told.actor_account_id
+        if told.HasField("ended_at"):
+            state["ended_at"] = rfc3339(told.ended_at)
+        if told.reason:
+            state["reason"] = told.reason
+    if ending is not None and ending.name == "answered":
         questions = {q.question_id: q.question for q in ask.questions}
         state["answers"] = [
             {**asdict(result), "question": questions.get(result.question_id, "")}
@@ -137,6 +292,27 @@ class AskEndings:
 
     def get(self, ask_id: str) -> Ending | None:
         return self._endings.get(ask_id)
+
+    def hear(self, event: pb.Event, agent_id: str) -> list[Ending]:
+        """Records what a delivery ends of this agent's asks; returns it. An
+        answer arrives as the answer message; any other ending by someone
+        else as the update of the agent's own ask (declined, withdrawn by its
+        owner, expired). Everything else on the lane ends nothing."""
+        asks: list[pb.Ask] = []
+        kind = event.WhichOneof("kind")
+        if kind == "message_posted":
+            for block in event.message_posted.message.blocks:
+                if block.HasField("ask_answer"):
+                    answer = block.ask_answer
+                    asks.append(
+                        pb.Ask(ask_id=answer.ask_id, questions=answer.questions, answered=True)
+                    )
+        elif kind == "message_updated":
+            message = event.message_updated.message
+            if message.author_account_id == agent_id:
+                asks += [block.ask for block in message.blocks if block.HasField("ask")]
+        heard = [self.heard(ask) for ask in asks]
+        return [ending for ending in heard if ending is not None]
 
     def heard(self, ask: pb.Ask) -> Ending | None:
         """Records the ask's ending, if it has one; returns it."""

@@ -18,6 +18,15 @@ One tool call becomes ONE Ask, question for question:
 ask_id stays empty (the server mints it) and the answer state stays empty.
 A question with no options is a free-text-only question, not a malformation.
 
+The runtime times its ask tool out after its `ask.timeout` setting (seconds,
+0 for none; off in plan mode), which is no argument of the call. A runner
+that knows it passes it on (`timeout_seconds`, `EventMapper(ask_timeout_seconds=…)`)
+and the Ask carries it as its `timeout`, which the server turns into a
+deadline (the server's bounds apply: by default 1 minute to 30 days, and a
+shorter one is refused). Where the runtime would then pick the recommended
+option by itself, Compass picks nothing for a person: the ask expires, and
+its way back reads every question timed out with nothing chosen.
+
 Every value is narrowed at run time to the exact JSON type it must have. Any
 malformation (a wrong type, a missing key, no questions, an empty or repeated
 question id) turns the whole call into one `Unmapped` naming it: never an
@@ -39,6 +48,7 @@ snapshot) as the runtime's per-question results, labels looked up by id.
 
 from __future__ import annotations
 
+import datetime
 import math
 from dataclasses import dataclass
 
@@ -220,12 +230,17 @@ def _ask(args: object, shape: _Shape) -> comms_pb2.Ask:
     return comms_pb2.Ask(questions=questions)
 
 
-def map_native_ask(args: object) -> MappedAsk | Unmapped:
-    """Map the `ask` tool's arguments onto one Ask, or say why they are malformed."""
+def map_native_ask(args: object, *, timeout_seconds: float | None = None) -> MappedAsk | Unmapped:
+    """Map the `ask` tool's arguments onto one Ask, or say why they are
+    malformed; with the runtime's timeout (seconds, 0 or None for none) the
+    Ask carries it as its timeout."""
     try:
-        return MappedAsk(_ask(args, _RUNTIME))
+        ask = _ask(args, _RUNTIME)
     except _Malformed as malformed:
         return Unmapped(f"{START_EVENT}:{ASK_TOOL}", malformed.reason)
+    if timeout_seconds:
+        ask.timeout.FromTimedelta(datetime.timedelta(seconds=timeout_seconds))
+    return MappedAsk(ask)
 
 
 def map_coding_agent_ask(args: object) -> MappedAsk | Unmapped:
@@ -246,7 +261,11 @@ class EventMapper:
     defined by its start arguments, and a failure is never dropped.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, ask_timeout_seconds: float | None = None) -> None:
+        if ask_timeout_seconds is not None and not 0 <= ask_timeout_seconds < math.inf:
+            raise ValueError(f"ask_timeout_seconds must be 0 or more, not {ask_timeout_seconds}")
+        # The runtime's own ask timeout, carried by every ask it maps.
+        self.ask_timeout_seconds = ask_timeout_seconds
         self._unmapped = 0
 
     @property
@@ -259,7 +278,7 @@ class EventMapper:
         kind = event.get("type")
         output: MappedAsk | Unmapped
         if kind == START_EVENT:
-            output = map_native_ask(event.get("args"))
+            output = map_native_ask(event.get("args"), timeout_seconds=self.ask_timeout_seconds)
             call_id = event.get("toolCallId")
             if isinstance(output, MappedAsk) and type(call_id) is str:
                 output = MappedAsk(output.ask, call_id)

@@ -64,6 +64,13 @@ FINAL_CODES = frozenset(
 )
 
 UNBIND_SECONDS = 10.0
+# The largest frame the server takes (its request limit): a bigger call is
+# refused here, since the server would end the whole stream, every session's.
+MAX_CALL_FRAME_BYTES = 8 << 20
+# The largest frame taken from the hub. The server bounds a page of messages
+# near gRPC's 4 MiB default, and a frame over it would end the stream, every
+# session's: keep a wide margin.
+MAX_RECEIVE_BYTES = 64 << 20
 
 DeliveryHandler = Callable[[pb.Event], Awaitable[None]]
 Caller = Callable[[gw.CommsCallRequest], Awaitable[gw.CommsCallResult]]
@@ -301,15 +308,21 @@ class Relay:
                 future: asyncio.Future[gw.CommsCallResult] = (
                     asyncio.get_running_loop().create_future()
                 )
+                frame = gw.RunnerFrame(
+                    call=gw.RelayCommsCallRequest(
+                        session_id=session_id, call_id=call_id, call=request
+                    )
+                )
+                size = frame.ByteSize()
+                if size > MAX_CALL_FRAME_BYTES:
+                    raise RelayError(
+                        "resource_exhausted",
+                        f"this call is {size} bytes; the limit is {MAX_CALL_FRAME_BYTES}: "
+                        "nothing was sent",
+                    )
                 stream.calls[call_id] = future
                 try:
-                    await stream.write(
-                        gw.RunnerFrame(
-                            call=gw.RelayCommsCallRequest(
-                                session_id=session_id, call_id=call_id, call=request
-                            )
-                        )
-                    )
+                    await stream.write(frame)
                     return await future
                 finally:
                     stream.calls.pop(call_id, None)
@@ -414,7 +427,9 @@ class Relay:
 
     async def _connect_once(self) -> str:
         self._generation += 1
-        channel = grpc.aio.insecure_channel(self.address)
+        channel = grpc.aio.insecure_channel(
+            self.address, options=[("grpc.max_receive_message_length", MAX_RECEIVE_BYTES)]
+        )
         call = channel.stream_stream(
             RELAY_METHOD,
             request_serializer=gw.RunnerFrame.SerializeToString,

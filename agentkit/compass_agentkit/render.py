@@ -6,21 +6,30 @@ picks reading order):
     @<handle> (<message_id>): <text>
     @<handle> (<message_id>): [ask <fence> id="<ask_id>"] <question>
     @<handle> (<message_id>): [answered <fence> id="<ask_id>"] <question> → <answer>
+    @<handle> (<message_id>): [declined <fence> id="<ask_id>"] <question>
+    @<handle> (<message_id>): [expired <fence> id="<ask_id>"] <question>
     @<handle> (<message_id>): [withdrawn <fence> id="<ask_id>"] <question>
+    @<handle> (<message_id>): [withdrawn-by-owner <fence> id="<ask_id>"] <question>
     @<handle> (<message_id>): [answer <fence> id="<ask_id>"] <question> → <answer>
 
-An ask renders one entry per question; `answer` is the ask_answer snapshot a
-person's reply posts. A withdrawn ask is checked first, so it never shows as
-open or answered. An ask with no question text renders its marker alone
-(`[withdrawn <fence> id="…"]`, `[ask <fence> id="…"]`, …), so its id is never
-lost. `<answer>` is the chosen labels joined by ", ", then `other: <text>` for
-free text, joined by "; "; `(skipped)` when neither; ` (timed out)` after a
-timeout's answer. The handle falls back to the author's account id.
+An ask renders one entry per question, its marker saying how it ended (the
+rows of endings.py: `withdrawn` is its agent's own withdrawal,
+`withdrawn-by-owner` the agent's owner's); `answer` is the ask_answer
+snapshot a person's reply posts. The ask's first entry ends with a note in
+parentheses, said once for the whole ask: `(declined by @ada: <reason>)`,
+`(withdrawn by @ada, the owner of the agent that asked)`, `(nobody answered
+by <time>)`, and on an open ask `(asked of @ada, @bob; deadline <time>)`
+when it names answerers or has a deadline. Times are RFC 3339 UTC. An ask
+with no question text renders its marker alone (`[withdrawn <fence>
+id="…"]`, `[ask <fence> id="…"]`, …, then its note), so its id is never
+lost. `<answer>` is the chosen labels joined by ", ", then `other: <text>`
+for free text, joined by "; "; `(skipped)` when neither; ` (timed out)`
+after a timeout's answer. The handle falls back to the author's account id.
 
 What message text cannot forge:
 
 - `<fence>` is a random token drawn per render and redrawn until no rendered
-  string (text, question, label, handle, id) contains it, so a marker that
+  string (text, question, label, handle, id, note) contains it, so a marker that
   carries it was written here.
 - The id is quoted with `\\` and `"` escaped, so an id cannot close its own
   marker. An id that is not 1–128 printable ASCII characters without spaces
@@ -37,8 +46,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from compass.v1 import comms_pb2
+from compass_agentkit.endings import answer_text, answerers, continued, ending_of, rfc3339
 
-__all__ = ["Rendering", "answer_text", "continued", "new_fence", "render_messages"]
+__all__ = ["Rendering", "new_fence", "render_messages"]
 
 _SAFE_ID = re.compile(r"[!-~]{1,128}")
 
@@ -75,38 +85,43 @@ class _Entry:
         yield self.body
 
 
-def answer_text(question: comms_pb2.AskQuestion) -> str:
-    """One question's answer: the chosen labels, then `other: <text>`."""
-    labels = {option.id: option.label for option in question.options}
-    parts = []
-    chosen = [labels[i] for i in question.chosen_option_ids if i in labels]
-    if chosen:
-        parts.append(", ".join(chosen))
-    if question.custom_text:
-        parts.append(f"other: {question.custom_text}")
-    answer = "; ".join(parts) or "(skipped)"
-    return answer + (" (timed out)" if question.timed_out else "")
-
-
-def continued(line: str) -> str:
-    """Every line break, of any kind, continues indented: text inside an
-    entry can't start a line that looks like another entry."""
-    return "\n  ".join(line.splitlines())
-
-
 def _answer(question: comms_pb2.AskQuestion) -> str:
     return f" → {answer_text(question)}"
 
 
 def _marker_bodies(
-    kind: str, questions: Iterable[comms_pb2.AskQuestion], answered: bool
+    kind: str, questions: Iterable[comms_pb2.AskQuestion], answered: bool, note: str = ""
 ) -> list[tuple[str, str]]:
     bodies = [
         (kind, q.question + (_answer(q) if answered else ""))
         for q in questions
         if q.question.strip()
     ]
-    return bodies or [(kind, "")]
+    bodies = bodies or [(kind, "")]
+    if note:
+        # Said once, on the first entry: it is the ask's, not each question's.
+        first_kind, first = bodies[0]
+        bodies[0] = (first_kind, f"{first} ({note})" if first else f"({note})")
+    return bodies
+
+
+def _open_note(ask: comms_pb2.Ask) -> str:
+    parts = []
+    if ask.answerer_account_ids:
+        parts.append("asked of " + ", ".join(answerers(ask)))
+    if ask.HasField("deadline"):
+        parts.append(f"deadline {rfc3339(ask.deadline)}")
+    return "; ".join(parts)
+
+
+def _ask_bodies(ask: comms_pb2.Ask) -> list[tuple[str, str]]:
+    """The entries of one ask: its marker from how it ended, and what the
+    ending (or, while open, the ask) says once."""
+    ending = ending_of(ask)
+    if ending is None:
+        return _marker_bodies("ask", ask.questions, False, _open_note(ask))
+    kind = ending.kind
+    return _marker_bodies(kind.marker, ask.questions, kind.name == "answered", kind.note(ask))
 
 
 def _entries(message: comms_pb2.Message) -> Iterator[_Entry]:
@@ -117,15 +132,8 @@ def _entries(message: comms_pb2.Message) -> Iterator[_Entry]:
             yield _Entry(author, message.message_id, None, block.text.text)
             continue
         if which == "ask":
-            ask = block.ask
-            # Withdrawn first: a withdrawn ask takes no answer, whatever else it says.
-            if ask.cancelled:
-                bodies = _marker_bodies("withdrawn", ask.questions, answered=False)
-            elif ask.answered:
-                bodies = _marker_bodies("answered", ask.questions, answered=True)
-            else:
-                bodies = _marker_bodies("ask", ask.questions, answered=False)
-            ask_id = ask.ask_id
+            bodies = _ask_bodies(block.ask)
+            ask_id = block.ask.ask_id
         elif which == "ask_answer":
             bodies = _marker_bodies("answer", block.ask_answer.questions, answered=True)
             ask_id = block.ask_answer.ask_id

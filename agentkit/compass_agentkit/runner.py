@@ -1,6 +1,6 @@
 """`compass-runner`: a reference runner for Compass agents.
 
-    compass-runner [--grpc HOST:PORT] [--token T] --agent ID [--agent ID …]
+    compass-runner [--grpc HOST:PORT] [--token T] [--sandbox DIR] --agent ID [--agent ID …]
     compass-runner [--grpc HOST:PORT] [--token T] --agent ID --demo --channel ID
 
 It signs in to the hub with a runner token (--token or COMPASS_RUNNER_TOKEN),
@@ -10,8 +10,10 @@ it reconnects with backoff, rebinds, and deliveries resume after the acked
 cursor. Logs go to stderr; stdout carries only the agent's JSON lines.
 
 Without --demo each agent is a printer: one JSON line per delivery. With
---demo the agent posts a two-question ask in --channel, waits for a person's
-answer on its delivery lane, prints it as one JSON line and exits 0.
+--demo the agent posts a two-question ask in --channel, waits on its delivery
+lane for how it ends, prints that as one JSON line (the answers, or the words
+of a decline, an expiry or the owner's withdraw) and exits 0. With --sandbox
+DIR the agents' inbox tools attach pictures from that folder.
 
 Exit codes: 0 done (or stopped by SIGINT/SIGTERM without --demo), 1 the hub
 refused the token or an agent, or the demo was stopped, 2 bad usage.
@@ -32,7 +34,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from compass.v1 import comms_pb2 as pb
+from compass_agentkit.endings import AskEndings
 from compass_agentkit.native_ask import answers_from_ask
+from compass_agentkit.pictures import Sandbox
 from compass_agentkit.relay import BoundSession, Relay, RelayError
 from compass_agentkit.render import render_messages
 from compass_agentkit.tools import Tool, ToolError, comms_tools
@@ -80,10 +84,19 @@ async def print_delivery(lane: AgentLane, event: pb.Event) -> None:
 class Runner:
     """Binds each agent on one relay and routes its deliveries to `callback`."""
 
-    def __init__(self, relay: Relay, agent_ids: Sequence[str], callback: AgentCallback) -> None:
+    def __init__(
+        self,
+        relay: Relay,
+        agent_ids: Sequence[str],
+        callback: AgentCallback,
+        *,
+        sandbox: Sandbox | None = None,
+    ) -> None:
         self.relay = relay
         self.agent_ids = list(agent_ids)
         self.callback = callback
+        # Where the agents' inbox tools read pictures from.
+        self.sandbox = sandbox
         self.lanes: dict[str, AgentLane] = {}
 
     async def bind_all(self) -> list[AgentLane]:
@@ -101,7 +114,8 @@ class Runner:
         # The callback can't run before bind returns: the hub delivers only after bound.
         session = await self.relay.bind(agent_id, deliver)
         caller = self.relay.caller(session.session_id)
-        lane = AgentLane(session, {t.name: t for t in comms_tools(caller)})
+        tools = comms_tools(caller, sandbox=self.sandbox)
+        lane = AgentLane(session, {t.name: t for t in tools})
         holder.append(lane)
         self.lanes[session.session_id] = lane
         return lane
@@ -134,26 +148,16 @@ DEMO_ASK: dict[str, object] = {
 
 
 class DemoAgent:
-    """Posts DEMO_ASK and waits for its answer on the delivery lane."""
+    """Posts DEMO_ASK and waits on the delivery lane for how it ends."""
 
     def __init__(self) -> None:
-        # ask id → (event id, the answered ask or its answer snapshot)
-        self.answered: dict[str, tuple[int, pb.Ask | pb.AskAnswerBlock]] = {}
-        self._heard = asyncio.Event()
+        self.endings = AskEndings()
+        # ask id → the event that ended it
+        self.event_ids: dict[str, int] = {}
 
     async def on_delivery(self, lane: AgentLane, event: pb.Event) -> None:
-        kind = event.WhichOneof("kind")
-        if kind not in ("message_posted", "message_updated"):
-            return
-        for block in getattr(event, kind).message.blocks:
-            # Either the ask's update (answered) or the person's answer message
-            # comes first; whichever does carries the whole answer.
-            if block.HasField("ask") and block.ask.answered:
-                self.answered.setdefault(block.ask.ask_id, (event.event_id, block.ask))
-            elif block.HasField("ask_answer"):
-                snapshot = block.ask_answer
-                self.answered.setdefault(snapshot.ask_id, (event.event_id, snapshot))
-        self._heard.set()
+        for ending in self.endings.hear(event, lane.session.agent_id):
+            self.event_ids.setdefault(ending.ask.ask_id, event.event_id)
 
     async def ask(self, lane: AgentLane, channel_id: str) -> str:
         posted = await lane.tools["comms_post_ask"].send({**DEMO_ASK, "channel_id": channel_id})
@@ -166,16 +170,19 @@ class DemoAgent:
         return str(posted.ask_id)
 
     async def answer(self, ask_id: str) -> dict[str, object]:
-        # Deliveries may come before the post's result; both are checked.
-        while ask_id not in self.answered:
-            self._heard.clear()
-            await self._heard.wait()
-        event_id, ask = self.answered[ask_id]
-        return {
+        """The answers, or the words of another ending (a decline, an expiry,
+        the owner's withdraw); deliveries may come before the post's result."""
+        ending = await self.endings.wait(ask_id)
+        line: dict[str, object] = {
             "ask_id": ask_id,
-            "event_id": event_id,
-            "answers": [dataclasses.asdict(r) for r in answers_from_ask(ask)],
+            "event_id": self.event_ids.get(ask_id, 0),
+            "ending": ending.name,
         }
+        if ending.name == "answered":
+            line["answers"] = [dataclasses.asdict(r) for r in answers_from_ask(ending.ask)]
+        else:
+            line["text"] = ending.text
+        return line
 
 
 # --- the command ------------------------------------------------------------------------
@@ -196,6 +203,13 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         required=True,
         help="an agent assigned to this runner (repeat for more)",
+    )
+    parser.add_argument(
+        "--sandbox",
+        default=os.environ.get("COMPASS_SANDBOX"),
+        metavar="DIR",
+        help="the folder the agents' inbox tools read pictures from ($COMPASS_SANDBOX; "
+        "without it they take no pictures)",
     )
     parser.add_argument("--demo", action="store_true", help="run the scripted demo agent")
     parser.add_argument("--channel", help="the channel the demo agent asks in")
@@ -230,7 +244,12 @@ async def _run(args: argparse.Namespace) -> int:
     relay = Relay(args.grpc, args.token, on_lost=on_lost)
     await relay.start()
     demo = DemoAgent()
-    runner = Runner(relay, args.agent, demo.on_delivery if args.demo else print_delivery)
+    runner = Runner(
+        relay,
+        args.agent,
+        demo.on_delivery if args.demo else print_delivery,
+        sandbox=Sandbox(args.sandbox) if args.sandbox else None,
+    )
 
     async def work() -> int:
         lanes = await runner.bind_all()
@@ -278,6 +297,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("a runner token is required: --token or COMPASS_RUNNER_TOKEN")
     if args.demo and (not args.channel or len(args.agent) != 1):
         parser.error("--demo takes one --agent and a --channel to ask in")
+    if args.sandbox:
+        try:
+            Sandbox(args.sandbox)
+        except ValueError as exc:
+            parser.error(str(exc))
     log_to_stderr()
     return asyncio.run(_run(args))
 

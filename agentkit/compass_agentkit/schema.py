@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["NOT_BLANK", "check_schema", "errors", "id_param", "text_param"]
+__all__ = ["NOT_BLANK", "Refused", "check_schema", "errors", "id_param", "text_param"]
 
 # Unanchored: the value holds at least one non-space character.
 NOT_BLANK = r"\S"
@@ -28,6 +28,17 @@ _KEYWORDS = {
     "integer": {"type", "description", "minimum", "maximum"},
     "boolean": {"type", "description"},
 }
+
+
+class Refused(Exception):
+    """An argument refused before anything is sent, for a reason a schema
+    can't say (a time that is no time, a file outside the sandbox); the tool
+    reports it as `<tool> failed: <code>: <message>`."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
 
 
 def id_param(description: str) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """`compass-mcp`: Compass as an MCP server, for any MCP client to launch.
 
     compass-mcp [--url HOST:PORT] [--token T] [--agent ID] [--channel ID]
-                [--http HOST:PORT] [--wait-seconds N] [--progress-seconds S]
+                [--sandbox DIR] [--http HOST:PORT] [--wait-seconds N]
+                [--progress-seconds S]
 
 It is one agent session on the relay, signed in with a runner token the
 agent is assigned to, so attribution, presence (WAITING while its ask is
@@ -26,6 +27,7 @@ from typing import Any
 
 from compass_agentkit.mcp_server.session import AgentSession
 from compass_agentkit.mcp_server.tools import Settings, build_server
+from compass_agentkit.pictures import Sandbox
 from compass_agentkit.relay import Relay
 from compass_agentkit.runner import log_to_stderr
 
@@ -92,6 +94,13 @@ def _parser() -> argparse.ArgumentParser:
         help="the channel `ask` posts in when a call names none ($COMPASS_CHANNEL_ID)",
     )
     parser.add_argument(
+        "--sandbox",
+        default=env("COMPASS_SANDBOX"),
+        metavar="DIR",
+        help="the folder the inbox tools read pictures from; none outside it "
+        "($COMPASS_SANDBOX; without it the inbox tools take no pictures)",
+    )
+    parser.add_argument(
         "--http",
         metavar="HOST:PORT",
         help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (port 0: any)",
@@ -143,6 +152,7 @@ async def _run(args: argparse.Namespace) -> int:
         channel_id=args.channel or None,
         wait_seconds=args.wait_seconds,
         progress_seconds=args.progress_seconds,
+        sandbox=Sandbox(args.sandbox) if args.sandbox else None,
     )
     server = build_server(session, settings)
     try:
@@ -166,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         _address(args.url)
         if args.http:
             _address(args.http)
+        if args.sandbox:
+            Sandbox(args.sandbox)
     except ValueError as exc:
         parser.error(str(exc))
     log_to_stderr()

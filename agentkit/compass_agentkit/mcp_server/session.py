@@ -4,8 +4,8 @@ It binds in the background, so an MCP client's handshake never waits on
 Compass; tool calls wait for the bind (up to the relay's call timeout). The
 relay reconnects and rebinds by itself, and the hub resumes the delivery
 lane after the acked cursor, so an answer given while the connection was
-down still arrives. From the lane the session takes only the updates of the
-agent's own asks: their endings, kept in `endings` for whoever waits.
+down still arrives. From the lane the session takes only what ends the
+agent's asks (`AskEndings.hear`), kept in `endings` for whoever waits.
 """
 
 from __future__ import annotations
@@ -92,28 +92,6 @@ class AgentSession:
         return await self.relay.call(session.session_id, request)
 
     async def _heard(self, event: pb.Event) -> None:
-        # An answer arrives as the answer message; other endings by someone
-        # else as an update of the agent's own ask. Everything else on the
-        # lane is for agents that read it turn by turn.
-        kind = event.WhichOneof("kind")
-        if kind == "message_posted":
-            for block in event.message_posted.message.blocks:
-                if block.HasField("ask_answer"):
-                    answer = block.ask_answer
-                    self._ended(
-                        pb.Ask(ask_id=answer.ask_id, questions=answer.questions, answered=True)
-                    )
-            return
-        if kind != "message_updated":
-            return
-        message = event.message_updated.message
-        if message.author_account_id != self.agent_id:
-            return
-        for block in message.blocks:
-            if block.HasField("ask"):
-                self._ended(block.ask)
-
-    def _ended(self, ask: pb.Ask) -> None:
-        ending = self.endings.heard(ask)
-        if ending is not None:
-            log.info("ask %s ended: %s", ask.ask_id, ending.name)
+        # Everything on the lane but endings is for agents that read it turn by turn.
+        for ending in self.endings.hear(event, self.agent_id):
+            log.info("ask %s ended: %s", ending.ask.ask_id, ending.name)
