@@ -32,7 +32,7 @@ from compass_server.api.agent import AgentApi
 from compass_server.api.auth import Authenticator
 from compass_server.api.comms import STREAMS_PER_ACCOUNT, WIRE_CACHE_BYTES, CommsApi
 from compass_server.api.errors import ApiError, Status
-from compass_server.api.inbox import AgentInboxApi, InboxApi
+from compass_server.api.inbox import AgentInboxApi, InboxApi, InboxFiles
 from compass_server.asks import Expiry
 from compass_server.events.hub import (
     PAGE_BYTES,
@@ -290,7 +290,8 @@ class CompassServer:
         )
         comms = ServiceBinding.of(comms_pb2, "CommsService", self.comms, "account")
         self.inbox = InboxStore(self.db)
-        inbox = ServiceBinding.of(inbox_pb2, "InboxService", InboxApi(self.inbox), "account")
+        inbox_api = InboxApi(self.inbox)
+        inbox = ServiceBinding.of(inbox_pb2, "InboxService", inbox_api, "account")
         self.agent_api = AgentApi(self.store, self.comms)
         self.gateway = AgentGateway(
             self.store,
@@ -349,6 +350,7 @@ class CompassServer:
                 slow_stream_seconds=settings.slow_stream_seconds,
                 drain_bytes=settings.http_drain_bytes,
                 drain_seconds=settings.http_drain_seconds,
+                files=InboxFiles(self.auth, inbox_api),
             )
         )
         try:

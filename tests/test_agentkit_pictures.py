@@ -304,12 +304,13 @@ async def test_an_inbox_post_carries_its_pictures_and_names_each_by_its_address(
             "pictures": ["shots/login.png", "chart.gif"],
         },
     )
-    assert "Attached 2 pictures: login.png as attachment:login.png, chart.gif as " in said
     [entry] = await inbox.thread("login")
-    assert text_of(entry) == (
-        "It breaks on submit: see attachment:login.png (and `shots/login.png` in code)."
-    )
     attachments = entry["attachments"]
+    login = f"/inbox/{entry['itemId']}/files/{attachments[0]['attachmentId']}"
+    assert attachments[0]["address"] == login
+    assert f"Attached 2 pictures: login.png at {login}, chart.gif at /inbox/" in said
+    # The server drew the picture the kit named by its address.
+    assert text_of(entry) == f"It breaks on submit: see {login} (and `shots/login.png` in code)."
     assert [(a["name"], a["contentType"]) for a in attachments] == [
         ("login.png", "image/png"),
         ("chart.gif", "image/gif"),
@@ -332,7 +333,7 @@ async def test_a_reply_may_be_pictures_alone(inbox: Inbox) -> None:
     assert "Attached 1 picture" in replied
     _, alone, named = await inbox.thread("chart")
     assert text_of(alone) == "" and [a["name"] for a in alone["attachments"]] == ["chart.gif"]
-    assert text_of(named) == "Same as attachment:chart.gif"
+    assert text_of(named) == f"Same as {named['attachments'][0]['address']}"
 
 
 async def test_a_refused_picture_sends_nothing(inbox: Inbox, tmp_path: pathlib.Path) -> None:

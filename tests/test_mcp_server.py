@@ -471,9 +471,10 @@ async def test_the_inbox_tools_attach_pictures_from_the_sandbox(
         refused = await bare.call("inbox_reply", {"key": "login", "pictures": ["shots/login.png"]})
 
     assert not posted.is_error, text_of(posted)
-    assert "Attached 1 picture: login.png as attachment:login.png" in text_of(posted)
     [entry] = thread
-    assert entry["message"]["blocks"][0]["text"]["text"] == "It breaks: attachment:login.png"
+    address = entry["attachments"][0]["address"]
+    assert f"Attached 1 picture: login.png at {address}" in text_of(posted)
+    assert entry["message"]["blocks"][0]["text"]["text"] == f"It breaks: {address}"
     assert [a["name"] for a in entry["attachments"]] == ["login.png"]
     assert outside.is_error
     assert text_of(outside).startswith("inbox_reply failed: permission_denied: picture ")

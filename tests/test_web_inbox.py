@@ -57,7 +57,7 @@ async def test_answering_an_item_with_a_picture(page: Any, api_world: World, ser
         w.agent,
         "schema",
         "Which schema should ship?",
-        "The migration is ready; the chart shows the lock times.",
+        "The migration is ready; attachment:lock-times.png shows the lock times.",
         two_question_ask(),
         [Picture("lock-times.png", png(40, 24, (47, 91, 211)))],
     )
@@ -86,7 +86,11 @@ async def test_answering_an_item_with_a_picture(page: Any, api_world: World, ser
     await rows.filter(has_text="Which schema should ship?").click()
     await expect(page.get_by_role("heading", name="Which schema should ship?")).to_be_visible()
     thread = page.get_by_role("list", name="Thread")
-    await expect(thread).to_contain_text("The migration is ready; the chart shows the lock times.")
+    # The picture's address in the words reads as its name; the picture shows below.
+    await expect(thread).to_contain_text(
+        "The migration is ready; lock-times.png shows the lock times."
+    )
+    await expect(thread).not_to_contain_text("/inbox/")
     picture = thread.get_by_role("img", name="lock-times.png")
     await expect(picture).to_have_js_property("naturalWidth", 40)
     await expect(picture).to_have_attribute("src", re.compile(r"^blob:"))

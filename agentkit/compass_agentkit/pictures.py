@@ -17,13 +17,12 @@ that it would refuse, and one call can't fill the relay stream it shares
 with other agents.
 
 A picture is named by its file name, made plain (letters, digits, `.`, `_`,
-`-`) and unique within the message. Its address is `attachment:<name>`: the
-server mints the attachment's id in the write, so no text can hold the id
-before it exists; the name is what the message itself shows the picture by,
-the way an email's text names its attachments by `cid:`. Wherever the text
-names a picture's path outside code (`` `…` `` and fenced blocks stay as
-written), as the agent gave it or as the same file's absolute path, the path
-becomes the picture's address.
+`-`) and unique within the message. Wherever the text names a picture's path
+outside code (`` `…` `` and fenced blocks stay as written), as the agent gave
+it or as the same file's absolute path, the path becomes `attachment:<name>`,
+the way an email's text names its attachments by `cid:`: the server mints
+the attachment's id in the write, and there draws each such name by the
+picture's address, `/inbox/<item>/files/<attachment>`.
 """
 
 from __future__ import annotations

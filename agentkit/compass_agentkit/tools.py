@@ -49,7 +49,7 @@ from compass_agentkit.native_ask import (
     map_coding_agent_ask,
     map_native_ask,
 )
-from compass_agentkit.pictures import ADDRESS, MAX_PICTURES, Picture, Sandbox, attach
+from compass_agentkit.pictures import MAX_PICTURES, Picture, Sandbox, attach
 from compass_agentkit.relay import Caller, RelayError
 from compass_agentkit.render import render_messages
 
@@ -352,11 +352,12 @@ def _files(args: Args) -> list[inbox_pb2.InboxFile]:
 
 
 def attachments_text(message: inbox_pb2.InboxMessage) -> str:
-    """The pictures the server stored with the message, as the agent's text names them."""
+    """The pictures the server stored with the message, and the address the
+    text names each by."""
     stored = list(message.attachments)
     if not stored:
         return ""
-    each = ", ".join(f"{_one_line(a.name)} as {ADDRESS}{_one_line(a.name)}" for a in stored)
+    each = ", ".join(f"{_one_line(a.name)} at {_one_line(a.address)}" for a in stored)
     return (
         f" Attached {_count(len(stored), 'picture')}: {each}; the text names each by that "
         "address, and people see the pictures under it."
@@ -560,7 +561,7 @@ _PICTURES = {
     "description": (
         f"Pictures to attach (PNG, JPEG, GIF or WebP), at most {MAX_PICTURES}: paths of files "
         "in your sandbox. Where your text names one of these paths, it is replaced by the "
-        "picture's address, attachment:<name>"
+        "picture's address (/inbox/<item>/files/<attachment>)"
     ),
 }
 

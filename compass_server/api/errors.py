@@ -35,6 +35,24 @@ class Status(enum.Enum):
     def token(self) -> str:
         return self.value
 
+    @property
+    def http(self) -> int:
+        """The HTTP status Connect gives this code, for plain HTTP routes."""
+        return _HTTP.get(self, 500)
+
+
+_HTTP = {
+    Status.INVALID_ARGUMENT: 400,
+    Status.NOT_FOUND: 404,
+    Status.ALREADY_EXISTS: 409,
+    Status.PERMISSION_DENIED: 403,
+    Status.RESOURCE_EXHAUSTED: 429,
+    Status.FAILED_PRECONDITION: 400,
+    Status.UNAUTHENTICATED: 401,
+    Status.UNAVAILABLE: 503,
+    Status.UNIMPLEMENTED: 501,
+}
+
 
 # The last guard on what a client is told: gRPC carries the message in its
 # trailers, whose size is limited.

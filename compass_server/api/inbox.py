@@ -3,11 +3,14 @@ and the relay arms an agent posts, replies and closes with."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import inbox_pb2 as ib
 from compass_server.api import mapping as wire
+from compass_server.api.auth import Authenticator
+from compass_server.inbox import pictures as inbox_pictures
 from compass_server.inbox.pictures import Picture
 from compass_server.store import InvalidArgument, PermissionDenied
 from compass_server.store.inbox import AnswerOutcome, AnswerResult, InboxItem, InboxStore
@@ -62,12 +65,13 @@ def item_to_wire(i: InboxItem) -> ib.InboxItem:
     return out
 
 
-def attachment_to_wire(a: Attachment) -> ib.InboxAttachment:
+def attachment_to_wire(item_id: uuid.UUID, a: Attachment) -> ib.InboxAttachment:
     return ib.InboxAttachment(
         attachment_id=str(a.attachment_id),
         name=a.name,
         content_type=a.content_type,
         size_bytes=a.size_bytes,
+        address=inbox_pictures.address(item_id, a.attachment_id),
     )
 
 
@@ -78,7 +82,7 @@ def message_to_wire(m: InboxMessage) -> ib.InboxMessage:
         if m.ask_status
         else ib.INBOX_ASK_STATUS_UNSPECIFIED,
         withdrawn_reason=m.withdrawn_reason,
-        attachments=[attachment_to_wire(a) for a in m.attachments],
+        attachments=[attachment_to_wire(m.item_id, a) for a in m.attachments],
     )
 
 
@@ -195,12 +199,33 @@ class InboxApi:
     async def get_inbox_attachment(
         self, actor: Actor, req: ib.GetInboxAttachmentRequest
     ) -> ib.GetInboxAttachmentResponse:
+        item_id = parse_id(req.item_id, "item_id")
         attachment, data = await self.inbox.get_attachment(
-            _person(actor),
-            parse_id(req.item_id, "item_id"),
-            parse_id(req.attachment_id, "attachment_id"),
+            _person(actor), item_id, parse_id(req.attachment_id, "attachment_id")
         )
-        return ib.GetInboxAttachmentResponse(attachment=attachment_to_wire(attachment), data=data)
+        return ib.GetInboxAttachmentResponse(
+            attachment=attachment_to_wire(item_id, attachment), data=data
+        )
+
+
+class InboxFiles:
+    """A picture's bytes at its address (`/inbox/<item>/files/<attachment>`),
+    for plain HTTP clients with an account token; the same rules as
+    GetInboxAttachment."""
+
+    def __init__(self, auth: Authenticator, api: InboxApi) -> None:
+        self.auth = auth
+        self.api = api
+
+    async def get(
+        self, authorization: str | None, item_id: str, attachment_id: str
+    ) -> tuple[str, bytes]:
+        actor = (await self.auth.sign_in(authorization, "account")).principal
+        assert isinstance(actor, Actor)
+        r = await self.api.get_inbox_attachment(
+            actor, ib.GetInboxAttachmentRequest(item_id=item_id, attachment_id=attachment_id)
+        )
+        return r.attachment.content_type, r.data
 
 
 class AgentInboxApi:

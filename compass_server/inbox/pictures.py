@@ -3,7 +3,9 @@ never from what the sender declares."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from compass_server.store.errors import InvalidArgument, ResourceExhausted
@@ -69,3 +71,37 @@ def check_pictures(pictures: Sequence[Picture]) -> list[CheckedPicture]:
             raise InvalidArgument(f"picture {i} ({name!r}) is not a PNG, JPEG, GIF or WebP image")
         out.append(CheckedPicture(name, kind, p.data))
     return out
+
+
+# The agent kit names a picture in its message's text by `attachment:<name>`
+# (the id doesn't exist until the write mints it); the write draws it by its
+# address. Code spans and fenced blocks are left as written.
+NAMED = "attachment:"
+_CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.S)
+
+
+def address(item_id: uuid.UUID, attachment_id: uuid.UUID) -> str:
+    """Where a picture's bytes are served (GET, with the reader's token)."""
+    return f"/inbox/{item_id}/files/{attachment_id}"
+
+
+def draw(text: str, addresses: Mapping[str, str]) -> str:
+    """The text with each `attachment:<name>` of a picture of this message,
+    outside code, replaced by that picture's address."""
+    if NAMED not in text or not addresses:
+        return text
+    names = "|".join(re.escape(n) for n in sorted(addresses, key=len, reverse=True))
+    # A whole name: not followed by more of a name (`login.png.bak`), though a
+    # sentence's full stop may follow it.
+    named = re.compile(rf"{re.escape(NAMED)}({names})(?![\w-]|\.[\w-])")
+
+    def outside_code(part: str) -> str:
+        return named.sub(lambda m: addresses[m.group(1)], part)
+
+    out, at = [], 0
+    for code in _CODE.finditer(text):
+        out.append(outside_code(text[at : code.start()]))
+        out.append(code.group(0))
+        at = code.end()
+    out.append(outside_code(text[at:]))
+    return "".join(out)

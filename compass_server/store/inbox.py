@@ -18,6 +18,7 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from compass_server.inbox import pictures as inbox_pictures
 from compass_server.inbox import rules
 from compass_server.inbox.pictures import CheckedPicture, Picture, check_pictures
 from compass_server.store import blocks as blockrules
@@ -246,6 +247,15 @@ class InboxStore:
         client_key: str | None = None,
     ) -> InboxMessage:
         message_id = uuid.uuid4()
+        attachments = tuple(
+            Attachment(uuid.uuid4(), p.name, p.content_type, len(p.data)) for p in pictures
+        )
+        if attachments:
+            addresses = {a.name: inbox_pictures.address(item, a.attachment_id) for a in attachments}
+            blocks = [
+                TextBlock(inbox_pictures.draw(b.text, addresses)) if isinstance(b, TextBlock) else b
+                for b in blocks
+            ]
         ask = next((b for b in blocks if isinstance(b, Ask)), None)
         blocks_json = blockrules.blocks_to_json(blocks)
         blockrules.check_message_size(blocks_json)
@@ -265,9 +275,6 @@ class InboxStore:
             )
         ).fetchone()
         assert row is not None
-        attachments = tuple(
-            Attachment(uuid.uuid4(), p.name, p.content_type, len(p.data)) for p in pictures
-        )
         if pictures:
             await conn.execute(
                 INBOX["insert_files"],

@@ -8,9 +8,10 @@ import contextlib
 import logging
 import mimetypes
 import pathlib
+import re
 import socket
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Protocol
 
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
@@ -19,7 +20,7 @@ from hypercorn.config import Config
 
 from compass_server.api import surface
 from compass_server.api.auth import Authenticator
-from compass_server.api.errors import ApiError
+from compass_server.api.errors import ApiError, to_api_error
 from compass_server.api.text import check_strings
 from compass_server.transport.binding import Method, ServiceBinding
 from compass_server.transport.codecs import CODECS, COMPRESSIONS
@@ -29,6 +30,21 @@ log = logging.getLogger(__name__)
 
 ASGIApp = Callable[[dict[str, Any], Any, Any], Any]
 STATIC = pathlib.Path(__file__).resolve().parents[1] / "web" / "static"
+# A picture's address: its bytes for a reader with a token (see api/inbox.py).
+_FILE = re.compile(r"^/inbox/([^/]+)/files/([^/]+)$")
+
+
+class Files(Protocol):
+    def get(
+        self, authorization: str | None, item_id: str, attachment_id: str
+    ) -> Awaitable[tuple[str, bytes]]: ...
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return bytes(value).decode("latin-1")
+    return None
 
 
 def _connect_error(err: ApiError) -> ConnectError:
@@ -199,8 +215,10 @@ class Router:
         slow_stream_seconds: float = 30.0,
         drain_bytes: int = DRAIN_BYTES,
         drain_seconds: float = DRAIN_SECONDS,
+        files: Files | None = None,
     ) -> None:
         self.apps = {f"/{name}/": app for name, app in apps.items()}
+        self.files = files
         self.slow_stream_seconds = slow_stream_seconds
         self.drain_bytes = drain_bytes
         self.drain_seconds = drain_seconds
@@ -233,7 +251,26 @@ class Router:
                     # Returning mid-body makes hypercorn close the connection.
                     log.info("closed a stalled stream on %s", path)
                 return
+        file = _FILE.match(path)
+        if file is not None and self.files is not None:
+            await self._file(scope, send, file.group(1), file.group(2))
+            return
         await _static(scope, send)
+
+    async def _file(self, scope: dict[str, Any], send: Any, item: str, attachment: str) -> None:
+        if scope["method"] not in ("GET", "HEAD"):
+            await _plain(send, 405, b"method not allowed\n")
+            return
+        assert self.files is not None
+        try:
+            kind, data = await self.files.get(_header(scope, b"authorization"), item, attachment)
+        except Exception as exc:
+            error = to_api_error(exc)
+            await _plain(
+                send, error.status.http, f"{error.status.token}: {error.message}\n".encode()
+            )
+            return
+        await _plain(send, 200, data if scope["method"] == "GET" else b"", kind)
 
     def _timed(self, send: Any) -> Any:
         """A client that stops reading holds a send (hypercorn waits for the
@@ -327,10 +364,12 @@ def apps_for(
     slow_stream_seconds: float = 30.0,
     drain_bytes: int = DRAIN_BYTES,
     drain_seconds: float = DRAIN_SECONDS,
+    files: Files | None = None,
 ) -> Router:
     return Router(
         {b.full_name: connect_app(b, auth, cls) for b, cls in bindings},
         slow_stream_seconds,
         drain_bytes,
         drain_seconds,
+        files,
     )

@@ -88,6 +88,15 @@ function coalesced(load) {
   };
 }
 
+// The words draw a picture of their message by its address
+// (/inbox/<item>/files/<attachment>); on the page it reads as its name, and
+// the picture itself shows below the words.
+function pictureNames(attachments) {
+  const names = new Map((attachments ?? []).filter((a) => a.address).map((a) => [a.address, a.name || "picture"]));
+  if (!names.size) return (text) => text;
+  return (text) => text.replace(/\/inbox\/[\w-]+\/files\/[\w-]+/g, (address) => names.get(address) ?? address);
+}
+
 // A picture's bytes come once per attachment id (its bytes never change) as a blob URL.
 const pictures = new Map();
 const MAX_PICTURES = 64;
@@ -439,8 +448,9 @@ export class InboxView {
     const author = message.authorHandle || this.handleOf(message.authorAccountId) || "someone";
     const texts = [];
     const rest = [];
+    const named = pictureNames(entry.attachments);
     for (const block of message.blocks ?? []) {
-      if (block.text) texts.push(h("p", { class: "block-text" }, block.text.text));
+      if (block.text) texts.push(h("p", { class: "block-text" }, named(block.text.text)));
       else if (block.ask) {
         const snapshot = block.ask.answered ? this.answerSnapshot(block.ask.askId) : null;
         rest.push(renderAsk(withPicks(block.ask, snapshot), message, this.ctx));

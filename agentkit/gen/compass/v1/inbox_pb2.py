@@ -26,61 +26,61 @@ from compass.v1 import comms_pb2 as compass_dot_v1_dot_comms__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x63ompass/v1/inbox.proto\x12\ncompass.v1\x1a\x16\x63ompass/v1/comms.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbb\x04\n\tInboxItem\x12\x17\n\x07item_id\x18\x01 \x01(\tR\x06itemId\x12(\n\x10\x61gent_account_id\x18\x02 \x01(\tR\x0e\x61gentAccountId\x12!\n\x0c\x61gent_handle\x18\x03 \x01(\tR\x0b\x61gentHandle\x12\x10\n\x03key\x18\x04 \x01(\tR\x03key\x12\x14\n\x05title\x18\x05 \x01(\tR\x05title\x12\x33\n\x06status\x18\x06 \x01(\x0e\x32\x1b.compass.v1.InboxItemStatusR\x06status\x12\x1a\n\x08revision\x18\x07 \x01(\x03R\x08revision\x12\x15\n\x06\x61sk_id\x18\x08 \x01(\tR\x05\x61skId\x12!\n\x0c\x63lose_reason\x18\t \x01(\tR\x0b\x63loseReason\x12\x33\n\x16\x61nswered_by_account_id\x18\n \x01(\tR\x13\x61nsweredByAccountId\x12/\n\x14\x63losed_by_account_id\x18\x0b \x01(\tR\x11\x63losedByAccountId\x12\x39\n\ncreated_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nupdated_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x39\n\nsettled_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tsettledAt\"\x8c\x01\n\x0fInboxAttachment\x12#\n\rattachment_id\x18\x01 \x01(\tR\x0c\x61ttachmentId\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12!\n\x0c\x63ontent_type\x18\x03 \x01(\tR\x0b\x63ontentType\x12\x1d\n\nsize_bytes\x18\x04 \x01(\x03R\tsizeBytes\"\xe2\x01\n\x0cInboxMessage\x12-\n\x07message\x18\x01 \x01(\x0b\x32\x13.compass.v1.MessageR\x07message\x12\x39\n\nask_status\x18\x02 \x01(\x0e\x32\x1a.compass.v1.InboxAskStatusR\taskStatus\x12)\n\x10withdrawn_reason\x18\x03 \x01(\tR\x0fwithdrawnReason\x12=\n\x0b\x61ttachments\x18\x04 \x03(\x0b\x32\x1b.compass.v1.InboxAttachmentR\x0b\x61ttachments\"3\n\tInboxFile\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n\x04\x64\x61ta\x18\x02 \x01(\x0cR\x04\x64\x61ta\"\xb6\x01\n\x15ListInboxItemsRequest\x12\x37\n\x08statuses\x18\x01 \x03(\x0e\x32\x1b.compass.v1.InboxItemStatusR\x08statuses\x12(\n\x10\x61gent_account_id\x18\x02 \x01(\tR\x0e\x61gentAccountId\x12\x1b\n\tpage_size\x18\x03 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x04 \x01(\tR\tpageToken\"m\n\x16ListInboxItemsResponse\x12+\n\x05items\x18\x01 \x03(\x0b\x32\x15.compass.v1.InboxItemR\x05items\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"S\n\x13GetInboxItemRequest\x12\x17\n\x07item_id\x18\x01 \x01(\tR\x06itemId\x12#\n\rmessage_limit\x18\x02 \x01(\x05R\x0cmessageLimit\"\x9a\x01\n\x14GetInboxItemResponse\x12)\n\x04item\x18\x01 \x01(\x0b\x32\x15.compass.v1.InboxItemR\x04item\x12\x30\n\x06thread\x18\x02 \x03(\x0b\x32\x18.compass.v1.InboxMessageR\x06thread\x12%\n\x0etotal_messages\x18\x03 \x01(\x05R\rtotalMessages\"\xa8\x02\n\x15\x41nswerInboxAskRequest\x12\x17\n\x07item_id\x18\x01 \x01(\tR\x06itemId\x12\x37\n\x07\x61nswers\x18\x02 \x03(\x0b\x32\x1d.compass.v1.AskQuestionAnswerR\x07\x61nswers\x12\x12\n\x04text\x18\x03 \x01(\tR\x04text\x12\x1d\n\nclient_key\x18\x04 \x01(\tR\tclientKey\x12+\n\x05\x66iles\x18\x05 \x03(\x0b\x32\x15.compass.v1.InboxFileR\x05\x66iles\x12\x30\n\x11\x65xpected_revision\x18\x06 \x01(\x03H\x00R\x10\x65xpectedRevision\x88\x01\x01\x12\x15\n\x06\x61sk_id\x18\x07 \x01(\tR\x05\x61skIdB\x14\n\x12_expected_revision\"\xc7\x01\n\x16\x41nswerInboxAskResponse\x12\x38\n\x07outcome\x18\x01 \x01(\x0e\x32\x1e.compass.v1.InboxAnswerOutcomeR\x07outcome\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\x12)\n\x04item\x18\x03 \x01(\x0b\x32\x15.compass.v1.InboxItemR\x04item\x12\x30\n\x06\x61nswer\x18\x04 \x01(\x0b\x32\x18.compass.v1.InboxMessageR\x06\x61nswer\"q\n\x15ReplyInboxItemRequest\x12\x17\n\x07item_id\x18\x01 \x01(\tR\x06itemId\x12\x12\n\x04text\x18\x02 \x01(\tR\x04text\x12+\n\x05\x66iles\x18\x03 \x03(\x0b\x32\x15.compass.v1.InboxFileR\x05\x66iles\"w\n\x16ReplyInboxItemResponse\x12)\n\x04item\x18\x01 \x01(\x0b\x32\x15.compass.v1.InboxItemR\x04item\x12\x32\n\x07message\x18\x02 \x01(\x0b\x32\x18.compass.v1.InboxMessageR\x07message\"0\n\x15\x43loseInboxItemRequest\x12\x17\n\x07item_id\x18\x01 \x01(\tR\x06itemId\"C\n\x16\x43loseInboxItemResponse\x12)\n\x04item\x18\x01 \x01(\x0b\x32\x15.compass.v1.InboxItemR\x04item\"I\n\x16\x44\x65\x63lineInboxAskRequest\x12\x17\n\x07item_id\x18\x01 \x01(\tR\x06itemId\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\"D\n\x17\x44\x65\x63lineInboxAskResponse\x12)\n\x04item\x18\x01 \x01(\x0b\x32\x15.compass.v1.InboxItemR\x04item\"5\n\x1aTakeBackInboxAnswerRequest\x12\x17\n\x07item_id\x18\x01 \x01(\tR\x06itemId\"H\n\x1bTakeBackInboxAnswerResponse\x12)\n\x04item\x18\x01 \x01(\x0b\x32\x15.compass.v1.InboxItemR\x04item\"1\n\x16ReopenInboxItemRequest\x12\x17\n\x07item_id\x18\x01 \x01(\tR\x06itemId\"D\n\x17ReopenInboxItemResponse\x12)\n\x04item\x18\x01 \x01(\x0b\x32\x15.compass.v1.InboxItemR\x04item\"Y\n\x19GetInboxAttachmentRequest\x12\x17\n\x07item_id\x18\x01 \x01(\tR\x06itemId\x12#\n\rattachment_id\x18\x02 \x01(\tR\x0c\x61ttachmentId\"m\n\x1aGetInboxAttachmentResponse\x12;\n\nattachment\x18\x01 \x01(\x0b\x32\x1b.compass.v1.InboxAttachmentR\nattachment\x12\x12\n\x04\x64\x61ta\x18\x02 \x01(\x0cR\x04\x64\x61ta*\xca\x01\n\x0eInboxAskStatus\x12 \n\x1cINBOX_ASK_STATUS_UNSPECIFIED\x10\x00\x12\x19\n\x15INBOX_ASK_STATUS_OPEN\x10\x01\x12\x1d\n\x19INBOX_ASK_STATUS_REPLACED\x10\x02\x12\x1d\n\x19INBOX_ASK_STATUS_ANSWERED\x10\x03\x12\x1e\n\x1aINBOX_ASK_STATUS_WITHDRAWN\x10\x04\x12\x1d\n\x19INBOX_ASK_STATUS_DECLINED\x10\x05*\xc2\x01\n\x12InboxAnswerOutcome\x12$\n INBOX_ANSWER_OUTCOME_UNSPECIFIED\x10\x00\x12\x1e\n\x1aINBOX_ANSWER_OUTCOME_TAKEN\x10\x01\x12!\n\x1dINBOX_ANSWER_OUTCOME_REPEATED\x10\x02\x12!\n\x1dINBOX_ANSWER_OUTCOME_NOT_OPEN\x10\x03\x12 \n\x1cINBOX_ANSWER_OUTCOME_REFUSED\x10\x04\x32\xca\x06\n\x0cInboxService\x12W\n\x0eListInboxItems\x12!.compass.v1.ListInboxItemsRequest\x1a\".compass.v1.ListInboxItemsResponse\x12Q\n\x0cGetInboxItem\x12\x1f.compass.v1.GetInboxItemRequest\x1a .compass.v1.GetInboxItemResponse\x12W\n\x0e\x41nswerInboxAsk\x12!.compass.v1.AnswerInboxAskRequest\x1a\".compass.v1.AnswerInboxAskResponse\x12W\n\x0eReplyInboxItem\x12!.compass.v1.ReplyInboxItemRequest\x1a\".compass.v1.ReplyInboxItemResponse\x12W\n\x0e\x43loseInboxItem\x12!.compass.v1.CloseInboxItemRequest\x1a\".compass.v1.CloseInboxItemResponse\x12Z\n\x0f\x44\x65\x63lineInboxAsk\x12\".compass.v1.DeclineInboxAskRequest\x1a#.compass.v1.DeclineInboxAskResponse\x12\x66\n\x13TakeBackInboxAnswer\x12&.compass.v1.TakeBackInboxAnswerRequest\x1a\'.compass.v1.TakeBackInboxAnswerResponse\x12Z\n\x0fReopenInboxItem\x12\".compass.v1.ReopenInboxItemRequest\x1a#.compass.v1.ReopenInboxItemResponse\x12\x63\n\x12GetInboxAttachment\x12%.compass.v1.GetInboxAttachmentRequest\x1a&.compass.v1.GetInboxAttachmentResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x63ompass/v1/inbox.proto\x12\ncompass.v1\x1a\x16\x63ompass/v1/comms.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbb\x04\n\tInboxItem\x12\x17\n\x07item_id\x18\x01 \x01(\tR\x06itemId\x12(\n\x10\x61gent_account_id\x18\x02 \x01(\tR\x0e\x61gentAccountId\x12!\n\x0c\x61gent_handle\x18\x03 \x01(\tR\x0b\x61gentHandle\x12\x10\n\x03key\x18\x04 \x01(\tR\x03key\x12\x14\n\x05title\x18\x05 \x01(\tR\x05title\x12\x33\n\x06status\x18\x06 \x01(\x0e\x32\x1b.compass.v1.InboxItemStatusR\x06status\x12\x1a\n\x08revision\x18\x07 \x01(\x03R\x08revision\x12\x15\n\x06\x61sk_id\x18\x08 \x01(\tR\x05\x61skId\x12!\n\x0c\x63lose_reason\x18\t \x01(\tR\x0b\x63loseReason\x12\x33\n\x16\x61nswered_by_account_id\x18\n \x01(\tR\x13\x61nsweredByAccountId\x12/\n\x14\x63losed_by_account_id\x18\x0b \x01(\tR\x11\x63losedByAccountId\x12\x39\n\ncreated_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nupdated_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x39\n\nsettled_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tsettledAt\"\xa6\x01\n\x0fInboxAttachment\x12#\n\rattachment_id\x18\x01 \x01(\tR\x0c\x61ttachmentId\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12!\n\x0c\x63ontent_type\x18\x03 \x01(\tR\x0b\x63ontentType\x12\x1d\n\nsize_bytes\x18\x04 \x01(\x03R\tsizeBytes\x12\x18\n\x07\x61\x64\x64ress\x18\x05 \x01(\tR\x07\x61\x64\x64ress\"\xe2\x01\n\x0cInboxMessage\x12-\n\x07message\x18\x01 \x01(\x0b\x32\x13.compass.v1.MessageR\x07message\x12\x39\n\nask_status\x18\x02 \x01(\x0e\x32\x1a.compass.v1.InboxAskStatusR\taskStatus\x12)\n\x10withdrawn_reason\x18\x03 \x01(\tR\x0fwithdrawnReason\x12=\n\x0b\x61ttachments\x18\x04 \x03(\x0b\x32\x1b.compass.v1.InboxAttachmentR\x0b\x61ttachments\"3\n\tInboxFile\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n\x04\x64\x61ta\x18\x02 \x01(\x0cR\x04\x64\x61ta\"\xb6\x01\n\x15ListInboxItemsRequest\x12\x37\n\x08statuses\x18\x01 \x03(\x0e\x32\x1b.compass.v1.InboxItemStatusR\x08statuses\x12(\n\x10\x61gent_account_id\x18\x02 \x01(\tR\x0e\x61gentAccountId\x12\x1b\n\tpage_size\x18\x03 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x04 \x01(\tR\tpageToken\"m\n\x16ListInboxItemsResponse\x12+\n\x05items\x18\x01 \x03(\x0b\x32\x15.compass.v1.InboxItemR\x05items\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"S\n\x13GetInboxItemRequest\x12\x17\n\x07item_id\x18\x01 \x01(\tR\x06itemId\x12#\n\rmessage_limit\x18\x02 \x01(\x05R\x0cmessageLimit\"\x9a\x01\n\x14GetInboxItemResponse\x12)\n\x04item\x18\x01 \x01(\x0b\x32\x15.compass.v1.InboxItemR\x04item\x12\x30\n\x06thread\x18\x02 \x03(\x0b\x32\x18.compass.v1.InboxMessageR\x06thread\x12%\n\x0etotal_messages\x18\x03 \x01(\x05R\rtotalMessages\"\xa8\x02\n\x15\x41nswerInboxAskRequest\x12\x17\n\x07item_id\x18\x01 \x01(\tR\x06itemId\x12\x37\n\x07\x61nswers\x18\x02 \x03(\x0b\x32\x1d.compass.v1.AskQuestionAnswerR\x07\x61nswers\x12\x12\n\x04text\x18\x03 \x01(\tR\x04text\x12\x1d\n\nclient_key\x18\x04 \x01(\tR\tclientKey\x12+\n\x05\x66iles\x18\x05 \x03(\x0b\x32\x15.compass.v1.InboxFileR\x05\x66iles\x12\x30\n\x11\x65xpected_revision\x18\x06 \x01(\x03H\x00R\x10\x65xpectedRevision\x88\x01\x01\x12\x15\n\x06\x61sk_id\x18\x07 \x01(\tR\x05\x61skIdB\x14\n\x12_expected_revision\"\xc7\x01\n\x16\x41nswerInboxAskResponse\x12\x38\n\x07outcome\x18\x01 \x01(\x0e\x32\x1e.compass.v1.InboxAnswerOutcomeR\x07outcome\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\x12)\n\x04item\x18\x03 \x01(\x0b\x32\x15.compass.v1.InboxItemR\x04item\x12\x30\n\x06\x61nswer\x18\x04 \x01(\x0b\x32\x18.compass.v1.InboxMessageR\x06\x61nswer\"q\n\x15ReplyInboxItemRequest\x12\x17\n\x07item_id\x18\x01 \x01(\tR\x06itemId\x12\x12\n\x04text\x18\x02 \x01(\tR\x04text\x12+\n\x05\x66iles\x18\x03 \x03(\x0b\x32\x15.compass.v1.InboxFileR\x05\x66iles\"w\n\x16ReplyInboxItemResponse\x12)\n\x04item\x18\x01 \x01(\x0b\x32\x15.compass.v1.InboxItemR\x04item\x12\x32\n\x07message\x18\x02 \x01(\x0b\x32\x18.compass.v1.InboxMessageR\x07message\"0\n\x15\x43loseInboxItemRequest\x12\x17\n\x07item_id\x18\x01 \x01(\tR\x06itemId\"C\n\x16\x43loseInboxItemResponse\x12)\n\x04item\x18\x01 \x01(\x0b\x32\x15.compass.v1.InboxItemR\x04item\"I\n\x16\x44\x65\x63lineInboxAskRequest\x12\x17\n\x07item_id\x18\x01 \x01(\tR\x06itemId\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\"D\n\x17\x44\x65\x63lineInboxAskResponse\x12)\n\x04item\x18\x01 \x01(\x0b\x32\x15.compass.v1.InboxItemR\x04item\"5\n\x1aTakeBackInboxAnswerRequest\x12\x17\n\x07item_id\x18\x01 \x01(\tR\x06itemId\"H\n\x1bTakeBackInboxAnswerResponse\x12)\n\x04item\x18\x01 \x01(\x0b\x32\x15.compass.v1.InboxItemR\x04item\"1\n\x16ReopenInboxItemRequest\x12\x17\n\x07item_id\x18\x01 \x01(\tR\x06itemId\"D\n\x17ReopenInboxItemResponse\x12)\n\x04item\x18\x01 \x01(\x0b\x32\x15.compass.v1.InboxItemR\x04item\"Y\n\x19GetInboxAttachmentRequest\x12\x17\n\x07item_id\x18\x01 \x01(\tR\x06itemId\x12#\n\rattachment_id\x18\x02 \x01(\tR\x0c\x61ttachmentId\"m\n\x1aGetInboxAttachmentResponse\x12;\n\nattachment\x18\x01 \x01(\x0b\x32\x1b.compass.v1.InboxAttachmentR\nattachment\x12\x12\n\x04\x64\x61ta\x18\x02 \x01(\x0cR\x04\x64\x61ta*\xca\x01\n\x0eInboxAskStatus\x12 \n\x1cINBOX_ASK_STATUS_UNSPECIFIED\x10\x00\x12\x19\n\x15INBOX_ASK_STATUS_OPEN\x10\x01\x12\x1d\n\x19INBOX_ASK_STATUS_REPLACED\x10\x02\x12\x1d\n\x19INBOX_ASK_STATUS_ANSWERED\x10\x03\x12\x1e\n\x1aINBOX_ASK_STATUS_WITHDRAWN\x10\x04\x12\x1d\n\x19INBOX_ASK_STATUS_DECLINED\x10\x05*\xc2\x01\n\x12InboxAnswerOutcome\x12$\n INBOX_ANSWER_OUTCOME_UNSPECIFIED\x10\x00\x12\x1e\n\x1aINBOX_ANSWER_OUTCOME_TAKEN\x10\x01\x12!\n\x1dINBOX_ANSWER_OUTCOME_REPEATED\x10\x02\x12!\n\x1dINBOX_ANSWER_OUTCOME_NOT_OPEN\x10\x03\x12 \n\x1cINBOX_ANSWER_OUTCOME_REFUSED\x10\x04\x32\xca\x06\n\x0cInboxService\x12W\n\x0eListInboxItems\x12!.compass.v1.ListInboxItemsRequest\x1a\".compass.v1.ListInboxItemsResponse\x12Q\n\x0cGetInboxItem\x12\x1f.compass.v1.GetInboxItemRequest\x1a .compass.v1.GetInboxItemResponse\x12W\n\x0e\x41nswerInboxAsk\x12!.compass.v1.AnswerInboxAskRequest\x1a\".compass.v1.AnswerInboxAskResponse\x12W\n\x0eReplyInboxItem\x12!.compass.v1.ReplyInboxItemRequest\x1a\".compass.v1.ReplyInboxItemResponse\x12W\n\x0e\x43loseInboxItem\x12!.compass.v1.CloseInboxItemRequest\x1a\".compass.v1.CloseInboxItemResponse\x12Z\n\x0f\x44\x65\x63lineInboxAsk\x12\".compass.v1.DeclineInboxAskRequest\x1a#.compass.v1.DeclineInboxAskResponse\x12\x66\n\x13TakeBackInboxAnswer\x12&.compass.v1.TakeBackInboxAnswerRequest\x1a\'.compass.v1.TakeBackInboxAnswerResponse\x12Z\n\x0fReopenInboxItem\x12\".compass.v1.ReopenInboxItemRequest\x1a#.compass.v1.ReopenInboxItemResponse\x12\x63\n\x12GetInboxAttachment\x12%.compass.v1.GetInboxAttachmentRequest\x1a&.compass.v1.GetInboxAttachmentResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'compass.v1.inbox_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_INBOXASKSTATUS']._serialized_start=3086
-  _globals['_INBOXASKSTATUS']._serialized_end=3288
-  _globals['_INBOXANSWEROUTCOME']._serialized_start=3291
-  _globals['_INBOXANSWEROUTCOME']._serialized_end=3485
+  _globals['_INBOXASKSTATUS']._serialized_start=3112
+  _globals['_INBOXASKSTATUS']._serialized_end=3314
+  _globals['_INBOXANSWEROUTCOME']._serialized_start=3317
+  _globals['_INBOXANSWEROUTCOME']._serialized_end=3511
   _globals['_INBOXITEM']._serialized_start=96
   _globals['_INBOXITEM']._serialized_end=667
   _globals['_INBOXATTACHMENT']._serialized_start=670
-  _globals['_INBOXATTACHMENT']._serialized_end=810
-  _globals['_INBOXMESSAGE']._serialized_start=813
-  _globals['_INBOXMESSAGE']._serialized_end=1039
-  _globals['_INBOXFILE']._serialized_start=1041
-  _globals['_INBOXFILE']._serialized_end=1092
-  _globals['_LISTINBOXITEMSREQUEST']._serialized_start=1095
-  _globals['_LISTINBOXITEMSREQUEST']._serialized_end=1277
-  _globals['_LISTINBOXITEMSRESPONSE']._serialized_start=1279
-  _globals['_LISTINBOXITEMSRESPONSE']._serialized_end=1388
-  _globals['_GETINBOXITEMREQUEST']._serialized_start=1390
-  _globals['_GETINBOXITEMREQUEST']._serialized_end=1473
-  _globals['_GETINBOXITEMRESPONSE']._serialized_start=1476
-  _globals['_GETINBOXITEMRESPONSE']._serialized_end=1630
-  _globals['_ANSWERINBOXASKREQUEST']._serialized_start=1633
-  _globals['_ANSWERINBOXASKREQUEST']._serialized_end=1929
-  _globals['_ANSWERINBOXASKRESPONSE']._serialized_start=1932
-  _globals['_ANSWERINBOXASKRESPONSE']._serialized_end=2131
-  _globals['_REPLYINBOXITEMREQUEST']._serialized_start=2133
-  _globals['_REPLYINBOXITEMREQUEST']._serialized_end=2246
-  _globals['_REPLYINBOXITEMRESPONSE']._serialized_start=2248
-  _globals['_REPLYINBOXITEMRESPONSE']._serialized_end=2367
-  _globals['_CLOSEINBOXITEMREQUEST']._serialized_start=2369
-  _globals['_CLOSEINBOXITEMREQUEST']._serialized_end=2417
-  _globals['_CLOSEINBOXITEMRESPONSE']._serialized_start=2419
-  _globals['_CLOSEINBOXITEMRESPONSE']._serialized_end=2486
-  _globals['_DECLINEINBOXASKREQUEST']._serialized_start=2488
-  _globals['_DECLINEINBOXASKREQUEST']._serialized_end=2561
-  _globals['_DECLINEINBOXASKRESPONSE']._serialized_start=2563
-  _globals['_DECLINEINBOXASKRESPONSE']._serialized_end=2631
-  _globals['_TAKEBACKINBOXANSWERREQUEST']._serialized_start=2633
-  _globals['_TAKEBACKINBOXANSWERREQUEST']._serialized_end=2686
-  _globals['_TAKEBACKINBOXANSWERRESPONSE']._serialized_start=2688
-  _globals['_TAKEBACKINBOXANSWERRESPONSE']._serialized_end=2760
-  _globals['_REOPENINBOXITEMREQUEST']._serialized_start=2762
-  _globals['_REOPENINBOXITEMREQUEST']._serialized_end=2811
-  _globals['_REOPENINBOXITEMRESPONSE']._serialized_start=2813
-  _globals['_REOPENINBOXITEMRESPONSE']._serialized_end=2881
-  _globals['_GETINBOXATTACHMENTREQUEST']._serialized_start=2883
-  _globals['_GETINBOXATTACHMENTREQUEST']._serialized_end=2972
-  _globals['_GETINBOXATTACHMENTRESPONSE']._serialized_start=2974
-  _globals['_GETINBOXATTACHMENTRESPONSE']._serialized_end=3083
-  _globals['_INBOXSERVICE']._serialized_start=3488
-  _globals['_INBOXSERVICE']._serialized_end=4330
+  _globals['_INBOXATTACHMENT']._serialized_end=836
+  _globals['_INBOXMESSAGE']._serialized_start=839
+  _globals['_INBOXMESSAGE']._serialized_end=1065
+  _globals['_INBOXFILE']._serialized_start=1067
+  _globals['_INBOXFILE']._serialized_end=1118
+  _globals['_LISTINBOXITEMSREQUEST']._serialized_start=1121
+  _globals['_LISTINBOXITEMSREQUEST']._serialized_end=1303
+  _globals['_LISTINBOXITEMSRESPONSE']._serialized_start=1305
+  _globals['_LISTINBOXITEMSRESPONSE']._serialized_end=1414
+  _globals['_GETINBOXITEMREQUEST']._serialized_start=1416
+  _globals['_GETINBOXITEMREQUEST']._serialized_end=1499
+  _globals['_GETINBOXITEMRESPONSE']._serialized_start=1502
+  _globals['_GETINBOXITEMRESPONSE']._serialized_end=1656
+  _globals['_ANSWERINBOXASKREQUEST']._serialized_start=1659
+  _globals['_ANSWERINBOXASKREQUEST']._serialized_end=1955
+  _globals['_ANSWERINBOXASKRESPONSE']._serialized_start=1958
+  _globals['_ANSWERINBOXASKRESPONSE']._serialized_end=2157
+  _globals['_REPLYINBOXITEMREQUEST']._serialized_start=2159
+  _globals['_REPLYINBOXITEMREQUEST']._serialized_end=2272
+  _globals['_REPLYINBOXITEMRESPONSE']._serialized_start=2274
+  _globals['_REPLYINBOXITEMRESPONSE']._serialized_end=2393
+  _globals['_CLOSEINBOXITEMREQUEST']._serialized_start=2395
+  _globals['_CLOSEINBOXITEMREQUEST']._serialized_end=2443
+  _globals['_CLOSEINBOXITEMRESPONSE']._serialized_start=2445
+  _globals['_CLOSEINBOXITEMRESPONSE']._serialized_end=2512
+  _globals['_DECLINEINBOXASKREQUEST']._serialized_start=2514
+  _globals['_DECLINEINBOXASKREQUEST']._serialized_end=2587
+  _globals['_DECLINEINBOXASKRESPONSE']._serialized_start=2589
+  _globals['_DECLINEINBOXASKRESPONSE']._serialized_end=2657
+  _globals['_TAKEBACKINBOXANSWERREQUEST']._serialized_start=2659
+  _globals['_TAKEBACKINBOXANSWERREQUEST']._serialized_end=2712
+  _globals['_TAKEBACKINBOXANSWERRESPONSE']._serialized_start=2714
+  _globals['_TAKEBACKINBOXANSWERRESPONSE']._serialized_end=2786
+  _globals['_REOPENINBOXITEMREQUEST']._serialized_start=2788
+  _globals['_REOPENINBOXITEMREQUEST']._serialized_end=2837
+  _globals['_REOPENINBOXITEMRESPONSE']._serialized_start=2839
+  _globals['_REOPENINBOXITEMRESPONSE']._serialized_end=2907
+  _globals['_GETINBOXATTACHMENTREQUEST']._serialized_start=2909
+  _globals['_GETINBOXATTACHMENTREQUEST']._serialized_end=2998
+  _globals['_GETINBOXATTACHMENTRESPONSE']._serialized_start=3000
+  _globals['_GETINBOXATTACHMENTRESPONSE']._serialized_end=3109
+  _globals['_INBOXSERVICE']._serialized_start=3514
+  _globals['_INBOXSERVICE']._serialized_end=4356
 # @@protoc_insertion_point(module_scope)

@@ -72,16 +72,18 @@ class InboxItem(_message.Message):
     def __init__(self, item_id: _Optional[str] = ..., agent_account_id: _Optional[str] = ..., agent_handle: _Optional[str] = ..., key: _Optional[str] = ..., title: _Optional[str] = ..., status: _Optional[_Union[_comms_pb2.InboxItemStatus, str]] = ..., revision: _Optional[int] = ..., ask_id: _Optional[str] = ..., close_reason: _Optional[str] = ..., answered_by_account_id: _Optional[str] = ..., closed_by_account_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., settled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class InboxAttachment(_message.Message):
-    __slots__ = ("attachment_id", "name", "content_type", "size_bytes")
+    __slots__ = ("attachment_id", "name", "content_type", "size_bytes", "address")
     ATTACHMENT_ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     CONTENT_TYPE_FIELD_NUMBER: _ClassVar[int]
     SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
     attachment_id: str
     name: str
     content_type: str
     size_bytes: int
-    def __init__(self, attachment_id: _Optional[str] = ..., name: _Optional[str] = ..., content_type: _Optional[str] = ..., size_bytes: _Optional[int] = ...) -> None: ...
+    address: str
+    def __init__(self, attachment_id: _Optional[str] = ..., name: _Optional[str] = ..., content_type: _Optional[str] = ..., size_bytes: _Optional[int] = ..., address: _Optional[str] = ...) -> None: ...
 
 class InboxMessage(_message.Message):
     __slots__ = ("message", "ask_status", "withdrawn_reason", "attachments")
