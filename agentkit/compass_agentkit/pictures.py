@@ -49,7 +49,7 @@ __all__ = [
     "sniff",
 ]
 
-# The server's own limits (compass_server/inbox/pictures.py).
+# The server checks pictures by these same limits and sniffing.
 MAX_PICTURE_BYTES = 5 * 1024 * 1024
 MAX_PICTURES = 10
 # All pictures of one call: the relay frame that carries them, with the

@@ -1,5 +1,6 @@
 """Pictures are files of an inbox message. Their type comes from their bytes,
-never from what the sender declares."""
+never from what the sender declares. The limits and the sniffing are the
+agent kit's, so what the kit checks before sending is what is checked here."""
 
 from __future__ import annotations
 
@@ -8,20 +9,29 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from compass_agentkit.pictures import ADDRESS as NAMED
+from compass_agentkit.pictures import (
+    MAX_NAME_CHARS,
+    MAX_PICTURE_BYTES,
+    MAX_PICTURES,
+    TYPES,
+    sniff,
+)
 from compass_server.store.errors import InvalidArgument, ResourceExhausted
 
-MAX_PICTURE_BYTES = 5 * 1024 * 1024
-MAX_PICTURES = 10
-MAX_NAME_CHARS = 200
-
-# Leading bytes → type; WebP is a RIFF container whose form type is WEBP.
-_MAGIC = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-)
-TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+__all__ = [
+    "MAX_NAME_CHARS",
+    "MAX_PICTURES",
+    "MAX_PICTURE_BYTES",
+    "NAMED",
+    "TYPES",
+    "CheckedPicture",
+    "Picture",
+    "address",
+    "check_pictures",
+    "draw",
+    "sniff",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,16 +47,6 @@ class CheckedPicture:
     name: str
     content_type: str
     data: bytes
-
-
-def sniff(data: bytes) -> str | None:
-    """The image type the bytes are, or None when they are none we take."""
-    for magic, kind in _MAGIC:
-        if data.startswith(magic):
-            return kind
-    if len(data) >= 12 and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return None
 
 
 def check_pictures(pictures: Sequence[Picture]) -> list[CheckedPicture]:
@@ -76,7 +76,6 @@ def check_pictures(pictures: Sequence[Picture]) -> list[CheckedPicture]:
 # The agent kit names a picture in its message's text by `attachment:<name>`
 # (the id doesn't exist until the write mints it); the write draws it by its
 # address. Code spans and fenced blocks are left as written.
-NAMED = "attachment:"
 _CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.S)
 
 
