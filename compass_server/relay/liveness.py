@@ -29,6 +29,7 @@ class Heartbeat:
         *,
         every: float = BEAT_SECONDS,
         stale_after: datetime.timedelta = STALE_AFTER,
+        on_health: Callable[[bool], None] | None = None,
     ) -> None:
         self.store = store
         self.server_id = server_id
@@ -37,6 +38,8 @@ class Heartbeat:
         self.on_lost = on_lost
         self.every = every
         self.stale_after = stale_after
+        # Told after each beat whether the database answered it.
+        self.on_health = on_health
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -64,6 +67,11 @@ class Heartbeat:
                 await self.beat()
             except StoreError as exc:
                 log.warning("heartbeat failed: %s", exc)
+                if self.on_health is not None:
+                    self.on_health(False)
+            else:
+                if self.on_health is not None:
+                    self.on_health(True)
 
     async def stop(self) -> None:
         if self._task is not None:

@@ -129,6 +129,8 @@ class AskEndings:
     deadline_bounds: blockrules.DeadlineBounds
     # Called with each deadline this process posts, so an expiry loop can wake for it.
     deadline_listeners: list[Callable[[datetime.datetime], None]]
+    # Called with each ending's kind and how many asks it ended, after commit.
+    ending_listeners: list[Callable[[str, int], None]]
 
     # --- posting ----------------------------------------------------------------
 
@@ -249,6 +251,7 @@ class AskEndings:
             raise refusal(result["status"], ask_id)
         if not result["numbered"]:
             self.db.sequencer.committed(actor.workspace_id)
+        self._ended(EndingKind.ANSWERED.value, 1)
         return (
             blockrules.message_from_json(result["ask_message"]),
             blockrules.message_from_json(result["answer_message"]),
@@ -309,8 +312,10 @@ class AskEndings:
         status = result["status"]
         if status not in ("changed", "unchanged"):
             raise refusal(status, ask_id)
-        if status == "changed" and not result["numbered"]:
-            self.db.sequencer.committed(actor.workspace_id)
+        if status == "changed":
+            if not result["numbered"]:
+                self.db.sequencer.committed(actor.workspace_id)
+            self._ended(kind.value, 1)
         return blockrules.message_from_json(result["ask_message"]), status == "changed"
 
     # --- expiry ------------------------------------------------------------------
@@ -325,7 +330,13 @@ class AskEndings:
         result: dict[str, Any] = row["result"]
         for workspace_id in result["unnumbered"]:
             self.db.sequencer.committed(uuid.UUID(workspace_id))
+        if result["expired"]:
+            self._ended(EndingKind.EXPIRED.value, int(result["expired"]))
         return int(result["expired"])
+
+    def _ended(self, kind: str, count: int) -> None:
+        for listener in self.ending_listeners:
+            listener(kind, count)
 
     async def next_ask_deadline(self) -> datetime.datetime | None:
         """The nearest deadline of any open ask, in any workspace."""

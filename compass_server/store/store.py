@@ -287,6 +287,7 @@ class Store(AskEndings):
         self._asks = AskCache(ask_cache_bytes)
         self.deadline_bounds = deadline_bounds
         self.deadline_listeners = []
+        self.ending_listeners = []
 
     # --- workspaces, accounts, runners, sign-in ----------------------------
 
@@ -708,6 +709,12 @@ class Store(AskEndings):
 
     async def number_leftover_events(self) -> int:
         return await self.db.number_leftovers()
+
+    async def counts(self) -> tuple[int, int]:
+        """Asks open in the database, and events committed but not yet numbered."""
+        async with self.db.maintenance() as conn:
+            row = await (await conn.execute("SELECT * FROM compass_metrics()")).fetchone()
+        return (int(row["open_asks"]), int(row["unnumbered_events"])) if row else (0, 0)
 
     # --- the event log ---------------------------------------------------------
 
