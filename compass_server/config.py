@@ -604,6 +604,8 @@ def effective_toml(loaded: Loaded) -> str:
 def default_text(s: Setting) -> str:
     if s.default is None:
         return "—"
+    if isinstance(s.default, pathlib.Path) and not s.default.is_absolute():
+        return f"./{s.default}"
     if isinstance(s.default, bool):
         return "true" if s.default else "false"
     if isinstance(s.default, int) and s.default >= 1 << 20 and s.default % (1 << 20) == 0:

@@ -60,18 +60,25 @@ class Heartbeat:
             self.on_lost()
         await self.reap()
 
+    def _health(self, answered: bool) -> None:
+        if self.on_health is not None:
+            self.on_health(answered)
+
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(self.every)
+            # A beat the database keeps waiting past the next one counts as a miss.
+            late = loop.call_later(self.every, self._health, False)
             try:
                 await self.beat()
             except StoreError as exc:
                 log.warning("heartbeat failed: %s", exc)
-                if self.on_health is not None:
-                    self.on_health(False)
+                self._health(False)
             else:
-                if self.on_health is not None:
-                    self.on_health(True)
+                self._health(True)
+            finally:
+                late.cancel()
 
     async def stop(self) -> None:
         if self._task is not None:
