@@ -236,6 +236,8 @@ class CompassServer:
             ),
         )
         self.store.ending_listeners.append(self.metrics.ended)
+        if self.tracer is not None:
+            self.store.ending_listeners.append(traces.AskTraces(self.tracer).ended)
         # Each part is kept once it started, so a failed start stops only those.
         self.hub = hub = EventHub(
             self.store,
@@ -274,6 +276,7 @@ class CompassServer:
             sessions_per_stream=settings.relay_sessions_per_stream,
             streams_per_runner=settings.relay_streams_per_runner,
             ack_timeout=settings.relay_ack_timeout_seconds,
+            tracer=self.tracer,
         )
         heartbeat = Heartbeat(
             self.store,

@@ -24,6 +24,7 @@ from compass_server.store.errors import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
+    StoreError,
     quoted,
 )
 from compass_server.store.pages import MAX_PAGE, page_size
@@ -56,6 +57,7 @@ from compass_server.store.types import (
     Surface,
     Workspace,
 )
+from compass_server.telemetry.traces import traceparent_of
 
 ACCOUNTS = queries("accounts")
 CHANNELS = queries("channels")
@@ -517,6 +519,12 @@ class Store(AskEndings):
         stored = await self._name_answerers(actor, channel_id, stored)
         blocks_json = blockrules.blocks_to_json(stored)
         sizes = blockrules.check_message_size(blocks_json)
+        # Kept after the size check: tracing never turns a message away.
+        posted_in = traceparent_of()
+        if posted_in:
+            for block in blocks_json:
+                if block["kind"] == "ask":
+                    block["ask"]["trace"] = posted_in
         async with self.db.connection() as conn:
             cur = await conn.execute(
                 MESSAGES["post_message"],
@@ -552,6 +560,16 @@ class Store(AskEndings):
         if row is None:
             raise NotFound(f"no message {message_id}")
         return _message(row)
+
+    async def ask_trace(self, actor: Actor, ask_id: str) -> str:
+        """The traceparent the ask was posted in ("" when untraced or unseen)."""
+        cached = self._asks.get(ask_id)
+        if cached is not None:
+            return cached.trace
+        try:
+            return (await self._ask_state(actor, ask_id)).trace
+        except StoreError:
+            return ""
 
     async def get_ask(self, actor: Actor, ask_id: str) -> tuple[Message, Ask]:
         """The message holding the ask, and the ask; NOT_FOUND when the actor

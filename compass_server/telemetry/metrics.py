@@ -75,7 +75,7 @@ class Metrics:
     def observe_call(self, transport: str, method: str, status: str, seconds: float) -> None:
         self.calls.labels(transport, method, status).observe(seconds)
 
-    def ended(self, kind: str, count: int = 1) -> None:
+    def ended(self, kind: str, count: int = 1, message: object = None) -> None:
         self.asks_ended.labels(kind).inc(count)
 
     async def scrape(self) -> bytes:

@@ -14,9 +14,11 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import Link, SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from psycopg import AsyncCursor
+
+from compass_server.store.types import Ask, Message
 
 log = logging.getLogger(__name__)
 
@@ -99,3 +101,31 @@ def cursor_class(tracer: trace.Tracer) -> type[AsyncCursor[Any]]:
                 return await super().execute(query, params, **kwargs)
 
     return TracedCursor
+
+
+class AskTraces:
+    """Joins an ask's ending to the trace of the call that posted it: the
+    ending is a span there, linked both ways with the call that ended it (a
+    person's answer has a trace of its own)."""
+
+    def __init__(self, tracer: trace.Tracer) -> None:
+        self.tracer = tracer
+
+    def ended(self, kind: str, count: int, message: Message | None) -> None:
+        if message is None:
+            return
+        current = trace.get_current_span()
+        here = current.get_span_context()
+        for block in message.blocks:
+            if not isinstance(block, Ask) or not block.trace:
+                continue
+            span = self.tracer.start_span(
+                f"ask {kind}",
+                context=parent_context(None, block.trace),
+                links=[Link(here)] if here.is_valid else [],
+                attributes={"compass.ask_id": block.ask_id, "compass.ending": kind},
+            )
+            span.end()
+            if here.is_valid:
+                current.add_link(span.get_span_context())
+                current.set_attribute("compass.ask_id", block.ask_id)
