@@ -6,18 +6,23 @@ from the SDK's in-memory exporter."""
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import pathlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import grpc
 import pytest
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
-from tests.conftest import TEST_DEADLINE_MIN_SECONDS
+from compass_server.telemetry.logs import JsonFormatter
+from tests.conftest import TEST_DEADLINE_MIN_SECONDS, running_server
 from tests.relay_client import WAIT, relay, runner_for
 from tests.servers import CallError, ConnectClient, GrpcClient
 from tests.world import World
@@ -257,3 +262,99 @@ async def test_one_trace_holds_the_agents_ask_the_persons_answer_and_the_deliver
     ]
     assert delivered.parent is not None and delivered.parent.span_id == posted.context.span_id
     assert dict(delivered.attributes or {})["compass.actor.id"] == str(w.agent.account_id)
+
+
+class Lines(logging.Handler):
+    """JSON log lines as written, formatted inside the call that logged them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(JsonFormatter())
+        self.lines: list[dict[str, Any]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(json.loads(self.format(record)))
+
+
+async def test_a_calls_json_log_line_carries_its_trace_and_span_ids(
+    traced: Traced, world: World
+) -> None:
+    w = world
+    lines = Lines()
+    access = logging.getLogger("compass_server.access")
+    access.addHandler(lines)
+    level = access.level
+    access.setLevel(logging.INFO)
+    client = GrpcClient(traced.server.grpc_port)
+    try:
+        await client.call(
+            "ListChannels",
+            pb.ListChannelsRequest(),
+            w.tokens[w.human.account_id],
+            [("traceparent", traceparent(CALLER_TRACE, CALLER_SPAN))],
+        )
+    finally:
+        await client.close()
+        access.removeHandler(lines)
+        access.setLevel(level)
+    span = await traced.wait_for("CommsService/ListChannels", CALLER_TRACE)
+    (line,) = [x for x in lines.lines if x.get("method") == "CommsService/ListChannels"]
+    assert (line["trace_id"], line["span_id"]) == (CALLER_TRACE, hex_span(span))
+    assert line["actor_id"] == str(w.human.account_id)
+
+
+class Collector(trace_service_pb2_grpc.TraceServiceServicer):
+    """An OTLP collector that keeps the names of the spans it receives."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    async def Export(
+        self, request: trace_service_pb2.ExportTraceServiceRequest, context: Any
+    ) -> trace_service_pb2.ExportTraceServiceResponse:
+        for resource in request.resource_spans:
+            service = [
+                a.value.string_value
+                for a in resource.resource.attributes
+                if a.key == "service.name"
+            ]
+            for scope in resource.scope_spans:
+                self.names.extend(f"{service[0]}:{s.name}" for s in scope.spans)
+        return trace_service_pb2.ExportTraceServiceResponse()
+
+
+async def test_spans_reach_the_configured_otlp_collector(
+    database_url: str, tmp_path: pathlib.Path
+) -> None:
+    collector = Collector()
+    otlp = grpc.aio.server()
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(collector, otlp)  # type: ignore[no-untyped-call]
+    port = otlp.add_insecure_port("127.0.0.1:0")
+    await otlp.start()
+    try:
+        async with running_server(
+            database_url,
+            tmp_path,
+            tracing_otlp_endpoint=f"http://127.0.0.1:{port}",
+            tracing_otlp_insecure=True,
+            tracing_service_name="compass-under-test",
+        ) as srv:
+            world = await World.create(srv.store)
+            client = GrpcClient(srv.grpc_port)
+            try:
+                await client.call(
+                    "ListChannels", pb.ListChannelsRequest(), world.tokens[world.human.account_id]
+                )
+            finally:
+                await client.close()
+        # Stopping the server flushes what it still held.
+        assert "compass-under-test:CommsService/ListChannels" in collector.names
+    finally:
+        await otlp.stop(None)
+
+
+async def test_without_an_endpoint_nothing_is_traced(
+    database_url: str, tmp_path: pathlib.Path
+) -> None:
+    async with running_server(database_url, tmp_path) as srv:
+        assert srv.tracer_provider is None and srv.observer.tracer is None
