@@ -358,3 +358,32 @@ async def test_without_an_endpoint_nothing_is_traced(
 ) -> None:
     async with running_server(database_url, tmp_path) as srv:
         assert srv.tracer_provider is None and srv.observer.tracer is None
+
+
+async def test_a_decline_joins_the_agents_turn_too(traced: Traced, world: World) -> None:
+    w = world
+    grpc_client = GrpcClient(traced.server.grpc_port)
+    turn = "1" * 32
+    try:
+        async with relay(traced.server.grpc_port, await runner_for(w)) as r:
+            await r.bound("scout", w.agent)
+            call = gw.CommsCallRequest(
+                post_ask=gw.PostAskRequest(
+                    channel_id=str(w.channel.channel_id), ask=one_question()
+                ),
+                trigger_traceparent=traceparent(turn, TURN_SPAN),
+            )
+            ask_id = (await asyncio.wait_for(r.start_call("scout", call), WAIT)).post_ask.ask_id
+            await grpc_client.call(
+                "DeclineAsk",
+                pb.DeclineAskRequest(ask_id=ask_id, reason="not now"),
+                w.tokens[w.human.account_id],
+            )
+    finally:
+        await grpc_client.close()
+    declined = await traced.wait_for("ask declined", turn)
+    assert dict(declined.attributes or {})["compass.ask_id"] == ask_id
+    (person,) = traced.named("CommsService/DeclineAsk")
+    # The person's call started a trace of its own, linked with the agent's.
+    assert hex_trace(person) != turn
+    assert [hex_span(person)] == [f"{link.context.span_id:016x}" for link in declined.links]
