@@ -6,16 +6,14 @@ import asyncio
 import contextlib
 import datetime
 import errno
+import ipaddress
 import logging
-import os
-import pathlib
 import socket
-import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
 import psycopg_pool
+from opentelemetry.sdk.trace import TracerProvider
 
 from compass.v1 import (
     admin_connect,
@@ -27,50 +25,41 @@ from compass.v1 import (
     inbox_connect,
     inbox_pb2,
 )
+from compass_server import config
 from compass_server.api.admin import AdminApi, IdentityApi
 from compass_server.api.agent import AgentApi
 from compass_server.api.auth import Authenticator
-from compass_server.api.comms import STREAMS_PER_ACCOUNT, WIRE_CACHE_BYTES, CommsApi
+from compass_server.api.comms import CommsApi
 from compass_server.api.errors import ApiError, Status
 from compass_server.api.inbox import AgentInboxApi, InboxApi, InboxFiles
 from compass_server.asks import Expiry
-from compass_server.events.hub import (
-    PAGE_BYTES,
-    REPLAY_BYTES,
-    REPLAY_BYTES_PER_TOKEN,
-    WINDOW_BYTES,
-    EventHub,
-)
+from compass_server.config import DEFAULT_GRPC_LISTEN, DEFAULT_HTTP_LISTEN, Settings
+from compass_server.events.hub import EventHub
 from compass_server.relay import AgentGateway, Dispatcher, Heartbeat, arms_for
-from compass_server.relay.gateway import (
-    ACK_TIMEOUT_SECONDS,
-    OUTBOX_BYTES,
-    SESSIONS_PER_STREAM,
-    STREAMS_PER_RUNNER,
-    WINDOW,
-)
 from compass_server.store import Database, Store
 from compass_server.store.admin import ACCESS_CHANNEL
-from compass_server.store.asks import ASK_CACHE_BYTES
 from compass_server.store.blocks import DeadlineBounds
 from compass_server.store.db import redacted_url
 from compass_server.store.embedded import EmbeddedPostgres
 from compass_server.store.inbox import InboxStore
+from compass_server.telemetry import traces
+from compass_server.telemetry.calls import Observer
+from compass_server.telemetry.metrics import CONTENT_TYPE, Metrics
 from compass_server.transport.binding import ServiceBinding
-from compass_server.transport.connect_app import (
-    DRAIN_BYTES,
-    DRAIN_SECONDS,
-    HttpServer,
-    apps_for,
-)
+from compass_server.transport.connect_app import HttpServer, Page, Router, apps_for
 from compass_server.transport.grpc_server import GrpcServer
+from compass_server.transport.tls import ServerTls, TlsFiles
+
+__all__ = [
+    "DEFAULT_GRPC_LISTEN",
+    "DEFAULT_HTTP_LISTEN",
+    "CompassServer",
+    "Settings",
+    "StartupError",
+    "open_database",
+]
 
 log = logging.getLogger(__name__)
-
-# A bare port listens here: listening beyond loopback is only ever typed.
-LOOPBACK = "127.0.0.1"
-DEFAULT_GRPC_LISTEN = f"{LOOPBACK}:50051"
-DEFAULT_HTTP_LISTEN = f"{LOOPBACK}:8080"
 
 
 class StartupError(Exception):
@@ -83,15 +72,11 @@ class StartupError(Exception):
 
 
 def listen_address(value: str, flag: str) -> tuple[str, int]:
-    """(host, port) from PORT, HOST:PORT or [V6]:PORT; a bare port or an empty
-    host means 127.0.0.1."""
-    host, _, port = value.strip().rpartition(":")
-    host = host.strip()
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if not port.isdigit() or int(port) > 65535:
-        raise StartupError(f"{flag} {value!r} is not a PORT or HOST:PORT")
-    return host or LOOPBACK, int(port)
+    """(host, port) of a listen setting; StartupError naming the flag."""
+    try:
+        return config.listen_address(value)
+    except ValueError:
+        raise StartupError(f"{flag} {value!r} is not a PORT or HOST:PORT") from None
 
 
 def _joined(host: str, port: int) -> str:
@@ -130,75 +115,13 @@ def _database_problem(url: str, exc: Exception) -> StartupError:
     )
 
 
-def _env(name: str, default: float) -> Any:
-    """A limit from COMPASS_<name>, else its default (of the default's type)."""
-    raw = os.environ.get(f"COMPASS_{name}")
-    return default if raw is None else type(default)(raw)
-
-
-@dataclass
-class Settings:
-    """How the server runs; every limit it enforces on clients is one of these
-    (the README's limits table lists them), read from COMPASS_<NAME>."""
-
-    database_url: str | None = None
-    data_dir: pathlib.Path = pathlib.Path(".compass")
-    grpc_listen: str = DEFAULT_GRPC_LISTEN
-    http_listen: str = DEFAULT_HTTP_LISTEN
-    pool_size: int = 20
-    server_id: uuid.UUID = field(default_factory=uuid.uuid4)
-    # A stream whose client doesn't take a message for this long is closed.
-    slow_stream_seconds: float = field(default_factory=lambda: _env("SLOW_STREAM_SECONDS", 30.0))
-    subscribe_streams_per_account: int = field(
-        default_factory=lambda: _env("SUBSCRIBE_STREAMS_PER_ACCOUNT", STREAMS_PER_ACCOUNT)
-    )
-    relay_streams_per_runner: int = field(
-        default_factory=lambda: _env("RELAY_STREAMS_PER_RUNNER", STREAMS_PER_RUNNER)
-    )
-    relay_sessions_per_stream: int = field(
-        default_factory=lambda: _env("RELAY_SESSIONS_PER_STREAM", SESSIONS_PER_STREAM)
-    )
-    relay_window: int = field(default_factory=lambda: _env("RELAY_WINDOW", WINDOW))
-    relay_outbox_bytes: int = field(
-        default_factory=lambda: _env("RELAY_OUTBOX_BYTES", OUTBOX_BYTES)
-    )
-    relay_ack_timeout_seconds: float = field(
-        default_factory=lambda: _env("RELAY_ACK_TIMEOUT_SECONDS", ACK_TIMEOUT_SECONDS)
-    )
-    event_window_bytes: int = field(
-        default_factory=lambda: _env("EVENT_WINDOW_BYTES", WINDOW_BYTES)
-    )
-    replay_page_bytes: int = field(default_factory=lambda: _env("REPLAY_PAGE_BYTES", PAGE_BYTES))
-    replay_bytes: int = field(default_factory=lambda: _env("REPLAY_BYTES", REPLAY_BYTES))
-    replay_bytes_per_token: int = field(
-        default_factory=lambda: _env("REPLAY_BYTES_PER_TOKEN", REPLAY_BYTES_PER_TOKEN)
-    )
-    http_drain_bytes: int = field(default_factory=lambda: _env("HTTP_DRAIN_BYTES", DRAIN_BYTES))
-    http_drain_seconds: float = field(
-        default_factory=lambda: _env("HTTP_DRAIN_SECONDS", DRAIN_SECONDS)
-    )
-    ask_cache_bytes: int = field(default_factory=lambda: _env("ASK_CACHE_BYTES", ASK_CACHE_BYTES))
-    wire_cache_bytes: int = field(
-        default_factory=lambda: _env("WIRE_CACHE_BYTES", WIRE_CACHE_BYTES)
-    )
-    # An ask's deadline may be this soon and this late after its post.
-    ask_deadline_min_seconds: float = field(
-        default_factory=lambda: _env("ASK_DEADLINE_MIN_SECONDS", 60.0)
-    )
-    ask_deadline_max_seconds: float = field(
-        default_factory=lambda: _env("ASK_DEADLINE_MAX_SECONDS", 30 * 86_400.0)
-    )
-    # The expiry loop sweeps at least this often, besides waking at deadlines.
-    expiry_interval_seconds: float = field(
-        default_factory=lambda: _env("EXPIRY_INTERVAL_SECONDS", 30.0)
-    )
-    # How long a process trusts a sign-in before looking the token up again;
-    # revocations reach every process at once, this bounds a lost one.
-    auth_cache_seconds: float = field(default_factory=lambda: _env("AUTH_CACHE_SECONDS", 5.0))
-
-
 async def open_database(
-    settings: Settings, *, create: bool = True, min_size: int = 2, max_size: int = 20
+    settings: Settings,
+    *,
+    create: bool = True,
+    min_size: int = 2,
+    max_size: int = 20,
+    cursor_factory: Any = None,
 ) -> tuple[Database, EmbeddedPostgres | None]:
     """The configured database, or an embedded one under the data dir,
     migrated and open. Without `create` an embedded database must exist
@@ -221,7 +144,7 @@ async def open_database(
             raise StartupError(
                 f"can't start the embedded PostgreSQL under {embedded.data_dir}: {first}"
             ) from exc
-    db = Database(url, min_size=min_size, max_size=max_size)
+    db = Database(url, min_size=min_size, max_size=max_size, cursor_factory=cursor_factory)
     try:
         await db.open()
     except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
@@ -232,32 +155,77 @@ async def open_database(
     return db, embedded
 
 
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class CompassServer:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self, settings: Settings, *, tracer_provider: TracerProvider | None = None
+    ) -> None:
+        """`tracer_provider` traces the server (a test's in-memory one, say);
+        without one, tracing follows the settings: OTLP when configured, else off."""
         self.settings = settings
         self.embedded: EmbeddedPostgres | None = None
         self.grpc_port = 0
         self.http_port = 0
+        self.relay_port = 0
+        self.metrics_port = 0
+        self.draining = False
+        self.database_answers = True
+        self.started = False
+        self._own_provider = tracer_provider is None
+        self.tracer_provider = tracer_provider or traces.provider_for(
+            settings.tracing_otlp_endpoint,
+            headers=settings.tracing_otlp_headers,
+            insecure=settings.tracing_otlp_insecure,
+            service_name=settings.tracing_service_name,
+            sample_ratio=settings.tracing_sample_ratio,
+        )
+        self.tracer = (
+            self.tracer_provider.get_tracer(traces.TRACER_NAME)
+            if self.tracer_provider is not None
+            else None
+        )
+        self.metrics = Metrics()
+        self.observer = Observer(self.tracer, self.metrics, settings.log_access)
+        self.tls: ServerTls | None = None
+        self._grpc_servers: list[GrpcServer] = []
 
     async def start(self) -> None:
         """Starts everything, or fails with StartupError (after stopping what
-        it started) when an address or the database is unusable."""
-        grpc_at = listen_address(self.settings.grpc_listen, "--grpc-listen")
-        http_at = listen_address(self.settings.http_listen, "--http-listen")
-        _check_free(*grpc_at, "--grpc-listen")
-        _check_free(*http_at, "--http-listen")
-        self.db, self.embedded = await open_database(
-            self.settings, max_size=self.settings.pool_size
-        )
-        self.database_url = url = self.db.url
+        it started) when an address, a TLS file or the database is unusable."""
+        s = self.settings
+        listens = [
+            ("--grpc-listen", s.grpc_listen),
+            ("--http-listen", s.http_listen),
+            ("--relay-listen", s.relay_listen),
+            ("--metrics-listen", s.metrics_listen),
+        ]
+        addresses = {flag: listen_address(value, flag) for flag, value in listens if value}
+        for flag, at in addresses.items():
+            _check_free(*at, flag)
+        if s.tls_cert is not None and s.tls_key is not None:
+            try:
+                self.tls = ServerTls(TlsFiles(s.tls_cert, s.tls_key, s.tls_client_ca))
+            except config.ConfigError as exc:
+                raise StartupError(exc.message) from None
+        cursor = traces.cursor_class(self.tracer) if self.tracer is not None else None
+        self.db, self.embedded = await open_database(s, max_size=s.pool_size, cursor_factory=cursor)
+        self.database_url = self.db.url
         try:
-            await self._start(url, grpc_at, http_at)
+            await self._start(self.db.url, addresses)
         except BaseException:
             with contextlib.suppress(Exception):
                 await self.stop(0)
             raise
 
-    async def _start(self, url: str, grpc_at: tuple[str, int], http_at: tuple[str, int]) -> None:
+    async def _start(self, url: str, addresses: dict[str, tuple[str, int]]) -> None:
         settings = self.settings
         self.store = Store(
             self.db,
@@ -267,6 +235,9 @@ class CompassServer:
                 datetime.timedelta(seconds=self.settings.ask_deadline_max_seconds),
             ),
         )
+        self.store.ending_listeners.append(self.metrics.ended)
+        if self.tracer is not None:
+            self.store.ending_listeners.append(traces.AskTraces(self.tracer).ended)
         # Each part is kept once it started, so a failed start stops only those.
         self.hub = hub = EventHub(
             self.store,
@@ -280,6 +251,7 @@ class CompassServer:
             self.store.admin,
             server_id=self.settings.server_id,
             cache_seconds=self.settings.auth_cache_seconds,
+            cache_size=self.settings.auth_cache_size,
         )
         hub.watch(ACCESS_CHANNEL, self.auth.on_access)
         self.comms = CommsApi(
@@ -296,13 +268,16 @@ class CompassServer:
         self.gateway = AgentGateway(
             self.store,
             self.hub,
-            Dispatcher(arms_for(self.comms, self.agent_api, AgentInboxApi(self.inbox))),
+            Dispatcher(
+                arms_for(self.comms, self.agent_api, AgentInboxApi(self.inbox)), self.observer
+            ),
             settings.server_id,
             window=settings.relay_window,
             outbox_bytes=settings.relay_outbox_bytes,
             sessions_per_stream=settings.relay_sessions_per_stream,
             streams_per_runner=settings.relay_streams_per_runner,
             ack_timeout=settings.relay_ack_timeout_seconds,
+            tracer=self.tracer,
         )
         heartbeat = Heartbeat(
             self.store,
@@ -310,6 +285,7 @@ class CompassServer:
             lambda: self.gateway.end_all(
                 ApiError(Status.UNAVAILABLE, "the server lost its registration; reconnect")
             ),
+            on_health=self._database_answered,
         )
         hub.watch(ACCESS_CHANNEL, self.gateway.on_access)
         await hub.start()
@@ -319,6 +295,7 @@ class CompassServer:
         expiry = Expiry(self.store, interval=self.settings.expiry_interval_seconds)
         await expiry.start()
         self.expiry = expiry
+        self._sample_metrics()
         relay = ServiceBinding.of(agent_gateway_pb2, "AgentGatewayService", self.gateway, "runner")
         admin = ServiceBinding.of(
             admin_pb2, "AdminService", AdminApi(self.store.admin, self.auth), "account"
@@ -326,24 +303,32 @@ class CompassServer:
         identity = ServiceBinding.of(
             admin_pb2, "IdentityService", IdentityApi(self.store.admin), "any"
         )
-        bindings = [comms, inbox, relay, admin, identity]
+        # With a relay listener of its own, the relay is served only there.
+        own_relay = settings.relay_listen is not None
+        bindings = [comms, inbox, admin, identity, *(() if own_relay else (relay,))]
         connect = [
             (comms, comms_connect.CommsServiceASGIApplication),
             (inbox, inbox_connect.InboxServiceASGIApplication),
-            (relay, agent_gateway_connect.AgentGatewayServiceASGIApplication),
             (admin, admin_connect.AdminServiceASGIApplication),
             (identity, admin_connect.IdentityServiceASGIApplication),
         ]
-        grpc_server = GrpcServer(
-            bindings, self.auth, slow_stream_seconds=self.settings.slow_stream_seconds
-        )
-        try:
-            self.grpc_port = await grpc_server.start(_joined(*grpc_at))
-        except (OSError, RuntimeError):
-            _check_free(*grpc_at, "--grpc-listen")
-            raise StartupError(f"can't listen for gRPC on {_joined(*grpc_at)}") from None
-        self.grpc = grpc_server
-        http_server = HttpServer(
+        if not own_relay:
+            connect.append((relay, agent_gateway_connect.AgentGatewayServiceASGIApplication))
+        tls = self.tls
+        grpc_at = addresses["--grpc-listen"]
+        self.grpc = await self._grpc(bindings, grpc_at, "--grpc-listen", tls)
+        self.grpc_port = self.grpc.port
+        if own_relay:
+            relay_at = addresses["--relay-listen"]
+            self.relay_grpc = await self._grpc(
+                [relay], relay_at, "--relay-listen", tls, settings.tls_client_ca is not None
+            )
+            self.relay_port = self.relay_grpc.port
+        pages: dict[str, Page] = {"/readyz": self._readyz, "/metrics": self._metrics_page}
+        if settings.metrics_listen is not None:
+            del pages["/metrics"]
+        http_at = addresses["--http-listen"]
+        self.http = await self._http(
             apps_for(
                 connect,
                 self.auth,
@@ -351,22 +336,153 @@ class CompassServer:
                 drain_bytes=settings.http_drain_bytes,
                 drain_seconds=settings.http_drain_seconds,
                 files=InboxFiles(self.auth, inbox_api),
-            )
+                observer=self.observer,
+                pages=pages,
+            ),
+            http_at,
+            "--http-listen",
         )
-        try:
-            self.http_port = await http_server.start(_joined(*http_at))
-        except OSError:
-            _check_free(*http_at, "--http-listen")
-            raise StartupError(f"can't listen for HTTP on {_joined(*http_at)}") from None
-        self.http = http_server
-        log.info("gRPC listening on %s", _joined(grpc_at[0], self.grpc_port))
+        self.http_port = self.http.port
+        if settings.metrics_listen is not None:
+            own = Router(
+                {}, pages={"/readyz": self._readyz, "/metrics": self._metrics_page}, static=False
+            )
+            self.metrics_http = await self._http(
+                own, addresses["--metrics-listen"], "--metrics-listen"
+            )
+            self.metrics_port = self.metrics_http.port
+        self.started = True
+        await self._health()
+        scheme = "https" if tls else "http"
         log.info(
-            "HTTP (Connect and the web page) listening on http://%s",
+            "gRPC listening on %s%s", _joined(grpc_at[0], self.grpc_port), " (TLS)" * bool(tls)
+        )
+        if own_relay:
+            log.info(
+                "the relay listening on %s (TLS%s)",
+                _joined(addresses["--relay-listen"][0], self.relay_port),
+                ", client certificates required" if settings.tls_client_ca else "",
+            )
+        log.info(
+            "HTTP (Connect and the web page) listening on %s://%s",
+            scheme,
             _joined(http_at[0], self.http_port),
         )
+        if not tls:
+            for flag, (host, _) in addresses.items():
+                if not _loopback(host):
+                    log.warning(
+                        "%s listens on %s without TLS: tokens cross the network in the clear; "
+                        "set tls.cert and tls.key",
+                        flag,
+                        host,
+                    )
+
+    async def _grpc(
+        self,
+        bindings: list[ServiceBinding],
+        at: tuple[str, int],
+        flag: str,
+        tls: ServerTls | None,
+        require_client_cert: bool = False,
+    ) -> GrpcServer:
+        server = GrpcServer(
+            bindings,
+            self.auth,
+            slow_stream_seconds=self.settings.slow_stream_seconds,
+            observer=self.observer,
+        )
+        credentials = tls.grpc_credentials(require_client_cert) if tls is not None else None
+        try:
+            await server.start(_joined(*at), credentials)
+        except (OSError, RuntimeError):
+            _check_free(*at, flag)
+            raise StartupError(f"can't listen for gRPC on {_joined(*at)} ({flag})") from None
+        self._grpc_servers.append(server)
+        return server
+
+    async def _http(self, app: Router, at: tuple[str, int], flag: str) -> HttpServer:
+        context = self.tls.ssl_context(["h2", "http/1.1"]) if self.tls is not None else None
+        server = HttpServer(app, context)
+        try:
+            await server.start(_joined(*at))
+        except OSError:
+            _check_free(*at, flag)
+            raise StartupError(f"can't listen for HTTP on {_joined(*at)} ({flag})") from None
+        self._http_servers = [*getattr(self, "_http_servers", []), server]
+        return server
+
+    # --- health ------------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """Serving calls: started, the database answered its last beat, not draining."""
+        return self.started and self.database_answers and not self.draining
+
+    def _database_answered(self, answered: bool) -> None:
+        if answered != self.database_answers:
+            log.warning(
+                "the database answers again; ready"
+                if answered
+                else "the database doesn't answer; not ready until it does"
+            )
+            self.database_answers = answered
+            asyncio.get_running_loop().create_task(self._health())
+
+    async def _health(self) -> None:
+        for server in self._grpc_servers:
+            await server.serving(self.ready)
+
+    async def _readyz(self) -> tuple[int, bytes, str]:
+        if self.ready:
+            return 200, b"ready\n", "text/plain"
+        why = "draining" if self.draining else "the database doesn't answer"
+        return 503, f"not ready: {why}\n".encode(), "text/plain"
+
+    async def drain(self) -> None:
+        """Says NOT_SERVING (and /readyz 503) at once, and keeps serving for
+        drain_seconds so load balancers move away before streams end."""
+        self.draining = True
+        await self._health()
+        if self.settings.drain_seconds:
+            log.info("draining for %g s", self.settings.drain_seconds)
+            await asyncio.sleep(self.settings.drain_seconds)
+
+    def reload_tls(self) -> None:
+        if self.tls is None:
+            log.info("SIGHUP: no TLS certificate to reload")
+            return
+        self.tls.reload()
+
+    # --- metrics -----------------------------------------------------------------------
+
+    async def _metrics_page(self) -> tuple[int, bytes, str]:
+        return 200, await self.metrics.scrape(), CONTENT_TYPE
+
+    def _sample_metrics(self) -> None:
+        m = self.metrics
+
+        async def process() -> None:
+            m.relay_sessions.set(sum(len(s.sessions) for s in self.gateway.streams))
+            m.subscribers.set(self.comms.open_streams)
+            m.delivery_lag.set(self.hub.lag())
+            for name, pool in (("app", self.db.pool), ("maintenance", self.db.maintenance_pool)):
+                stats = pool.get_stats()
+                m.pool_in_use.labels(name).set(
+                    stats.get("pool_size", 0) - stats.get("pool_available", 0)
+                )
+                m.pool_waiting.labels(name).set(stats.get("requests_waiting", 0))
+
+        async def database() -> None:
+            open_asks, unnumbered = await self.store.counts()
+            m.open_asks.set(open_asks)
+            m.numbering_lag.set(unnumbered)
+
+        m.samplers += [process, database]
 
     async def stop(self, grace: float = 5.0) -> None:
         """Stops what started; after a failed start, only that much."""
+        self.draining = True
         # Streams end first, so the transports can drain without waiting on them;
         # relay sessions unbind first, so their agents go OFFLINE.
         if hasattr(self, "gateway"):
@@ -379,11 +495,13 @@ class CompassServer:
             await self.heartbeat.stop()
         if hasattr(self, "hub"):
             await self.hub.close()
-        if hasattr(self, "grpc"):
-            await self.grpc.stop(grace)
-        if hasattr(self, "http"):
-            await self.http.stop()
+        for server in self._grpc_servers:
+            await server.stop(grace)
+        for http in getattr(self, "_http_servers", []):
+            await http.stop()
         if hasattr(self, "db"):
             await self.db.close()
         if self.embedded is not None:
             await asyncio.to_thread(self.embedded.stop)
+        if self._own_provider and self.tracer_provider is not None:
+            await asyncio.to_thread(self.tracer_provider.shutdown)

@@ -1,7 +1,8 @@
 """`compass-server`: the operator's entry points.
 
-    compass-server serve [--grpc-listen [H:]P] [--http-listen [H:]P]
-                         [--database-url URL] [--data-dir D]
+    compass-server serve [--config FILE] [--grpc-listen [H:]P] [--http-listen [H:]P]
+                         [--database-url URL] [--data-dir D] [--SETTING VALUE ...]
+    compass-server config check [--config FILE] [--SETTING VALUE ...]
     compass-server admin create-workspace NAME
     compass-server admin create-account --workspace ID --handle H --kind human|agent [--owner ID]
                                         [--role member|admin] [--label L] [--expires-in D]
@@ -18,6 +19,10 @@
 
 Durations D are seconds, or a number with s, m, h or d (90d, 12h).
 
+Every setting is read from the TOML file named by --config (or
+COMPASS_CONFIG), then from COMPASS_<SETTING>, then from --<setting>, each
+overriding the one before; `config check` prints the result.
+
 Without --database-url (or COMPASS_DATABASE_URL) every command uses an
 embedded PostgreSQL kept under the data dir (default ./.compass); serve
 creates it on first start, admin commands only use one that exists. A failure
@@ -33,8 +38,6 @@ import datetime
 import gc
 import json
 import logging
-import os
-import pathlib
 import re
 import signal
 import sys
@@ -46,34 +49,51 @@ from google.protobuf import duration_pb2, json_format
 from google.protobuf.message import Message
 
 from compass.v1 import admin_pb2 as ad
+from compass_server import config
 from compass_server.api.admin import AdminApi
-from compass_server.app import (
-    DEFAULT_GRPC_LISTEN,
-    DEFAULT_HTTP_LISTEN,
-    CompassServer,
-    Settings,
-    StartupError,
-    open_database,
-)
+from compass_server.app import CompassServer, StartupError, open_database
 from compass_server.store import Store, StoreError
 from compass_server.store.types import Operator
+from compass_server.telemetry import logs
 
 log = logging.getLogger("compass_server")
 
 
-def _database_flags(p: argparse.ArgumentParser) -> None:
+def _config_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--database-url",
-        default=os.environ.get("COMPASS_DATABASE_URL"),
-        help="PostgreSQL URL (default: $COMPASS_DATABASE_URL, else the embedded PostgreSQL)",
+        "--config",
+        metavar="FILE",
+        help=f"the TOML configuration file (default: ${config.CONFIG_ENV}, else none)",
     )
-    p.add_argument(
-        "--data-dir",
-        type=pathlib.Path,
-        default=pathlib.Path(os.environ.get("COMPASS_DATA_DIR", ".compass")),
-        help="where the embedded PostgreSQL keeps its data (default: $COMPASS_DATA_DIR, "
-        "else ./.compass)",
-    )
+
+
+def _setting_flags(p: argparse.ArgumentParser, names: list[str] | None = None) -> None:
+    """A flag per setting, taken as text and checked with the file's and the
+    environment's values, so a bad one fails the same way."""
+    _config_flag(p)
+    groups: dict[str, Any] = {}
+    for s in config.SETTINGS:
+        if names is not None and s.name not in names:
+            continue
+        group = groups.get(s.section)
+        if group is None:
+            title = f"[{s.section}] settings" if s.section else "settings"
+            group = groups[s.section] = p.add_argument_group(title)
+        default = config.default_text(s)
+        help = f"{s.help} (${s.env}; {s.key} in the file; default {default})"
+        if isinstance(s.kind, config.Switch):
+            group.add_argument(
+                s.flag, dest=s.name, action=argparse.BooleanOptionalAction, help=help
+            )
+        else:
+            group.add_argument(
+                s.flag, dest=s.name, metavar=s.name.split("_")[-1].upper(), help=help
+            )
+
+
+def _loaded(args: argparse.Namespace) -> config.Loaded:
+    flags = {s.name: getattr(args, s.name, None) for s in config.SETTINGS}
+    return config.load(path=args.config, flags=flags)
 
 
 _ACTIONS = {
@@ -98,20 +118,20 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve", help="run the server", description="Run the server until SIGINT or SIGTERM."
     )
-    _database_flags(serve)
-    serve.add_argument(
-        "--grpc-listen",
-        default=DEFAULT_GRPC_LISTEN,
-        metavar="[HOST:]PORT",
-        help=f"gRPC address; a bare port is on 127.0.0.1 (default {DEFAULT_GRPC_LISTEN})",
+    _setting_flags(serve)
+    configure = commands.add_parser(
+        "config",
+        help="check a configuration",
+        description="Check the configuration: the file, the environment and flags.",
     )
-    serve.add_argument(
-        "--http-listen",
-        default=DEFAULT_HTTP_LISTEN,
-        metavar="[HOST:]PORT",
-        help="Connect and the web page; a bare port is on 127.0.0.1 "
-        f"(default {DEFAULT_HTTP_LISTEN})",
+    config_commands = configure.add_subparsers(dest="config_command", required=True)
+    config_check = config_commands.add_parser(
+        "check",
+        help="print the effective configuration, secrets masked",
+        description="Validate the configuration and print the effective one as TOML, secrets "
+        "masked, each value with where it came from. A bad value exits 2.",
     )
+    _setting_flags(config_check)
     width = max(map(len, _ACTIONS))
     admin = commands.add_parser(
         "admin",
@@ -197,7 +217,7 @@ def _parser() -> argparse.ArgumentParser:
         revoke,
         rotate,
     ):
-        _database_flags(sub)
+        _setting_flags(sub, ["database_url", "data_dir", "log_level"])
     return parser
 
 
@@ -219,35 +239,31 @@ def _token_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-async def _serve(args: argparse.Namespace) -> None:
-    server = CompassServer(
-        Settings(
-            database_url=args.database_url,
-            data_dir=args.data_dir,
-            grpc_listen=args.grpc_listen,
-            http_listen=args.http_listen,
-        )
-    )
+async def _serve(loaded: config.Loaded) -> None:
+    server = CompassServer(loaded.settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, server.reload_tls)
     await server.start()
     # What start-up built lives as long as the process: keep it out of every
     # collection's scan.
     gc.freeze()
-    print(
-        json.dumps({"grpc_port": server.grpc_port, "http_port": server.http_port, "ready": True}),
-        flush=True,
-    )
+    ready: dict[str, Any] = {"grpc_port": server.grpc_port, "http_port": server.http_port}
+    if server.relay_port:
+        ready["relay_port"] = server.relay_port
+    if server.metrics_port:
+        ready["metrics_port"] = server.metrics_port
+    print(json.dumps({**ready, "ready": True}), flush=True)
     await stop.wait()
     log.info("shutting down")
+    await server.drain()
     await server.stop()
     log.info("stopped")
 
 
-async def _admin(args: argparse.Namespace) -> dict[str, Any]:
-    settings = Settings(database_url=args.database_url, data_dir=args.data_dir)
+async def _admin(args: argparse.Namespace, settings: config.Settings) -> dict[str, Any]:
     # Never a new embedded database: ids minted there would be unknown to the server.
     db, embedded = await open_database(settings, create=False, min_size=1, max_size=2)
     try:
@@ -444,8 +460,8 @@ _ADMIN: dict[str, Callable[[Store, argparse.Namespace], Awaitable[dict[str, Any]
 }
 
 
-def _run(coro: Awaitable[Any]) -> Any:
-    if os.environ.get("COMPASS_EVENT_LOOP", "uvloop") == "uvloop":
+def _run(coro: Awaitable[Any], event_loop: str) -> Any:
+    if event_loop == "uvloop":
         try:
             import uvloop
 
@@ -457,22 +473,32 @@ def _run(coro: Awaitable[Any]) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        loaded = _loaded(args)
+    except config.ConfigError as exc:
+        if args.command == "admin":
+            print(json.dumps({"error": exc.message}), file=sys.stderr)
+            return 1
+        print(f"compass-server: {exc.message}", file=sys.stderr)
+        return 2
+    settings = loaded.settings
+    if args.command == "config":
+        print(config.effective_toml(loaded), end="")
+        return 0
     # An admin command's output is its one JSON object; serve narrates.
-    default_level = "INFO" if args.command == "serve" else "WARNING"
-    logging.basicConfig(
-        level=os.environ.get("COMPASS_LOG_LEVEL", default_level),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    level = settings.log_level
+    if args.command == "admin" and loaded.sources["log_level"] == "default":
+        level = "WARNING"
+    logs.configure(level, settings.log_format)
     if args.command == "serve":
         try:
-            _run(_serve(args))
+            _run(_serve(loaded), settings.event_loop)
         except StartupError as exc:
             print(f"compass-server: {exc.message}", file=sys.stderr)
             return 2
         return 0
     try:
-        result = _run(_admin(args))
+        result = _run(_admin(args, settings), settings.event_loop)
     except (StoreError, StartupError) as exc:
         print(json.dumps({"error": exc.message}), file=sys.stderr)
         return 1

@@ -91,10 +91,13 @@ async def running_server(
         Settings(
             database_url=database_url,
             data_dir=data_dir,
-            grpc_listen="127.0.0.1:0",
-            http_listen="127.0.0.1:0",
             # Deadlines tests can wait for; the 1 minute default is tested on a store.
-            **{"ask_deadline_min_seconds": TEST_DEADLINE_MIN_SECONDS, **limits},
+            **{
+                "grpc_listen": "127.0.0.1:0",
+                "http_listen": "127.0.0.1:0",
+                "ask_deadline_min_seconds": TEST_DEADLINE_MIN_SECONDS,
+                **limits,
+            },
         )
     )
     await srv.start()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import grpc
@@ -11,6 +11,9 @@ from google.protobuf.message import Message
 
 from compass.v1 import admin_connect, admin_pb2, comms_connect, comms_pb2
 from compass_server.transport.binding import snake
+
+# Extra metadata or headers for one call (a traceparent, say).
+Pair = tuple[str, str]
 
 # Method names are unique across these services: a call finds its service by name.
 SERVICES: dict[str, tuple[Any, Any]] = {
@@ -71,14 +74,16 @@ class GrpcClient:
         value = authorization(token)
         return [("authorization", value)] if value is not None else []
 
-    async def call(self, method: str, request: Message, token: str | None) -> Any:
+    async def call(
+        self, method: str, request: Message, token: str | None, extra: Sequence[Pair] = ()
+    ) -> Any:
         rpc = self.channel.unary_unary(
             _path(method),
             request_serializer=lambda m: m.SerializeToString(),
             response_deserializer=_response_class(method).FromString,
         )
         try:
-            return await rpc(request, metadata=self._metadata(token), timeout=30)
+            return await rpc(request, metadata=[*self._metadata(token), *extra], timeout=30)
         except grpc.aio.AioRpcError as exc:
             raise CallError(exc.code().name.lower(), exc.details() or "") from None
 
@@ -120,10 +125,12 @@ class ConnectClient:
         value = authorization(token)
         return {"authorization": value} if value is not None else {}
 
-    async def call(self, method: str, request: Message, token: str | None) -> Any:
+    async def call(
+        self, method: str, request: Message, token: str | None, extra: Sequence[Pair] = ()
+    ) -> Any:
         try:
             rpc = getattr(self.clients[_service_of(method)], snake(method))
-            return await rpc(request, headers=self._headers(token))
+            return await rpc(request, headers={**self._headers(token), **dict(extra)})
         except ConnectError as exc:
             raise CallError(exc.code.value, exc.message) from None
 

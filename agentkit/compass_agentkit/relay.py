@@ -49,6 +49,7 @@ __all__ = [
     "Refused",
     "Relay",
     "RelayError",
+    "tls_credentials",
 ]
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,33 @@ MAX_RECEIVE_BYTES = 64 << 20
 
 DeliveryHandler = Callable[[pb.Event], Awaitable[None]]
 Caller = Callable[[gw.CommsCallRequest], Awaitable[gw.CommsCallResult]]
+
+
+def tls_credentials(
+    ca_cert: str | None = None,
+    client_cert: str | None = None,
+    client_key: str | None = None,
+) -> grpc.ChannelCredentials:
+    """TLS to the hub: trusting the CA certificates in `ca_cert` (PEM; default:
+    the system's), and presenting a client certificate and its key when the
+    hub's relay listener requires one."""
+    if (client_cert is None) != (client_key is None):
+        raise ValueError("a client certificate needs its key, and a key its certificate")
+
+    def read(path: str | None) -> bytes | None:
+        if path is None:
+            return None
+        try:
+            with open(path, "rb") as f:
+                return f.read()
+        except OSError as exc:
+            raise ValueError(f"can't read {path}: {exc.strerror}") from None
+
+    return grpc.ssl_channel_credentials(
+        root_certificates=read(ca_cert),
+        private_key=read(client_key),
+        certificate_chain=read(client_cert),
+    )
 
 
 class RelayError(Exception):
@@ -186,9 +214,12 @@ class Relay:
         backoff: Backoff | None = None,
         call_timeout: float = 60.0,
         on_lost: Callable[[str, RelayError], None] | None = None,
+        credentials: grpc.ChannelCredentials | None = None,
     ) -> None:
         self.address = address
         self.token = token
+        # TLS to the hub (see tls_credentials); None: plain text.
+        self.credentials = credentials
         self.backoff = backoff or Backoff()
         self.call_timeout = call_timeout
         # Told when a session could not be rebound after a drop (say its agent
@@ -427,8 +458,11 @@ class Relay:
 
     async def _connect_once(self) -> str:
         self._generation += 1
-        channel = grpc.aio.insecure_channel(
-            self.address, options=[("grpc.max_receive_message_length", MAX_RECEIVE_BYTES)]
+        options = [("grpc.max_receive_message_length", MAX_RECEIVE_BYTES)]
+        channel = (
+            grpc.aio.secure_channel(self.address, self.credentials, options=options)
+            if self.credentials is not None
+            else grpc.aio.insecure_channel(self.address, options=options)
         )
         call = channel.stream_stream(
             RELAY_METHOD,

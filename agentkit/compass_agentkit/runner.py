@@ -37,7 +37,7 @@ from compass.v1 import comms_pb2 as pb
 from compass_agentkit.endings import AskEndings
 from compass_agentkit.native_ask import answers_from_ask
 from compass_agentkit.pictures import Sandbox
-from compass_agentkit.relay import BoundSession, Relay, RelayError
+from compass_agentkit.relay import BoundSession, Relay, RelayError, tls_credentials
 from compass_agentkit.render import render_messages
 from compass_agentkit.tools import Tool, ToolError, comms_tools
 
@@ -211,6 +211,7 @@ def _parser() -> argparse.ArgumentParser:
         help="the folder the agents' inbox tools read pictures from ($COMPASS_SANDBOX; "
         "without it they take no pictures)",
     )
+    add_tls_flags(parser)
     parser.add_argument("--demo", action="store_true", help="run the scripted demo agent")
     parser.add_argument("--channel", help="the channel the demo agent asks in")
     return parser
@@ -241,7 +242,7 @@ async def _run(args: argparse.Namespace) -> int:
         lost.append(error)
         stop.set()
 
-    relay = Relay(args.grpc, args.token, on_lost=on_lost)
+    relay = Relay(args.grpc, args.token, on_lost=on_lost, credentials=args.credentials)
     await relay.start()
     demo = DemoAgent()
     runner = Runner(
@@ -280,6 +281,47 @@ async def _run(args: argparse.Namespace) -> int:
     return code
 
 
+def add_tls_flags(parser: argparse.ArgumentParser) -> None:
+    """TLS to the hub; any of these turns it on."""
+    env = os.environ.get
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        default=env("COMPASS_TLS", "").lower() in ("1", "true", "yes", "on"),
+        help="connect with TLS, trusting the system's CAs ($COMPASS_TLS)",
+    )
+    parser.add_argument(
+        "--ca-cert",
+        default=env("COMPASS_CA_CERT"),
+        metavar="FILE",
+        help="TLS, trusting the CA certificates in this PEM file ($COMPASS_CA_CERT)",
+    )
+    parser.add_argument(
+        "--client-cert",
+        default=env("COMPASS_CLIENT_CERT"),
+        metavar="FILE",
+        help="TLS, presenting this PEM client certificate, for a relay that requires one "
+        "($COMPASS_CLIENT_CERT)",
+    )
+    parser.add_argument(
+        "--client-key",
+        default=env("COMPASS_CLIENT_KEY"),
+        metavar="FILE",
+        help="the client certificate's PEM key ($COMPASS_CLIENT_KEY)",
+    )
+
+
+def tls_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """Sets args.credentials from the TLS flags (None: plain text); a usage
+    error when the files don't make a pair or can't be read."""
+    args.credentials = None
+    if args.tls or args.ca_cert or args.client_cert or args.client_key:
+        try:
+            args.credentials = tls_credentials(args.ca_cert, args.client_cert, args.client_key)
+        except ValueError as exc:
+            parser.error(str(exc))
+
+
 def log_to_stderr() -> None:
     """Logs on stderr at COMPASS_LOG_LEVEL (default INFO): stdout is the
     agent's output (compass-runner) or the MCP protocol (compass-mcp)."""
@@ -302,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
             Sandbox(args.sandbox)
         except ValueError as exc:
             parser.error(str(exc))
+    tls_from(args, parser)
     log_to_stderr()
     return asyncio.run(_run(args))
 

@@ -165,6 +165,11 @@ class CommsApi:
         accounts = await self.store.get_accounts(actor, ids)
         return pb.GetAccountsResponse(accounts=[wire.account_to_wire(a) for a in accounts])
 
+    @property
+    def open_streams(self) -> int:
+        """Subscribe streams open on this process."""
+        return sum(self._streams.values())
+
     async def subscribe(self, actor: Actor, req: pb.SubscribeRequest) -> AsyncIterator[pb.Event]:
         """First a ready frame with the cursor, then the caller's events in order."""
         current = await self.hub.current(actor)

@@ -139,6 +139,11 @@ class Feed:
         self._wanted = head
         self.closed = False
 
+    @property
+    def wanted(self) -> int:
+        """The newest event id notified so far."""
+        return self._wanted
+
     def poke(self, last_id: int) -> None:
         self._wanted = max(self._wanted, last_id)
         if self._wanted > self.head and (self._loading is None or self._loading.done()):
@@ -223,6 +228,20 @@ class Feed:
             raise Closed
 
 
+class Reader:
+    """Where one stream is in its workspace's log, for the delivery lag."""
+
+    __slots__ = ("cursor", "feed")
+
+    def __init__(self, feed: Feed, cursor: int) -> None:
+        self.feed = feed
+        self.cursor = cursor
+
+    def behind(self) -> int:
+        """Events committed (as notified) that this stream hasn't passed yet."""
+        return max(0, max(self.feed.head, self.feed.wanted) - self.cursor)
+
+
 class EventHub:
     def __init__(
         self,
@@ -244,6 +263,11 @@ class EventHub:
         self._listening = asyncio.Event()
         self._closed = False
         self._watchers: dict[str, list[Callable[[str | None], None]]] = {}
+        self.readers: set[Reader] = set()
+
+    def lag(self) -> int:
+        """How far the most behind stream of this process is, in events."""
+        return max((r.behind() for r in self.readers), default=0)
 
     def watch(self, channel: str, handler: Callable[[str | None], None]) -> None:
         """Also listens on `channel` (register before start): the handler gets
@@ -349,9 +373,12 @@ class EventHub:
         if self._closed:
             raise Closed
         feed = await self._feed(scope)
+        reader = Reader(feed, after)
+        self.readers.add(reader)
         try:
             cursor = after
             while True:
+                reader.cursor = cursor
                 event = feed.event(cursor + 1)
                 if event is not None:
                     cursor = event.event_id
@@ -382,7 +409,7 @@ class EventHub:
                     held = weight
                     while page:
                         event = page.popleft()
-                        cursor = event.event_id
+                        cursor = reader.cursor = event.event_id
                         # Handed over, it is the caller's: its bytes go back.
                         held -= event.size
                         self.replay.give(owner, event.size)
@@ -393,4 +420,5 @@ class EventHub:
                 finally:
                     self.replay.give(owner, held)
         finally:
+            self.readers.discard(reader)
             self._release(feed, scope)

@@ -22,6 +22,7 @@ from compass_server.api.comms import CommsApi
 from compass_server.api.errors import ApiError, Status, to_api_error
 from compass_server.api.inbox import AgentInboxApi
 from compass_server.store.types import Actor, Surface
+from compass_server.telemetry.calls import Observer
 
 Arm = Callable[[Actor, Any], Awaitable[Message]]
 
@@ -54,13 +55,30 @@ def error_result(err: ApiError) -> gw.CommsCallResult:
 
 
 class Dispatcher:
-    def __init__(self, arms: Mapping[str, Arm]) -> None:
+    def __init__(self, arms: Mapping[str, Arm], observer: Observer | None = None) -> None:
         self.arms = dict(arms)
+        self.observer = observer or Observer(access=False)
 
     async def call(self, actor: Actor, request: gw.CommsCallRequest) -> gw.CommsCallResult:
         """Exactly one result: the matching arm, or the in-band error the same
-        call would get as a status over gRPC."""
+        call would get as a status over gRPC. Its span continues the agent's
+        turn from `trigger_traceparent` and links to the relay stream's."""
         arm = request.WhichOneof("call")
+        with self.observer.call(
+            "relay",
+            f"relay/{arm or 'none'}",
+            traceparent=request.trigger_traceparent,
+            link_current=True,
+        ) as call:
+            call.signed_in(actor)
+            result = await self._run(actor, request, arm)
+            if result.WhichOneof("result") == "error":
+                call.status = result.error.code
+            return result
+
+    async def _run(
+        self, actor: Actor, request: gw.CommsCallRequest, arm: str | None
+    ) -> gw.CommsCallResult:
         run = self.arms.get(arm) if arm is not None else None
         if arm is None or run is None:
             return error_result(

@@ -21,6 +21,9 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind
+
 from compass.v1 import agent_gateway_pb2 as gw
 from compass_server.api import mapping as wire
 from compass_server.api.errors import ApiError, Status, to_api_error
@@ -34,12 +37,14 @@ from compass_server.store.types import (
     AccountKind,
     Actor,
     Ask,
+    AskAnswerBlock,
     EndingKind,
     Event,
     EventKind,
     RunnerPrincipal,
     SessionBinding,
 )
+from compass_server.telemetry import traces
 
 log = logging.getLogger(__name__)
 
@@ -441,7 +446,10 @@ class RelayStream:
                         )
                     )
 
-                await self.outbox.put(event.size + FRAME_BYTES, frame)
+                if self.gateway.tracer is None:
+                    await self.outbox.put(event.size + FRAME_BYTES, frame)
+                else:
+                    await self._traced_delivery(session, event, frame)
                 del event, frame  # waiting on acks, the session holds no event
         except asyncio.CancelledError:
             raise
@@ -451,6 +459,33 @@ class RelayStream:
             # The log can't be read (or the hub is closing): end the stream so
             # the runner reconnects and resumes from its acked cursor.
             self.end(exc)
+
+    async def _traced_delivery(
+        self, session: Session, event: Event, frame: Callable[[], gw.HubFrame]
+    ) -> None:
+        """A delivery about an ask (its answer, or another ending) is a span in
+        the trace the ask was posted in: the agent's turn hears back there."""
+        posted_in = ""
+        for block in event.message.blocks if event.message is not None else ():
+            if isinstance(block, Ask) and block.trace:
+                posted_in = block.trace
+            elif isinstance(block, AskAnswerBlock):
+                posted_in = await self.gateway.store.ask_trace(session.actor, block.ask_id)
+        if not posted_in:
+            await self.outbox.put(event.size + FRAME_BYTES, frame)
+            return
+        assert self.gateway.tracer is not None
+        with self.gateway.tracer.start_as_current_span(
+            "relay/deliver",
+            context=traces.parent_context(None, posted_in),
+            kind=SpanKind.PRODUCER,
+            attributes={
+                "compass.event_id": event.event_id,
+                "compass.session": session.name,
+                "compass.actor.id": str(session.actor.account_id),
+            },
+        ):
+            await self.outbox.put(event.size + FRAME_BYTES, frame)
 
     async def _stalled(self, session: Session) -> None:
         if self.sessions.get(session.name) is not session:
@@ -490,8 +525,11 @@ class AgentGateway:
         sessions_per_stream: int = SESSIONS_PER_STREAM,
         streams_per_runner: int = STREAMS_PER_RUNNER,
         ack_timeout: float = ACK_TIMEOUT_SECONDS,
+        tracer: trace.Tracer | None = None,
     ) -> None:
         self.store = store
+        # Deliveries about asks are traced when set.
+        self.tracer = tracer
         self.hub = hub
         self.dispatcher = dispatcher
         self.server_id = server_id

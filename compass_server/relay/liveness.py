@@ -29,6 +29,7 @@ class Heartbeat:
         *,
         every: float = BEAT_SECONDS,
         stale_after: datetime.timedelta = STALE_AFTER,
+        on_health: Callable[[bool], None] | None = None,
     ) -> None:
         self.store = store
         self.server_id = server_id
@@ -37,6 +38,8 @@ class Heartbeat:
         self.on_lost = on_lost
         self.every = every
         self.stale_after = stale_after
+        # Told after each beat whether the database answered it.
+        self.on_health = on_health
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -57,13 +60,25 @@ class Heartbeat:
             self.on_lost()
         await self.reap()
 
+    def _health(self, answered: bool) -> None:
+        if self.on_health is not None:
+            self.on_health(answered)
+
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(self.every)
+            # A beat the database keeps waiting past the next one counts as a miss.
+            late = loop.call_later(self.every, self._health, False)
             try:
                 await self.beat()
             except StoreError as exc:
                 log.warning("heartbeat failed: %s", exc)
+                self._health(False)
+            else:
+                self._health(True)
+            finally:
+                late.cancel()
 
     async def stop(self) -> None:
         if self._task is not None:

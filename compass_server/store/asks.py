@@ -106,7 +106,9 @@ class AskCache:
     def put(self, ask: Ask, size: int) -> None:
         """Keeps the ask's content alone; `size` is its encoded bytes."""
         content = Ask(
-            questions=tuple(blockrules.pending(q) for q in ask.questions), ask_id=ask.ask_id
+            questions=tuple(blockrules.pending(q) for q in ask.questions),
+            ask_id=ask.ask_id,
+            trace=ask.trace,
         )
         self._asks.put(ask.ask_id, content, size)
 
@@ -129,6 +131,9 @@ class AskEndings:
     deadline_bounds: blockrules.DeadlineBounds
     # Called with each deadline this process posts, so an expiry loop can wake for it.
     deadline_listeners: list[Callable[[datetime.datetime], None]]
+    # Called after commit with each ending's kind, how many asks it ended and,
+    # for one ask, its message as it ended.
+    ending_listeners: list[Callable[[str, int, Message | None], None]]
 
     # --- posting ----------------------------------------------------------------
 
@@ -249,10 +254,9 @@ class AskEndings:
             raise refusal(result["status"], ask_id)
         if not result["numbered"]:
             self.db.sequencer.committed(actor.workspace_id)
-        return (
-            blockrules.message_from_json(result["ask_message"]),
-            blockrules.message_from_json(result["answer_message"]),
-        )
+        ask_message = blockrules.message_from_json(result["ask_message"])
+        self._ended(EndingKind.ANSWERED.value, 1, ask_message)
+        return ask_message, blockrules.message_from_json(result["answer_message"])
 
     async def decline_ask(
         self, actor: Actor, ask_id: str, reason: str = "", *, surface: Surface | None = None
@@ -309,9 +313,12 @@ class AskEndings:
         status = result["status"]
         if status not in ("changed", "unchanged"):
             raise refusal(status, ask_id)
-        if status == "changed" and not result["numbered"]:
-            self.db.sequencer.committed(actor.workspace_id)
-        return blockrules.message_from_json(result["ask_message"]), status == "changed"
+        message = blockrules.message_from_json(result["ask_message"])
+        if status == "changed":
+            if not result["numbered"]:
+                self.db.sequencer.committed(actor.workspace_id)
+            self._ended(kind.value, 1, message)
+        return message, status == "changed"
 
     # --- expiry ------------------------------------------------------------------
 
@@ -325,7 +332,13 @@ class AskEndings:
         result: dict[str, Any] = row["result"]
         for workspace_id in result["unnumbered"]:
             self.db.sequencer.committed(uuid.UUID(workspace_id))
+        if result["expired"]:
+            self._ended(EndingKind.EXPIRED.value, int(result["expired"]), None)
         return int(result["expired"])
+
+    def _ended(self, kind: str, count: int, message: Message | None) -> None:
+        for listener in self.ending_listeners:
+            listener(kind, count, message)
 
     async def next_ask_deadline(self) -> datetime.datetime | None:
         """The nearest deadline of any open ask, in any workspace."""

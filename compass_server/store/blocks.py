@@ -319,6 +319,8 @@ def block_to_json(block: Block) -> dict[str, Any]:
             ask["answerer_handles"] = list(block.answerer_handles)
         if block.ending is not None:
             ask["ending"] = _ending_to_json(block.ending)
+        if block.trace:
+            ask["trace"] = block.trace
         return {"kind": "ask", "ask": ask}
     return {
         "kind": "ask_answer",
@@ -408,6 +410,7 @@ def block_from_json(raw: dict[str, Any], where: str = "block") -> Block:
                 answerer_ids=tuple(uuid.UUID(i) for i in a.get("answerer_ids", ())),
                 answerer_handles=tuple(a.get("answerer_handles", ())),
                 ending=ending_from_json(a),
+                trace=str(a.get("trace", "")),
             )
             if ask.answered and ask.cancelled:
                 raise Corrupt(

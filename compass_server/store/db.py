@@ -124,15 +124,18 @@ def _as(role: str) -> Callable[[psycopg.AsyncConnection[Any]], Awaitable[None]]:
 
 
 def _pool(
-    url: str, role: str, min_size: int, max_size: int
+    url: str, role: str, min_size: int, max_size: int, cursor_factory: Any = None
 ) -> psycopg_pool.AsyncConnectionPool[Conn]:
+    kwargs: dict[str, Any] = {"autocommit": True, "row_factory": dict_row}
+    if cursor_factory is not None:
+        kwargs["cursor_factory"] = cursor_factory
     return psycopg_pool.AsyncConnectionPool(
         url,
         min_size=min_size,
         max_size=max_size,
         open=False,
         configure=_as(role),
-        kwargs={"autocommit": True, "row_factory": dict_row},
+        kwargs=kwargs,
         timeout=10.0,
         reconnect_timeout=0,
     )
@@ -144,10 +147,15 @@ class Database:
     compass_maintenance, for the operator's commands and the servers' own
     cross-workspace work (liveness, reaping, expiry, revocations)."""
 
-    def __init__(self, url: str, *, min_size: int = 2, max_size: int = 20) -> None:
+    def __init__(
+        self, url: str, *, min_size: int = 2, max_size: int = 20, cursor_factory: Any = None
+    ) -> None:
+        """`cursor_factory`, when given, runs every statement (a traced cursor)."""
         self.url = url
-        self.pool = _pool(url, "compass_app", min_size, max_size)
-        self.maintenance_pool = _pool(url, "compass_maintenance", 1, MAINTENANCE_POOL)
+        self.pool = _pool(url, "compass_app", min_size, max_size, cursor_factory)
+        self.maintenance_pool = _pool(
+            url, "compass_maintenance", 1, MAINTENANCE_POOL, cursor_factory
+        )
         self.sequencer = Sequencer(self._number_events)
 
     async def open(self) -> None:

@@ -24,6 +24,7 @@ from compass_server.store.errors import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
+    StoreError,
     quoted,
 )
 from compass_server.store.pages import MAX_PAGE, page_size
@@ -56,6 +57,7 @@ from compass_server.store.types import (
     Surface,
     Workspace,
 )
+from compass_server.telemetry.traces import traceparent_of
 
 ACCOUNTS = queries("accounts")
 CHANNELS = queries("channels")
@@ -287,6 +289,7 @@ class Store(AskEndings):
         self._asks = AskCache(ask_cache_bytes)
         self.deadline_bounds = deadline_bounds
         self.deadline_listeners = []
+        self.ending_listeners = []
 
     # --- workspaces, accounts, runners, sign-in ----------------------------
 
@@ -516,6 +519,12 @@ class Store(AskEndings):
         stored = await self._name_answerers(actor, channel_id, stored)
         blocks_json = blockrules.blocks_to_json(stored)
         sizes = blockrules.check_message_size(blocks_json)
+        # Kept after the size check: tracing never turns a message away.
+        posted_in = traceparent_of()
+        if posted_in:
+            for block in blocks_json:
+                if block["kind"] == "ask":
+                    block["ask"]["trace"] = posted_in
         async with self.db.connection() as conn:
             cur = await conn.execute(
                 MESSAGES["post_message"],
@@ -551,6 +560,16 @@ class Store(AskEndings):
         if row is None:
             raise NotFound(f"no message {message_id}")
         return _message(row)
+
+    async def ask_trace(self, actor: Actor, ask_id: str) -> str:
+        """The traceparent the ask was posted in ("" when untraced or unseen)."""
+        cached = self._asks.get(ask_id)
+        if cached is not None:
+            return cached.trace
+        try:
+            return (await self._ask_state(actor, ask_id)).trace
+        except StoreError:
+            return ""
 
     async def get_ask(self, actor: Actor, ask_id: str) -> tuple[Message, Ask]:
         """The message holding the ask, and the ask; NOT_FOUND when the actor
@@ -708,6 +727,12 @@ class Store(AskEndings):
 
     async def number_leftover_events(self) -> int:
         return await self.db.number_leftovers()
+
+    async def counts(self) -> tuple[int, int]:
+        """Asks open in the database, and events committed but not yet numbered."""
+        async with self.db.maintenance() as conn:
+            row = await (await conn.execute("SELECT * FROM compass_metrics()")).fetchone()
+        return (int(row["open_asks"]), int(row["unnumbered_events"])) if row else (0, 0)
 
     # --- the event log ---------------------------------------------------------
 

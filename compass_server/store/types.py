@@ -255,6 +255,9 @@ class Ask:
     answerer_handles: tuple[str, ...] = ()
     # Server-owned: None while open.
     ending: AskEnding | None = None
+    # Server-owned, never on the wire: the W3C traceparent of the traced call
+    # that posted it, so its ending and delivery join the asker's trace.
+    trace: str = ""
 
     @property
     def is_open(self) -> bool:

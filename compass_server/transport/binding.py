@@ -63,6 +63,11 @@ class ServiceBinding:
                 raise TypeError(f"{type(impl).__name__} has no {snake(m.name)} for {m.name}")
         return cls(descriptor.full_name, tuple(methods), impl, principal)
 
+    @property
+    def short_name(self) -> str:
+        """The service's name without its package: CommsService."""
+        return self.full_name.rpartition(".")[2]
+
     def resolver(self, auth: Authenticator) -> Callable[[str | None], Awaitable[SignIn]]:
         def resolve(authorization: str | None) -> Awaitable[SignIn]:
             return auth.sign_in(authorization, self.principal)

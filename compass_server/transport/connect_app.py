@@ -10,6 +10,7 @@ import mimetypes
 import pathlib
 import re
 import socket
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
@@ -22,6 +23,7 @@ from compass_server.api import surface
 from compass_server.api.auth import Authenticator
 from compass_server.api.errors import ApiError, to_api_error
 from compass_server.api.text import check_strings
+from compass_server.telemetry.calls import Observer
 from compass_server.transport.binding import Method, ServiceBinding
 from compass_server.transport.codecs import CODECS, COMPRESSIONS
 from compass_server.transport.grpc_server import MAX_MESSAGE_BYTES, _error
@@ -51,41 +53,56 @@ def _connect_error(err: ApiError) -> ConnectError:
     return ConnectError(Code[err.status.name], err.message)
 
 
-def _endpoint(binding: ServiceBinding, method: Method, auth: Authenticator) -> Any:
+def _endpoint(
+    binding: ServiceBinding, method: Method, auth: Authenticator, observer: Observer
+) -> Any:
     resolve = binding.resolver(auth)
     fn = getattr(binding.impl, method.attr)
+    name = f"{binding.short_name}/{method.name}"
 
     def header(ctx: Any, name: str = "authorization") -> str | None:
         value = ctx.request_headers.get(name)
         return value if value is None else str(value)
 
+    def traced(ctx: Any) -> Any:
+        return ctx.request_headers if observer.tracer is not None else None
+
     if not method.server_streaming:
 
         async def unary(request: Any, ctx: Any) -> Any:
-            try:
-                signed = await resolve(header(ctx))
-                check_strings(request)
-                with surface.through(surface.of_connect(header(ctx, surface.HEADER))):
-                    return await fn(binding.caller(signed), request)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                raise _connect_error(_error(exc)) from None
+            with observer.call("connect", name, headers=traced(ctx)) as call:
+                try:
+                    signed = await resolve(header(ctx))
+                    call.signed_in(signed.principal)
+                    check_strings(request)
+                    with surface.through(surface.of_connect(header(ctx, surface.HEADER))):
+                        return await fn(binding.caller(signed), request)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    err = _error(exc)
+                    call.status = err.status.token
+            raise _connect_error(err) from None
 
         return unary
 
     async def stream(request: Any, ctx: Any) -> AsyncIterator[Any]:
-        try:
-            signed = await resolve(header(ctx))
-            if not method.client_streaming:
-                check_strings(request)
-            with auth.guard(signed) as guard:
-                async for item in guard.watch(fn(binding.caller(signed), request)):
-                    yield item
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            raise _connect_error(_error(exc)) from None
+        with observer.call("connect", name, headers=traced(ctx), attach=False) as call:
+            try:
+                signed = await resolve(header(ctx))
+                call.signed_in(signed.principal)
+                if not method.client_streaming:
+                    check_strings(request)
+                with auth.guard(signed) as guard:
+                    async for item in guard.watch(fn(binding.caller(signed), request)):
+                        yield item
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                err = _error(exc)
+                call.status = err.status.token
+        raise _connect_error(err) from None
 
     return stream
 
@@ -93,14 +110,16 @@ def _endpoint(binding: ServiceBinding, method: Method, auth: Authenticator) -> A
 class _Adapter:
     """Looks like a generated Connect service protocol; calls the binding."""
 
-    def __init__(self, binding: ServiceBinding, auth: Authenticator) -> None:
+    def __init__(self, binding: ServiceBinding, auth: Authenticator, observer: Observer) -> None:
         for method in binding.methods:
-            setattr(self, method.attr, _endpoint(binding, method, auth))
+            setattr(self, method.attr, _endpoint(binding, method, auth, observer))
 
 
-def connect_app(binding: ServiceBinding, auth: Authenticator, app_class: Any) -> ASGIApp:
+def connect_app(
+    binding: ServiceBinding, auth: Authenticator, app_class: Any, observer: Observer
+) -> ASGIApp:
     app: ASGIApp = app_class(
-        service=_Adapter(binding, auth),
+        service=_Adapter(binding, auth, observer),
         read_max_bytes=MAX_MESSAGE_BYTES,
         codecs=CODECS,
         compressions=COMPRESSIONS,
@@ -206,8 +225,14 @@ def _forget(tasks: set[asyncio.Task[None]]) -> Any:
     return done
 
 
+# A page answered by the server itself (/readyz, /metrics): status, body, type.
+Page = Callable[[], Awaitable[tuple[int, bytes, str]]]
+
+
 class Router:
-    """Routes Connect paths to their service apps and everything else to the page."""
+    """Routes Connect paths to their service apps, the server's own pages
+    (/healthz, /readyz, /metrics) to theirs, and everything else to the web
+    page's files (unless `static` is off: a metrics-only listener)."""
 
     def __init__(
         self,
@@ -216,9 +241,13 @@ class Router:
         drain_bytes: int = DRAIN_BYTES,
         drain_seconds: float = DRAIN_SECONDS,
         files: Files | None = None,
+        pages: dict[str, Page] | None = None,
+        static: bool = True,
     ) -> None:
         self.apps = {f"/{name}/": app for name, app in apps.items()}
         self.files = files
+        self.pages = pages or {}
+        self.static = static
         self.slow_stream_seconds = slow_stream_seconds
         self.drain_bytes = drain_bytes
         self.drain_seconds = drain_seconds
@@ -255,7 +284,15 @@ class Router:
         if file is not None and self.files is not None:
             await self._file(scope, send, file.group(1), file.group(2))
             return
-        await _static(scope, send)
+        page = self.pages.get(path)
+        if page is not None and scope["method"] in ("GET", "HEAD"):
+            status, body, kind = await page()
+            await _plain(send, status, body if scope["method"] == "GET" else b"", kind)
+            return
+        if path == "/healthz" or self.static:
+            await _static(scope, send)
+            return
+        await _plain(send, 404, b"not found\n")
 
     async def _file(self, scope: dict[str, Any], send: Any, item: str, attachment: str) -> None:
         if scope["method"] not in ("GET", "HEAD"):
@@ -319,9 +356,26 @@ async def _static(scope: dict[str, Any], send: Any) -> None:
     await _plain(send, 200, body if scope["method"] == "GET" else b"", kind)
 
 
+class _Config(Config):
+    """hypercorn's configuration with our SSL context, which a TLS reload
+    updates in place (hypercorn would build its own from the files)."""
+
+    def __init__(self, context: ssl.SSLContext | None) -> None:
+        super().__init__()
+        self.context = context
+
+    @property
+    def ssl_enabled(self) -> bool:
+        return self.context is not None
+
+    def create_ssl_context(self) -> ssl.SSLContext | None:
+        return self.context
+
+
 class HttpServer:
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, context: ssl.SSLContext | None = None) -> None:
         self.app = app
+        self.context = context
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.port = 0
@@ -335,7 +389,7 @@ class HttpServer:
         sock.set_inheritable(True)
         self._sock = sock
         self.port = sock.getsockname()[1]
-        config = Config()
+        config = _Config(self.context)
         config.bind = [f"fd://{sock.fileno()}"]
         # Its default of 1000 sends GOAWAY and fails in-flight HTTP/2 calls.
         config.keep_alive_max_requests = 2**31 - 1
@@ -365,11 +419,15 @@ def apps_for(
     drain_bytes: int = DRAIN_BYTES,
     drain_seconds: float = DRAIN_SECONDS,
     files: Files | None = None,
+    observer: Observer | None = None,
+    pages: dict[str, Page] | None = None,
 ) -> Router:
+    observer = observer or Observer(access=False)
     return Router(
-        {b.full_name: connect_app(b, auth, cls) for b, cls in bindings},
+        {b.full_name: connect_app(b, auth, cls, observer) for b, cls in bindings},
         slow_stream_seconds,
         drain_bytes,
         drain_seconds,
         files,
+        pages,
     )

@@ -18,6 +18,7 @@ from compass_server.api.errors import ApiError, Status, to_api_error
 from compass_server.api.text import check_strings
 from compass_server.events.hub import Closed
 from compass_server.store.types import Surface
+from compass_server.telemetry.calls import Observer
 from compass_server.transport.binding import Method, ServiceBinding
 
 log = logging.getLogger(__name__)
@@ -42,11 +43,28 @@ async def _abort(context: grpc.aio.ServicerContext[Any, Any], err: ApiError) -> 
     await context.abort(grpc.StatusCode[err.status.name], err.message)
 
 
-def _authorization(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
-    for key, value in context.invocation_metadata() or ():
-        if key == "authorization":
+def _metadata(context: grpc.aio.ServicerContext[Any, Any], key: str) -> str | None:
+    for name, value in context.invocation_metadata() or ():
+        if name == key:
             return value if isinstance(value, str) else value.decode()
     return None
+
+
+def _authorization(context: grpc.aio.ServicerContext[Any, Any]) -> str | None:
+    return _metadata(context, "authorization")
+
+
+def _trace_headers(
+    observer: Observer, context: grpc.aio.ServicerContext[Any, Any]
+) -> dict[str, str] | None:
+    """The W3C trace context a caller sent, read only when tracing is on."""
+    if observer.tracer is None:
+        return None
+    return {
+        key: value
+        for key in ("traceparent", "tracestate")
+        if (value := _metadata(context, key)) is not None
+    }
 
 
 def _parser(method: Method) -> Any:
@@ -73,11 +91,16 @@ async def _parsed(requests: AsyncIterator[bytes], parse: Any) -> AsyncIterator[A
 
 
 def _handler(
-    binding: ServiceBinding, method: Method, auth: Authenticator, slow_stream_seconds: float
+    binding: ServiceBinding,
+    method: Method,
+    auth: Authenticator,
+    slow_stream_seconds: float,
+    observer: Observer,
 ) -> grpc.RpcMethodHandler:
     resolve = binding.resolver(auth)
     fn = getattr(binding.impl, method.attr)
     parse = _parser(method)
+    name = f"{binding.short_name}/{method.name}"
     kwargs = {
         "request_deserializer": None,
         "response_serializer": method.response.SerializeToString,
@@ -86,40 +109,47 @@ def _handler(
     if not method.server_streaming:
 
         async def unary(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
-            try:
-                signed = await resolve(_authorization(context))
-                with surface.through(Surface.GRPC):
-                    return await fn(binding.caller(signed), parse(request))
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                err = _error(exc)
+            with observer.call("grpc", name, headers=_trace_headers(observer, context)) as call:
+                try:
+                    signed = await resolve(_authorization(context))
+                    call.signed_in(signed.principal)
+                    with surface.through(Surface.GRPC):
+                        return await fn(binding.caller(signed), parse(request))
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    err = _error(exc)
+                call.status = err.status.token
             await _abort(context, err)
 
         return grpc.unary_unary_rpc_method_handler(unary, **kwargs)
 
     async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
-        try:
-            signed = await resolve(_authorization(context))
-            arg = _parsed(request, parse) if method.client_streaming else parse(request)
-            with auth.guard(signed) as guard:
-                async for item in guard.watch(fn(binding.caller(signed), arg)):
-                    # A client that stops reading holds a write here; past the
-                    # limit its stream is closed, so it can't pin server memory.
-                    try:
-                        async with asyncio.timeout(slow_stream_seconds):
-                            await context.write(item)
-                    except TimeoutError:
-                        err = FELL_BEHIND
-                        break
-                else:
-                    return
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            if context.done():
-                return  # the client went away mid-stream; nobody to tell
-            err = _error(exc)
+        with observer.call("grpc", name, headers=_trace_headers(observer, context)) as call:
+            try:
+                signed = await resolve(_authorization(context))
+                call.signed_in(signed.principal)
+                arg = _parsed(request, parse) if method.client_streaming else parse(request)
+                with auth.guard(signed) as guard:
+                    async for item in guard.watch(fn(binding.caller(signed), arg)):
+                        # A client that stops reading holds a write here; past the
+                        # limit its stream is closed, so it can't pin server memory.
+                        try:
+                            async with asyncio.timeout(slow_stream_seconds):
+                                await context.write(item)
+                        except TimeoutError:
+                            err = FELL_BEHIND
+                            break
+                    else:
+                        return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if context.done():
+                    call.status = "cancelled"
+                    return  # the client went away mid-stream; nobody to tell
+                err = _error(exc)
+            call.status = err.status.token
         await _abort(context, err)
 
     if method.client_streaming:
@@ -134,7 +164,9 @@ class GrpcServer:
         auth: Authenticator,
         *,
         slow_stream_seconds: float = 30.0,
+        observer: Observer | None = None,
     ) -> None:
+        observer = observer or Observer(access=False)
         self.server = grpc.aio.server(
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -143,7 +175,8 @@ class GrpcServer:
         )
         for binding in bindings:
             handlers = {
-                m.name: _handler(binding, m, auth, slow_stream_seconds) for m in binding.methods
+                m.name: _handler(binding, m, auth, slow_stream_seconds, observer)
+                for m in binding.methods
             }
             self.server.add_generic_rpc_handlers(
                 (grpc.method_handlers_generic_handler(binding.full_name, handlers),)
@@ -162,14 +195,28 @@ class GrpcServer:
         self._names = names
         self.port = 0
 
-    async def start(self, listen: str) -> int:
-        self.port = self.server.add_insecure_port(listen)
+    async def start(self, listen: str, credentials: grpc.ServerCredentials | None = None) -> int:
+        """Listens (with TLS when given credentials) and serves; health
+        says NOT_SERVING until `serving(True)`."""
+        if credentials is None:
+            self.port = self.server.add_insecure_port(listen)
+        else:
+            self.port = self.server.add_secure_port(listen, credentials)
         if self.port == 0:
             raise OSError(f"can't listen for gRPC on {listen}")
+        await self.serving(False)
         await self.server.start()
-        for name in ["", *self._names]:
-            await self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         return self.port
+
+    async def serving(self, ready: bool) -> None:
+        """What health reports for the server and each of its services."""
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if ready
+            else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        for name in ["", *self._names]:
+            await self.health.set(name, status)
 
     async def stop(self, grace: float) -> None:
         await self.health.enter_graceful_shutdown()

@@ -2,7 +2,8 @@
 
     compass-mcp [--url HOST:PORT] [--token T] [--agent ID] [--channel ID]
                 [--sandbox DIR] [--http HOST:PORT] [--wait-seconds N]
-                [--progress-seconds S]
+                [--progress-seconds S] [--tls] [--ca-cert FILE]
+                [--client-cert FILE --client-key FILE]
 
 It is one agent session on the relay, signed in with a runner token the
 agent is assigned to, so attribution, presence (WAITING while its ask is
@@ -29,7 +30,7 @@ from compass_agentkit.mcp_server.session import AgentSession
 from compass_agentkit.mcp_server.tools import Settings, build_server
 from compass_agentkit.pictures import Sandbox
 from compass_agentkit.relay import Relay
-from compass_agentkit.runner import log_to_stderr
+from compass_agentkit.runner import add_tls_flags, log_to_stderr, tls_from
 
 __all__ = ["main"]
 
@@ -43,8 +44,9 @@ HTTP_MAX_BODY_BYTES = 1024 * 1024
 
 
 def _address(url: str) -> str:
-    """HOST:PORT from `HOST:PORT`, `http://HOST:PORT` or `grpc://HOST:PORT`."""
-    for scheme in ("http://", "grpc://"):
+    """HOST:PORT from `HOST:PORT`, `http://HOST:PORT`, `https://HOST:PORT` or
+    `grpc://HOST:PORT`."""
+    for scheme in ("http://", "https://", "grpc://"):
         if url.startswith(scheme):
             url = url.removeprefix(scheme)
     url = url.rstrip("/")
@@ -76,8 +78,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--url",
         default=env("COMPASS_URL", "127.0.0.1:50051"),
-        help="the Compass server's gRPC address, HOST:PORT ($COMPASS_URL; default %(default)s)",
+        help="the Compass server's gRPC address, HOST:PORT; https://HOST:PORT connects with "
+        "TLS ($COMPASS_URL; default %(default)s)",
     )
+    add_tls_flags(parser)
     parser.add_argument(
         "--token",
         default=env("COMPASS_RUNNER_TOKEN"),
@@ -145,7 +149,7 @@ async def _serve_stdio(server: Any) -> None:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    relay = Relay(_address(args.url), args.token)
+    relay = Relay(_address(args.url), args.token, credentials=args.credentials)
     session = AgentSession(relay, args.agent)
     await session.start()
     settings = Settings(
@@ -180,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
             Sandbox(args.sandbox)
     except ValueError as exc:
         parser.error(str(exc))
+    if args.url.startswith("https://"):
+        args.tls = True
+    tls_from(args, parser)
     log_to_stderr()
     return asyncio.run(_run(args))
 

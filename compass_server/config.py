@@ -1,0 +1,630 @@
+"""Every setting of the server, defined once.
+
+Each field of `Settings` is one setting: its name, type and default are the
+field's; its TOML key, help text and value kind are its metadata. From that
+one definition come the TOML file's validation, the environment variables
+(`COMPASS_<NAME>`), the flags (`--<name>`), `compass-server config check` and
+the README's settings table. A value comes from the file, then the
+environment, then a flag, each overriding the one before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import os
+import pathlib
+import ssl
+import tomllib
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from compass_server.api.auth import CACHE_SECONDS, CACHE_SIZE
+from compass_server.api.comms import STREAMS_PER_ACCOUNT, WIRE_CACHE_BYTES
+from compass_server.events.hub import PAGE_BYTES, REPLAY_BYTES, REPLAY_BYTES_PER_TOKEN, WINDOW_BYTES
+from compass_server.relay.gateway import (
+    ACK_TIMEOUT_SECONDS,
+    OUTBOX_BYTES,
+    SESSIONS_PER_STREAM,
+    STREAMS_PER_RUNNER,
+    WINDOW,
+)
+from compass_server.store.asks import ASK_CACHE_BYTES
+from compass_server.store.db import redacted_url
+from compass_server.transport.connect_app import DRAIN_BYTES, DRAIN_SECONDS
+
+# A bare port listens here: listening beyond loopback is only ever typed.
+LOOPBACK = "127.0.0.1"
+DEFAULT_GRPC_LISTEN = f"{LOOPBACK}:50051"
+DEFAULT_HTTP_LISTEN = f"{LOOPBACK}:8080"
+CONFIG_ENV = "COMPASS_CONFIG"
+
+
+class ConfigError(Exception):
+    """A setting that can't be used, in one line naming where it came from."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+# --- kinds of value ------------------------------------------------------------------
+
+
+class Kind:
+    """How a setting's value is read from TOML and from text (the environment
+    and flags), and written back as TOML."""
+
+    what = "a value"
+
+    def from_toml(self, value: object) -> Any:
+        raise NotImplementedError
+
+    def from_text(self, text: str) -> Any:
+        return self.from_toml(text)
+
+    def to_toml(self, value: Any) -> str:
+        return _quoted(str(value))
+
+    def shown(self, value: Any) -> Any:
+        return value
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class Count(Kind):
+    def __init__(self, minimum: int = 1) -> None:
+        self.minimum = minimum
+        self.what = f"a whole number of at least {minimum}"
+
+    def from_toml(self, value: object) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < self.minimum:
+            raise ValueError
+        return value
+
+    def from_text(self, text: str) -> int:
+        return self.from_toml(int(text.strip().replace("_", "")))
+
+    def to_toml(self, value: Any) -> str:
+        return str(value)
+
+
+class Seconds(Kind):
+    def __init__(self, allow_zero: bool = False) -> None:
+        self.allow_zero = allow_zero
+        self.what = "a number of seconds" + (" (0 or more)" if allow_zero else " above 0")
+
+    def from_toml(self, value: object) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError
+        seconds = float(value)
+        if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not self.allow_zero):
+            raise ValueError
+        return seconds
+
+    def from_text(self, text: str) -> float:
+        return self.from_toml(float(text))
+
+    def to_toml(self, value: Any) -> str:
+        return repr(float(value))
+
+
+class Fraction(Kind):
+    what = "a number from 0 to 1"
+
+    def from_toml(self, value: object) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise ValueError
+        return float(value)
+
+    def from_text(self, text: str) -> float:
+        return self.from_toml(float(text))
+
+    def to_toml(self, value: Any) -> str:
+        return repr(float(value))
+
+
+class Switch(Kind):
+    what = "true or false"
+    _TEXT: ClassVar[dict[str, bool]] = {"true": True, "1": True, "yes": True, "on": True}
+    _TEXT.update({"false": False, "0": False, "no": False, "off": False})
+
+    def from_toml(self, value: object) -> bool:
+        if not isinstance(value, bool):
+            raise ValueError
+        return value
+
+    def from_text(self, text: str) -> bool:
+        return self._TEXT[text.strip().lower()]
+
+    def to_toml(self, value: Any) -> str:
+        return "true" if value else "false"
+
+
+class Choice(Kind):
+    def __init__(self, *options: str, fold: Callable[[str], str] = str.lower) -> None:
+        self.options = options
+        self.fold = fold
+        self.what = "one of " + ", ".join(options)
+
+    def from_toml(self, value: object) -> str:
+        if not isinstance(value, str) or self.fold(value) not in self.options:
+            raise ValueError
+        return self.fold(value)
+
+
+class Text(Kind):
+    """A string; "" means unset (None) when optional."""
+
+    def __init__(self, what: str = "a string", optional: bool = False) -> None:
+        self.what = what
+        self.optional = optional
+
+    def from_toml(self, value: object) -> str | None:
+        if not isinstance(value, str) or "\x00" in value:
+            raise ValueError
+        return value if value or not self.optional else None
+
+    def to_toml(self, value: Any) -> str:
+        return _quoted("" if value is None else str(value))
+
+
+class Path(Text):
+    def __init__(self, optional: bool = False) -> None:
+        super().__init__("a path", optional)
+
+    def from_toml(self, value: object) -> Any:
+        text = super().from_toml(value)
+        if not text:
+            if self.optional:
+                return None
+            raise ValueError
+        return pathlib.Path(text)
+
+
+class Address(Text):
+    """[HOST:]PORT; "" means off when optional."""
+
+    def __init__(self, optional: bool = False) -> None:
+        super().__init__("[HOST:]PORT" + (' or "" for none' if optional else ""), optional)
+
+    def from_toml(self, value: object) -> str | None:
+        text = super().from_toml(value)
+        if text is not None:
+            listen_address(text)
+        return text
+
+
+class DatabaseUrl(Text):
+    def __init__(self) -> None:
+        super().__init__("a PostgreSQL URL", optional=True)
+
+    def shown(self, value: Any) -> Any:
+        return value if value is None else redacted_url(value)
+
+
+class Secret(Text):
+    def __init__(self, what: str) -> None:
+        super().__init__(what, optional=True)
+
+    def shown(self, value: Any) -> Any:
+        return "***" if value else value
+
+
+def listen_address(value: str) -> tuple[str, int]:
+    """(host, port) from PORT, HOST:PORT or [V6]:PORT; a bare port or an empty
+    host means 127.0.0.1. ValueError when it is neither."""
+    host, _, port = value.strip().rpartition(":")
+    host = host.strip()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"{value!r} is not a PORT or HOST:PORT")
+    return host or LOOPBACK, int(port)
+
+
+# --- the settings --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    section: str
+    kind: Kind
+    help: str
+    default: Any
+
+    @property
+    def key(self) -> str:
+        """The key in the TOML file: `section.leaf`, or the name at the top."""
+        if not self.section:
+            return self.name
+        return f"{self.section}.{self.leaf}"
+
+    @property
+    def leaf(self) -> str:
+        prefix = _PREFIX.get(self.section, "")
+        return self.name.removeprefix(prefix) if prefix else self.name
+
+    @property
+    def env(self) -> str:
+        return "COMPASS_" + self.name.upper()
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+# The TOML leaf drops its section's prefix: [database] url is database_url.
+_PREFIX = {"database": "database_", "log": "log_", "tls": "tls_", "tracing": "tracing_"}
+SECTIONS = ("", "database", "log", "tls", "tracing", "limits")
+
+
+def _s(default: Any, section: str, kind: Kind, help: str) -> Any:
+    return field(default=default, metadata={"setting": (section, kind, help)})
+
+
+@dataclass
+class Settings:
+    """How the server runs. Every limit it enforces on clients is one of these
+    (the README's limits table lists them)."""
+
+    # --- where it listens and keeps its data ---
+    grpc_listen: str = _s(
+        DEFAULT_GRPC_LISTEN,
+        "",
+        Address(),
+        "gRPC (with health and reflection); a bare port is on 127.0.0.1",
+    )
+    http_listen: str = _s(
+        DEFAULT_HTTP_LISTEN,
+        "",
+        Address(),
+        "Connect, the web page, /healthz, /readyz and /metrics; a bare port is on 127.0.0.1",
+    )
+    relay_listen: str | None = _s(
+        None,
+        "",
+        Address(optional=True),
+        "a gRPC listener for the runners' relay alone; when set, the relay is served only "
+        "there (with tls.client_ca, only to runners with a client certificate)",
+    )
+    metrics_listen: str | None = _s(
+        None,
+        "",
+        Address(optional=True),
+        "a listener of its own for /metrics, /healthz and /readyz; when set, the HTTP port "
+        "serves no /metrics",
+    )
+    data_dir: pathlib.Path = _s(
+        pathlib.Path(".compass"), "", Path(), "where the embedded PostgreSQL keeps its data"
+    )
+    event_loop: str = _s("uvloop", "", Choice("uvloop", "asyncio"), "the event loop")
+    expiry_interval_seconds: float = _s(
+        30.0, "", Seconds(), "the longest the expiry loop sleeps between sweeps"
+    )
+    drain_seconds: float = _s(
+        0.0,
+        "",
+        Seconds(allow_zero=True),
+        "after SIGTERM, how long health reports NOT_SERVING (and /readyz 503) while calls "
+        "are still served, before streams end",
+    )
+    # --- the database ---
+    database_url: str | None = _s(
+        None,
+        "database",
+        DatabaseUrl(),
+        "PostgreSQL to use; empty: the embedded one under data_dir",
+    )
+    pool_size: int = _s(20, "database", Count(2), "connections the request pool may open")
+    # --- logs ---
+    log_level: str = _s(
+        "INFO",
+        "log",
+        Choice("DEBUG", "INFO", "WARNING", "ERROR", fold=str.upper),
+        "the least severe level logged (admin commands log WARNING unless this is set)",
+    )
+    log_format: str = _s(
+        "text", "log", Choice("text", "json"), "text lines, or one JSON object per line"
+    )
+    log_access: bool = _s(True, "log", Switch(), "one INFO line per call")
+    # --- TLS ---
+    tls_cert: pathlib.Path | None = _s(
+        None,
+        "tls",
+        Path(optional=True),
+        "PEM certificate chain for every port; reloaded on SIGHUP",
+    )
+    tls_key: pathlib.Path | None = _s(
+        None, "tls", Path(optional=True), "PEM private key of tls.cert; reloaded on SIGHUP"
+    )
+    tls_client_ca: pathlib.Path | None = _s(
+        None,
+        "tls",
+        Path(optional=True),
+        "PEM CA certificates the relay listener requires runners' client certificates to "
+        "chain to (needs relay_listen)",
+    )
+    # --- traces ---
+    tracing_otlp_endpoint: str | None = _s(
+        None,
+        "tracing",
+        Text("an OTLP/gRPC URL", optional=True),
+        "where spans are exported over OTLP/gRPC (http://collector:4317); empty: no traces",
+    )
+    tracing_otlp_headers: str | None = _s(
+        None,
+        "tracing",
+        Secret("key=value pairs joined by commas"),
+        "headers sent with every export, key=value,key=value (masked when shown)",
+    )
+    tracing_otlp_insecure: bool = _s(
+        False, "tracing", Switch(), "export without TLS to an http:// endpoint"
+    )
+    tracing_service_name: str = _s(
+        "compass-server", "tracing", Text(), "the service.name of this server's spans"
+    )
+    tracing_sample_ratio: float = _s(
+        1.0,
+        "tracing",
+        Fraction(),
+        "the share of new traces recorded (a caller's sampled trace is always continued)",
+    )
+    # --- limits ---
+    slow_stream_seconds: float = _s(
+        30.0, "limits", Seconds(), "how long a stream may wait on a client that doesn't read"
+    )
+    subscribe_streams_per_account: int = _s(
+        STREAMS_PER_ACCOUNT, "limits", Count(), "Subscribe streams one account holds open"
+    )
+    relay_streams_per_runner: int = _s(
+        STREAMS_PER_RUNNER, "limits", Count(), "relay streams one runner holds open"
+    )
+    relay_sessions_per_stream: int = _s(
+        SESSIONS_PER_STREAM, "limits", Count(), "sessions bound on one relay stream"
+    )
+    relay_window: int = _s(WINDOW, "limits", Count(), "deliveries a session has unacked")
+    relay_outbox_bytes: int = _s(
+        OUTBOX_BYTES, "limits", Count(), "frames a relay stream has waiting for its runner"
+    )
+    relay_ack_timeout_seconds: float = _s(
+        ACK_TIMEOUT_SECONDS,
+        "limits",
+        Seconds(),
+        "how long a session's window may stay full with no ack",
+    )
+    event_window_bytes: int = _s(
+        WINDOW_BYTES, "limits", Count(), "the shared window of recent events per workspace"
+    )
+    replay_page_bytes: int = _s(PAGE_BYTES, "limits", Count(), "one read of the log")
+    replay_bytes: int = _s(
+        REPLAY_BYTES, "limits", Count(), "pages of the log held by all streams at once"
+    )
+    replay_bytes_per_token: int = _s(
+        REPLAY_BYTES_PER_TOKEN, "limits", Count(), "the part of those one account or runner holds"
+    )
+    http_drain_bytes: int = _s(
+        DRAIN_BYTES,
+        "limits",
+        Count(0),
+        "the rest of a body read and dropped after an early HTTP/1.1 answer",
+    )
+    http_drain_seconds: float = _s(
+        DRAIN_SECONDS, "limits", Seconds(), "how long that rest is read for"
+    )
+    ask_cache_bytes: int = _s(
+        ASK_CACHE_BYTES, "limits", Count(), "asks' content kept to check answers"
+    )
+    wire_cache_bytes: int = _s(
+        WIRE_CACHE_BYTES, "limits", Count(), "events kept encoded for a workspace's subscribers"
+    )
+    ask_deadline_min_seconds: float = _s(
+        60.0, "limits", Seconds(), "how soon after its post an ask's deadline may be"
+    )
+    ask_deadline_max_seconds: float = _s(
+        30 * 86_400.0, "limits", Seconds(), "how late after its post an ask's deadline may be"
+    )
+    auth_cache_seconds: float = _s(
+        CACHE_SECONDS, "limits", Seconds(), "how long a process trusts a sign-in it looked up"
+    )
+    auth_cache_size: int = _s(CACHE_SIZE, "limits", Count(), "sign-ins a process keeps")
+    # Not a setting: this process's id among the servers sharing the database.
+    server_id: uuid.UUID = field(default_factory=uuid.uuid4)
+
+
+def _settings() -> tuple[Setting, ...]:
+    out = []
+    for f in dataclasses.fields(Settings):
+        if "setting" in f.metadata:
+            section, kind, help = f.metadata["setting"]
+            out.append(Setting(f.name, section, kind, help, f.default))
+    return tuple(out)
+
+
+SETTINGS = _settings()
+BY_NAME = {s.name: s for s in SETTINGS}
+BY_KEY = {s.key: s for s in SETTINGS}
+
+
+# --- loading ---------------------------------------------------------------------------
+
+
+@dataclass
+class Loaded:
+    settings: Settings
+    # Setting name → where its value came from: "default", the file, COMPASS_X or --x.
+    sources: dict[str, str]
+    path: pathlib.Path | None
+
+
+def _bad(where: str, s: Setting, raw: object) -> ConfigError:
+    shown = "***" if isinstance(s.kind, Secret) else raw
+    if isinstance(shown, str):
+        shown = _quoted(shown[:64])
+    return ConfigError(f"{where} must be {s.kind.what}, not {shown}")
+
+
+def _from_file(path: pathlib.Path) -> dict[str, tuple[Setting, object]]:
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"can't read the configuration file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    found: dict[str, tuple[Setting, object]] = {}
+    sections = [s for s in SECTIONS if s]
+    for key, value in doc.items():
+        if isinstance(value, dict):
+            if key not in sections:
+                near = difflib.get_close_matches(key, sections, 1)
+                hint = f" (did you mean [{near[0]}]?)" if near else ""
+                raise ConfigError(
+                    f"{path}: unknown section [{key}]{hint}; sections: " + ", ".join(sections)
+                )
+            items = [(f"{key}.{leaf}", v) for leaf, v in value.items()]
+        else:
+            items = [(key, value)]
+        for dotted, v in items:
+            s = BY_KEY.get(dotted)
+            if s is None:
+                near = difflib.get_close_matches(dotted, list(BY_KEY), 1)
+                hint = f" (did you mean {near[0]}?)" if near else ""
+                raise ConfigError(f"{path}: unknown setting {dotted}{hint}")
+            found[s.name] = (s, v)
+    return found
+
+
+def load(
+    *,
+    path: pathlib.Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    flags: Mapping[str, object] | None = None,
+) -> Loaded:
+    """The effective settings: defaults, then the file, then the environment,
+    then flags (a name → a string, or a bool for switches; None: not given).
+    ConfigError names the first value that can't be used."""
+    env = os.environ if env is None else env
+    flags = flags or {}
+    if path is None and env.get(CONFIG_ENV):
+        path = env[CONFIG_ENV]
+    file = pathlib.Path(path) if path else None
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {s.name: "default" for s in SETTINGS}
+    if file is not None:
+        for name, (s, raw) in _from_file(file).items():
+            try:
+                values[name] = s.kind.from_toml(raw)
+            except (ValueError, TypeError):
+                raise _bad(f"{file}: {s.key}", s, raw) from None
+            sources[name] = str(file)
+    for s in SETTINGS:
+        raw = env.get(s.env)
+        if raw is not None:
+            try:
+                values[s.name] = s.kind.from_text(raw)
+            except (ValueError, TypeError, KeyError):
+                raise _bad(s.env, s, raw) from None
+            sources[s.name] = s.env
+        given = flags.get(s.name)
+        if given is not None:
+            try:
+                values[s.name] = given if isinstance(given, bool) else s.kind.from_text(str(given))
+            except (ValueError, TypeError, KeyError):
+                raise _bad(s.flag, s, given) from None
+            sources[s.name] = s.flag
+    settings = Settings(**values)
+    _check_together(settings)
+    return Loaded(settings, sources, file)
+
+
+def _check_together(s: Settings) -> None:
+    """Settings that only work with others, and the TLS files themselves."""
+    if (s.tls_cert is None) != (s.tls_key is None):
+        missing = "tls.key" if s.tls_key is None else "tls.cert"
+        raise ConfigError(f"TLS takes a certificate and its key: {missing} is not set")
+    if s.tls_client_ca is not None and (s.relay_listen is None or s.tls_cert is None):
+        raise ConfigError(
+            "tls.client_ca asks runners for client certificates on the relay listener: "
+            "set relay_listen, tls.cert and tls.key too"
+        )
+    if s.tls_cert is not None and s.tls_key is not None:
+        check_tls_files(s.tls_cert, s.tls_key, s.tls_client_ca)
+    if s.replay_bytes_per_token > s.replay_bytes:
+        raise ConfigError("limits.replay_bytes_per_token can't be more than limits.replay_bytes")
+
+
+def check_tls_files(
+    cert: pathlib.Path, key: pathlib.Path, client_ca: pathlib.Path | None = None
+) -> None:
+    """ConfigError unless the certificate and key load as a pair (and the CA
+    file as certificates)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    for p in (cert, key, *((client_ca,) if client_ca else ())):
+        if not p.is_file():
+            raise ConfigError(f"can't read the TLS file {p}: no such file")
+    try:
+        context.load_cert_chain(cert, key)
+    except (ssl.SSLError, OSError) as exc:
+        raise ConfigError(
+            f"the TLS certificate {cert} and key {key} don't load as a pair "
+            f"({exc.__class__.__name__})"
+        ) from None
+    if client_ca is not None:
+        try:
+            context.load_verify_locations(cafile=client_ca)
+        except (ssl.SSLError, OSError):
+            raise ConfigError(f"{client_ca} holds no PEM CA certificate") from None
+
+
+# --- showing ---------------------------------------------------------------------------
+
+
+def effective_toml(loaded: Loaded) -> str:
+    """The effective configuration as TOML, secrets masked, each value with
+    where it came from."""
+    lines = ["# compass-server: the effective configuration"]
+    for section in SECTIONS:
+        rows = [s for s in SETTINGS if s.section == section]
+        if section:
+            lines += ["", f"[{section}]"]
+        for s in rows:
+            value = s.kind.shown(getattr(loaded.settings, s.name))
+            lines.append(f"{s.leaf} = {s.kind.to_toml(value)}  # {loaded.sources[s.name]}")
+    return "\n".join(lines) + "\n"
+
+
+def default_text(s: Setting) -> str:
+    if s.default is None:
+        return "—"
+    if isinstance(s.default, pathlib.Path) and not s.default.is_absolute():
+        return f"./{s.default}"
+    if isinstance(s.default, bool):
+        return "true" if s.default else "false"
+    if isinstance(s.default, int) and s.default >= 1 << 20 and s.default % (1 << 20) == 0:
+        return f"{s.default >> 20} MiB"
+    if isinstance(s.default, int) and s.default >= 1 << 10 and s.default % (1 << 10) == 0:
+        return f"{s.default >> 10} KiB"
+    if isinstance(s.default, float) and s.default.is_integer():
+        return f"{int(s.default):,}"
+    if isinstance(s.default, int):
+        return f"{s.default:,}"
+    return f"{s.default}"
+
+
+def markdown_table() -> str:
+    """The README's settings table."""
+    rows = [
+        "| key in the file | environment | flag | default | what |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for s in SETTINGS:
+        rows.append(f"| `{s.key}` | `{s.env}` | `{s.flag}` | {default_text(s)} | {s.help} |")
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,165 @@
+"""/metrics: Prometheus text whose numbers move with the work."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from compass.v1 import comms_pb2 as pb
+from tests.conftest import running_server
+from tests.relay_client import relay, runner_for
+from tests.servers import GrpcClient
+from tests.world import World
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+async def scrape(port: int, path: str = "/metrics") -> Samples:
+    async with httpx.AsyncClient() as http:
+        reply = await http.get(f"http://127.0.0.1:{port}{path}", timeout=10)
+    assert reply.status_code == 200, reply.text
+    assert reply.headers["content-type"].startswith("text/plain")
+    out: Samples = {}
+    for family in text_string_to_metric_families(reply.text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def ask_block() -> pb.MessageBlock:
+    return pb.MessageBlock(
+        ask=pb.Ask(
+            questions=[
+                pb.AskQuestion(
+                    question_id="go",
+                    question="Ship it?",
+                    options=[pb.AskOption(id="y", label="Yes")],
+                )
+            ]
+        )
+    )
+
+
+async def test_numbers_move_with_the_work(server: Any, api_world: World) -> None:
+    w = api_world
+    human, agent = w.tokens[w.human.account_id], w.tokens[w.agent.account_id]
+    client = GrpcClient(server.grpc_port)
+    before = await scrape(server.http_port)
+    post = "compass_rpc_duration_seconds_count"
+    try:
+        posted = await client.call(
+            "PostMessage",
+            pb.PostMessageRequest(channel_id=str(w.channel.channel_id), blocks=[ask_block()]),
+            agent,
+        )
+        ask_id = posted.message.blocks[0].ask.ask_id
+        with_open = await scrape(server.http_port)
+        labels = {"transport": "grpc", "method": "CommsService/PostMessage", "status": "ok"}
+        assert value(with_open, post, **labels) == value(before, post, **labels) + 1
+        # Open asks are the database's: other tests' asks count too, so compare.
+        assert value(with_open, "compass_open_asks") >= 1
+
+        await client.call(
+            "RespondToAsk",
+            pb.RespondToAskRequest(
+                ask_id=ask_id,
+                answers=[pb.AskQuestionAnswer(question_id="go", chosen_option_ids=["y"])],
+            ),
+            human,
+        )
+        refused = {"transport": "grpc", "method": "CommsService/RespondToAsk"}
+        try:
+            await client.call("RespondToAsk", pb.RespondToAskRequest(ask_id=ask_id), human)
+        except Exception:
+            pass
+        after = await scrape(server.http_port)
+        assert value(after, "compass_asks_ended_total", kind="answered") == (
+            value(before, "compass_asks_ended_total", kind="answered") + 1
+        )
+        assert (
+            value(after, post, **refused, status="ok")
+            == value(before, post, **refused, status="ok") + 1
+        )
+        assert (
+            value(after, post, **refused, status="already_exists")
+            + value(after, post, **refused, status="invalid_argument")
+            >= 1
+        )
+        # Latency lands in buckets: the +Inf bucket counts every call.
+        assert value(after, "compass_rpc_duration_seconds_bucket", **labels, le="+Inf") == value(
+            after, post, **labels
+        )
+
+        # A Subscribe stream and a bound relay session show while they are open.
+        stream = client.stream("Subscribe", pb.SubscribeRequest(), human)
+        first = asyncio.ensure_future(anext(stream))
+        async with relay(server.grpc_port, await runner_for(w)) as r:
+            await r.bound("s1", w.agent)
+            await asyncio.sleep(0.3)
+            during = await scrape(server.http_port)
+            assert value(during, "compass_subscribers") >= 1
+            assert value(during, "compass_relay_sessions") >= 1
+        first.cancel()
+        await asyncio.sleep(0.3)
+        assert value(await scrape(server.http_port), "compass_relay_sessions") < value(
+            during, "compass_relay_sessions"
+        )
+        # The pools report themselves; the test's own database has numbered everything.
+        assert ("compass_db_pool_in_use", (("pool", "app"),)) in during
+        assert ("compass_db_pool_waiting", (("pool", "maintenance"),)) in during
+        assert ("compass_event_numbering_lag_events", ()) in during
+    finally:
+        await client.close()
+
+
+async def test_a_stream_that_stops_reading_shows_as_delivery_lag(
+    server: Any, api_world: World
+) -> None:
+    w = api_world
+    human, agent = w.tokens[w.human.account_id], w.tokens[w.agent.account_id]
+    client = GrpcClient(server.grpc_port)
+    try:
+        stream = client.stream("Subscribe", pb.SubscribeRequest(), human)
+        first = asyncio.ensure_future(anext(stream))
+        await asyncio.sleep(0.3)
+        big = [pb.MessageBlock(text=pb.TextBlock(text="x" * 30_000)) for _ in range(8)]
+        for _ in range(12):
+            await client.call(
+                "PostMessage",
+                pb.PostMessageRequest(
+                    channel_id=str(w.channel.channel_id),
+                    blocks=big,
+                ),
+                agent,
+            )
+        lag = 0.0
+        for _ in range(50):
+            lag = value(await scrape(server.http_port), "compass_delivery_lag_events")
+            if lag >= 1:
+                break
+            await asyncio.sleep(0.1)
+        assert lag >= 1
+        first.cancel()
+    finally:
+        await client.close()
+
+
+async def test_metrics_on_a_port_of_their_own(database_url: str, tmp_path: pathlib.Path) -> None:
+    async with running_server(database_url, tmp_path, metrics_listen="127.0.0.1:0") as srv:
+        samples = await scrape(srv.metrics_port)
+        assert ("compass_open_asks", ()) in samples
+        async with httpx.AsyncClient() as http:
+            # Not on the HTTP port then, and the metrics port serves no web page.
+            gone = await http.get(f"http://127.0.0.1:{srv.http_port}/metrics", timeout=10)
+            page = await http.get(f"http://127.0.0.1:{srv.metrics_port}/", timeout=10)
+            ready = await http.get(f"http://127.0.0.1:{srv.metrics_port}/readyz", timeout=10)
+        assert gone.status_code == 404 and page.status_code == 404
+        assert ready.status_code == 200
