@@ -58,6 +58,7 @@ from compass_server.store.embedded import EmbeddedPostgres
 from compass_server.store.inbox import InboxStore
 from compass_server.transport.binding import ServiceBinding
 from compass_server.transport.connect_app import (
+    COMPRESS_MIN_BYTES,
     DRAIN_BYTES,
     DRAIN_SECONDS,
     HttpServer,
@@ -176,6 +177,9 @@ class Settings:
     http_drain_bytes: int = field(default_factory=lambda: _env("HTTP_DRAIN_BYTES", DRAIN_BYTES))
     http_drain_seconds: float = field(
         default_factory=lambda: _env("HTTP_DRAIN_SECONDS", DRAIN_SECONDS)
+    )
+    connect_compress_min_bytes: int = field(
+        default_factory=lambda: _env("CONNECT_COMPRESS_MIN_BYTES", COMPRESS_MIN_BYTES)
     )
     ask_cache_bytes: int = field(default_factory=lambda: _env("ASK_CACHE_BYTES", ASK_CACHE_BYTES))
     wire_cache_bytes: int = field(
@@ -351,6 +355,7 @@ class CompassServer:
                 drain_bytes=settings.http_drain_bytes,
                 drain_seconds=settings.http_drain_seconds,
                 files=InboxFiles(self.auth, inbox_api),
+                compress_min_bytes=settings.connect_compress_min_bytes,
             )
         )
         try:
