@@ -336,6 +336,7 @@ class CompassServer:
                 drain_bytes=settings.http_drain_bytes,
                 drain_seconds=settings.http_drain_seconds,
                 files=InboxFiles(self.auth, inbox_api),
+                compress_min_bytes=settings.connect_compress_min_bytes,
                 observer=self.observer,
                 pages=pages,
             ),

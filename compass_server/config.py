@@ -34,7 +34,7 @@ from compass_server.relay.gateway import (
 )
 from compass_server.store.asks import ASK_CACHE_BYTES
 from compass_server.store.db import redacted_url
-from compass_server.transport.connect_app import DRAIN_BYTES, DRAIN_SECONDS
+from compass_server.transport.connect_app import COMPRESS_MIN_BYTES, DRAIN_BYTES, DRAIN_SECONDS
 
 # A bare port listens here: listening beyond loopback is only ever typed.
 LOOPBACK = "127.0.0.1"
@@ -417,6 +417,12 @@ class Settings:
     )
     http_drain_seconds: float = _s(
         DRAIN_SECONDS, "limits", Seconds(), "how long that rest is read for"
+    )
+    connect_compress_min_bytes: int = _s(
+        COMPRESS_MIN_BYTES,
+        "limits",
+        Count(0),
+        "the smallest Connect unary answer sent gzipped to a client that accepts gzip",
     )
     ask_cache_bytes: int = _s(
         ASK_CACHE_BYTES, "limits", Count(), "asks' content kept to check answers"

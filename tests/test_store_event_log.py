@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 from compass_server.relay.liveness import Heartbeat
 from compass_server.store import Database, Store
 from compass_server.store.types import Answer, Ask, EventKind, Message
+from tests.conftest import migrated_database
 from tests.world import World
 
 
@@ -182,3 +183,63 @@ async def test_the_sweep_skips_a_workspace_whose_counter_is_held(
         await holder.rollback()
     await store.number_leftover_events()
     assert await unnumbered(db, busy.workspace_id) == 0
+
+
+async def test_tens_of_thousands_of_pending_events_are_numbered_promptly_whatever_the_statistics(
+    pg_admin_url: str,
+) -> None:
+    # A database of its own: its statistics were taken when the log held one
+    # event, and its numbering connection planned its statements then.
+    async with migrated_database(pg_admin_url) as url:
+        db = Database(url, min_size=1, max_size=1)
+        await db.open()
+        try:
+            world = await World.create(Store(db))
+            async with await psycopg.AsyncConnection.connect(url, autocommit=True) as admin:
+                await admin.execute("ANALYZE events")
+
+            async def leave_pending(n: int) -> None:
+                # What writes leave when they find the counter busy.
+                async with await psycopg.AsyncConnection.connect(url, autocommit=True) as admin:
+                    await admin.execute(
+                        "INSERT INTO events (workspace_id, kind, payload)"
+                        " SELECT %s, 'presence_changed', jsonb_build_object('account_id', %s::text,"
+                        "   'state', 'working', 'status_text', 'load ' || i)"
+                        " FROM generate_series(1, %s) AS i",
+                        (world.workspace_id, world.agent.account_id, n),
+                    )
+                db.sequencer.committed(world.workspace_id)
+
+            for _ in range(8):
+                await leave_pending(1)
+                await db.sequencer.flush(world.workspace_id)
+            start = await world.store.last_event_id(world.human)
+            pending = 20_000
+            await leave_pending(pending)
+            # Linear numbering takes well under a second here; the quadratic
+            # plan this guards against took minutes.
+            await asyncio.wait_for(db.sequencer.flush(world.workspace_id), timeout=30)
+            assert await unnumbered(db, world.workspace_id) == 0
+            assert await world.store.last_event_id(world.human) == start + pending
+            events = await world.store.read_events(world.human, start, 500)
+            assert [e.event_id for e in events] == list(range(start + 1, start + 501))
+            assert [e.presence.status_text for e in events if e.presence] == [
+                f"load {i}" for i in range(1, 501)
+            ]
+            # The next write numbers inline, after them.
+            await world.post_text(world.human, "after the load")
+            assert await world.store.last_event_id(world.human) == start + pending + 1
+        finally:
+            await _stop_numbering(pg_admin_url, url)
+            await db.close()
+
+
+async def _stop_numbering(admin_url: str, url: str) -> None:
+    """Ends whatever still runs in the database, so a failed test stops at once."""
+    name = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
+    async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as admin:
+        await admin.execute(
+            "SELECT pg_cancel_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = %s AND state = 'active' AND pid <> pg_backend_pid()",
+            (name,),
+        )

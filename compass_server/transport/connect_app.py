@@ -25,7 +25,7 @@ from compass_server.api.errors import ApiError, to_api_error
 from compass_server.api.text import check_strings
 from compass_server.telemetry.calls import Observer
 from compass_server.transport.binding import Method, ServiceBinding
-from compass_server.transport.codecs import CODECS, COMPRESSIONS
+from compass_server.transport.codecs import CODECS, COMPRESSIONS, Gzip
 from compass_server.transport.grpc_server import MAX_MESSAGE_BYTES, _error
 
 log = logging.getLogger(__name__)
@@ -132,6 +132,9 @@ def connect_app(
 # the next request; else the answer closes the connection.
 DRAIN_BYTES = 1 << 20
 DRAIN_SECONDS = 5.0
+# A Connect unary answer smaller than this goes uncompressed whatever the
+# client accepts: gzip costs more server CPU than the bytes it saves.
+COMPRESS_MIN_BYTES = 1024
 
 
 class RequestBody:
@@ -243,8 +246,10 @@ class Router:
         files: Files | None = None,
         pages: dict[str, Page] | None = None,
         static: bool = True,
+        compress_min_bytes: int = COMPRESS_MIN_BYTES,
     ) -> None:
         self.apps = {f"/{name}/": app for name, app in apps.items()}
+        self.compress_min_bytes = compress_min_bytes
         self.files = files
         self.pages = pages or {}
         self.static = static
@@ -274,8 +279,13 @@ class Router:
         path: str = scope["path"]
         for prefix, app in self.apps.items():
             if path.startswith(prefix):
+                send = self._timed(send)
+                if _unary(scope):
+                    scope, gzip_accepted = _without_gzip(scope)
+                    if gzip_accepted:
+                        send = _compressed_past(self.compress_min_bytes, send)
                 try:
-                    await app(scope, receive, self._timed(send))
+                    await app(scope, receive, send)
                 except TimeoutError:
                     # Returning mid-body makes hypercorn close the connection.
                     log.info("closed a stalled stream on %s", path)
@@ -318,6 +328,74 @@ class Router:
             await asyncio.wait_for(send(message), self.slow_stream_seconds)
 
         return timed
+
+
+def _unary(scope: dict[str, Any]) -> bool:
+    """A Connect unary call: a GET, or a POST of plain JSON or protobuf (the
+    streaming protocols' content types carry a `+`)."""
+    if scope["method"] == "GET":
+        return True
+    kind = (_header(scope, b"content-type") or "").strip().lower()
+    return kind.startswith(("application/json", "application/proto"))
+
+
+def _without_gzip(scope: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The scope as the app sees it, with gzip no longer accepted, and whether
+    the client accepted it: the answer is compressed here, past a size."""
+    accepted = False
+    headers = []
+    for name, value in scope.get("headers", ()):
+        if name.lower() == b"accept-encoding":
+            kept = []
+            for token in bytes(value).split(b","):
+                coding, _, params = token.strip().partition(b";")
+                if coding.strip().lower() == b"gzip":
+                    accepted = accepted or params.replace(b" ", b"") not in (b"q=0", b"q=0.0")
+                else:
+                    kept.append(token.strip())
+            value = b", ".join(kept)
+        headers.append((name, value))
+    return {**scope, "headers": headers}, accepted
+
+
+_GZIP = Gzip()
+
+
+def _compressed_past(min_bytes: int, send: Any) -> Any:
+    """Sends a unary answer gzipped when it succeeded and is at least
+    `min_bytes` long; anything else as the app wrote it."""
+    start: dict[str, Any] | None = None
+    parts: list[bytes] = []
+
+    async def compressing(message: dict[str, Any]) -> None:
+        nonlocal start
+        if message["type"] == "http.response.start":
+            start = message
+            return
+        if message["type"] != "http.response.body" or start is None:
+            await send(message)
+            return
+        parts.append(bytes(message.get("body", b"")))
+        if message.get("more_body", False):
+            return
+        body = b"".join(parts)
+        parts.clear()
+        headers = list(start.get("headers", ()))
+        encoding = next((v for k, v in headers if k.lower() == b"content-encoding"), b"identity")
+        if start["status"] == 200 and len(body) >= min_bytes and encoding == b"identity":
+            body = _GZIP.compress(body)
+            headers = [
+                (k, v)
+                for k, v in headers
+                if k.lower() not in (b"content-encoding", b"content-length")
+            ]
+            headers.append((b"content-encoding", b"gzip"))
+            headers.append((b"content-length", str(len(body)).encode()))
+        head, start = {**start, "headers": headers}, None
+        await send(head)
+        await send({**message, "body": body})
+
+    return compressing
 
 
 async def _plain(send: Any, status: int, body: bytes, content_type: str = "text/plain") -> None:
@@ -421,6 +499,7 @@ def apps_for(
     files: Files | None = None,
     observer: Observer | None = None,
     pages: dict[str, Page] | None = None,
+    compress_min_bytes: int = COMPRESS_MIN_BYTES,
 ) -> Router:
     observer = observer or Observer(access=False)
     return Router(
@@ -430,4 +509,5 @@ def apps_for(
         drain_seconds,
         files,
         pages,
+        compress_min_bytes=compress_min_bytes,
     )
