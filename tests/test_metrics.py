@@ -131,21 +131,23 @@ async def test_a_stream_that_stops_reading_shows_as_delivery_lag(
         first = asyncio.ensure_future(anext(stream))
         await asyncio.sleep(0.3)
         big = [pb.MessageBlock(text=pb.TextBlock(text="x" * 30_000)) for _ in range(8)]
-        for _ in range(12):
-            await client.call(
-                "PostMessage",
-                pb.PostMessageRequest(
-                    channel_id=str(w.channel.channel_id),
-                    blocks=big,
-                ),
-                agent,
-            )
+        # Post until the transport's windows (which gRPC grows on loopback)
+        # are full and the stream falls behind: up to ~24 MB.
         lag = 0.0
-        for _ in range(50):
-            lag = value(await scrape(server.http_port), "compass_delivery_lag_events")
+        for _ in range(25):
+            for _ in range(4):
+                await client.call(
+                    "PostMessage",
+                    pb.PostMessageRequest(channel_id=str(w.channel.channel_id), blocks=big),
+                    agent,
+                )
+            for _ in range(10):
+                lag = value(await scrape(server.http_port), "compass_delivery_lag_events")
+                if lag >= 1:
+                    break
+                await asyncio.sleep(0.1)
             if lag >= 1:
                 break
-            await asyncio.sleep(0.1)
         assert lag >= 1
         first.cancel()
     finally:
