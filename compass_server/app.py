@@ -35,6 +35,7 @@ from compass_server.api.errors import ApiError, Status
 from compass_server.api.inbox import AgentInboxApi, InboxApi
 from compass_server.asks import Expiry
 from compass_server.events.hub import (
+    CHANNEL,
     PAGE_BYTES,
     REPLAY_BYTES,
     REPLAY_BYTES_PER_TOKEN,
@@ -56,6 +57,8 @@ from compass_server.store.blocks import DeadlineBounds
 from compass_server.store.db import redacted_url
 from compass_server.store.embedded import EmbeddedPostgres
 from compass_server.store.inbox import InboxStore
+from compass_server.store.vault import KEY_FILE, KeyProblem, Vault, key_from_file, parse_key
+from compass_server.store.webhooks import WebhookStore
 from compass_server.transport.binding import ServiceBinding
 from compass_server.transport.connect_app import (
     DRAIN_BYTES,
@@ -64,6 +67,10 @@ from compass_server.transport.connect_app import (
     apps_for,
 )
 from compass_server.transport.grpc_server import GrpcServer
+from compass_server.webhooks.courier import POLL_SECONDS, RETRY_SCHEDULE, Courier, schedule
+from compass_server.webhooks.destination import Reach, networks
+from compass_server.webhooks.payloads import Drafts
+from compass_server.webhooks.sender import Sender
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +78,8 @@ log = logging.getLogger(__name__)
 LOOPBACK = "127.0.0.1"
 DEFAULT_GRPC_LISTEN = f"{LOOPBACK}:50051"
 DEFAULT_HTTP_LISTEN = f"{LOOPBACK}:8080"
+# The page's address as the links in webhooks and chat cards give it.
+DEFAULT_PUBLIC_URL = f"http://{DEFAULT_HTTP_LISTEN}"
 
 
 class StartupError(Exception):
@@ -130,7 +139,7 @@ def _database_problem(url: str, exc: Exception) -> StartupError:
     )
 
 
-def _env(name: str, default: float) -> Any:
+def _env(name: str, default: float | str) -> Any:
     """A limit from COMPASS_<name>, else its default (of the default's type)."""
     raw = os.environ.get(f"COMPASS_{name}")
     return default if raw is None else type(default)(raw)
@@ -195,6 +204,60 @@ class Settings:
     # How long a process trusts a sign-in before looking the token up again;
     # revocations reach every process at once, this bounds a lost one.
     auth_cache_seconds: float = field(default_factory=lambda: _env("AUTH_CACHE_SECONDS", 5.0))
+    # Where people open the page: the base of every link a webhook carries.
+    public_url: str = field(default_factory=lambda: _env("PUBLIC_URL", DEFAULT_PUBLIC_URL))
+    # The key webhook URLs and secrets are sealed with (32 bytes, URL-safe
+    # base64), or a file holding it; the embedded setup makes one under the
+    # data dir when neither is set. Without a key, webhooks are off.
+    webhook_key: str = field(default_factory=lambda: _env("WEBHOOK_KEY", ""), repr=False)
+    webhook_key_file: str = field(default_factory=lambda: _env("WEBHOOK_KEY_FILE", ""))
+    # Networks webhooks may reach besides public addresses, e.g. "10.0.0.0/8,::1".
+    webhook_allowed_networks: str = field(
+        default_factory=lambda: _env("WEBHOOK_ALLOWED_NETWORKS", "")
+    )
+    # Waits between a delivery's failed attempts; past the last, it has failed.
+    webhook_retry_schedule: str = field(
+        default_factory=lambda: _env("WEBHOOK_RETRY_SCHEDULE", RETRY_SCHEDULE)
+    )
+    webhook_timeout_seconds: float = field(
+        default_factory=lambda: _env("WEBHOOK_TIMEOUT_SECONDS", 10.0)
+    )
+    webhook_concurrency: int = field(default_factory=lambda: _env("WEBHOOK_CONCURRENCY", 16))
+    webhook_concurrency_per_endpoint: int = field(
+        default_factory=lambda: _env("WEBHOOK_CONCURRENCY_PER_ENDPOINT", 4)
+    )
+    webhook_response_bytes: int = field(
+        default_factory=lambda: _env("WEBHOOK_RESPONSE_BYTES", 4096)
+    )
+    webhook_retention_seconds: float = field(
+        default_factory=lambda: _env("WEBHOOK_RETENTION_SECONDS", 7 * 86_400.0)
+    )
+    # The courier looks for retries coming due at least this often.
+    webhook_poll_seconds: float = field(
+        default_factory=lambda: _env("WEBHOOK_POLL_SECONDS", POLL_SECONDS)
+    )
+
+
+def webhook_vault(settings: Settings, *, embedded: bool) -> Vault | None:
+    """The vault of the configured webhook key; for the embedded database a
+    key file under the data dir, made on first use; else None (webhooks off)."""
+    try:
+        if settings.webhook_key:
+            return Vault(parse_key(settings.webhook_key, "COMPASS_WEBHOOK_KEY"))
+        if settings.webhook_key_file:
+            return Vault(key_from_file(pathlib.Path(settings.webhook_key_file), create=False))
+        if embedded:
+            return Vault(key_from_file(settings.data_dir / KEY_FILE, create=True))
+    except KeyProblem as exc:
+        raise StartupError(exc.message) from None
+    return None
+
+
+def webhook_reach(settings: Settings) -> Reach:
+    try:
+        return Reach(networks(settings.webhook_allowed_networks))
+    except ValueError as exc:
+        raise StartupError(f"COMPASS_WEBHOOK_ALLOWED_NETWORKS: {exc}") from None
 
 
 async def open_database(
@@ -311,6 +374,16 @@ class CompassServer:
             ),
         )
         hub.watch(ACCESS_CHANNEL, self.gateway.on_access)
+        reach = webhook_reach(settings)
+        self.webhooks = WebhookStore(
+            self.db,
+            self.store.admin,
+            webhook_vault(settings, embedded=self.embedded is not None),
+        )
+        courier = self._courier(reach)
+        if courier is not None:
+            self.courier = courier
+            hub.watch(CHANNEL, courier.poke)
         await hub.start()
         await self.auth.start()
         await heartbeat.start()
@@ -318,9 +391,14 @@ class CompassServer:
         expiry = Expiry(self.store, interval=self.settings.expiry_interval_seconds)
         await expiry.start()
         self.expiry = expiry
+        if courier is not None:
+            await courier.start()
         relay = ServiceBinding.of(agent_gateway_pb2, "AgentGatewayService", self.gateway, "runner")
         admin = ServiceBinding.of(
-            admin_pb2, "AdminService", AdminApi(self.store.admin, self.auth), "account"
+            admin_pb2,
+            "AdminService",
+            AdminApi(self.store.admin, self.auth, webhooks=self.webhooks, reach=reach),
+            "account",
         )
         identity = ServiceBinding.of(
             admin_pb2, "IdentityService", IdentityApi(self.store.admin), "any"
@@ -363,6 +441,40 @@ class CompassServer:
             _joined(http_at[0], self.http_port),
         )
 
+    def _courier(self, reach: Reach) -> Courier | None:
+        """The webhook courier, when this server has a webhook key."""
+        settings = self.settings
+        if not settings.public_url.startswith(("http://", "https://")):
+            raise StartupError(
+                f"COMPASS_PUBLIC_URL {settings.public_url!r} is not an http:// or https:// URL"
+            )
+        if self.webhooks.vault is None:
+            log.info(
+                "webhooks are off: no webhook key (set COMPASS_WEBHOOK_KEY or "
+                "COMPASS_WEBHOOK_KEY_FILE)"
+            )
+            return None
+        try:
+            retries = schedule(settings.webhook_retry_schedule)
+        except ValueError as exc:
+            raise StartupError(f"COMPASS_WEBHOOK_RETRY_SCHEDULE: {exc}") from None
+        return Courier(
+            self.webhooks,
+            Sender(
+                reach,
+                timeout=settings.webhook_timeout_seconds,
+                response_bytes=settings.webhook_response_bytes,
+                connections=settings.webhook_concurrency,
+            ),
+            Drafts(settings.public_url),
+            settings.server_id,
+            retry_schedule=retries,
+            concurrency=settings.webhook_concurrency,
+            per_endpoint=settings.webhook_concurrency_per_endpoint,
+            retention=datetime.timedelta(seconds=settings.webhook_retention_seconds),
+            poll=settings.webhook_poll_seconds,
+        )
+
     async def stop(self, grace: float = 5.0) -> None:
         """Stops what started; after a failed start, only that much."""
         # Streams end first, so the transports can drain without waiting on them;
@@ -371,6 +483,8 @@ class CompassServer:
             await self.gateway.close()
         if hasattr(self, "expiry"):
             await self.expiry.stop()
+        if hasattr(self, "courier"):
+            await self.courier.stop()
         if hasattr(self, "auth"):
             await self.auth.close()
         if hasattr(self, "heartbeat"):
