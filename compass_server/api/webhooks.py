@@ -115,6 +115,7 @@ class WebhookAdmin:
         types = event_types(req.event_types)
         # Who may ask comes first: the URL check looks the host up.
         await store.admit(by)
+        store.keyed()
         dest = await self.reach.check(req.url)
         made = await store.create(by, kind, req.url.strip(), dest.shown, types)
         return ad.CreateWebhookResponse(webhook=webhook_to_wire(made.webhook), secret=made.secret)

@@ -159,7 +159,8 @@ class WebhookStore:
         self.admin = admin
         self.vault = vault
 
-    def _vault(self) -> Vault:
+    def keyed(self) -> Vault:
+        """The vault; FAILED_PRECONDITION when this server has no webhook key."""
         if self.vault is None:
             raise FailedPrecondition(NO_KEY)
         return self.vault
@@ -181,7 +182,7 @@ class WebhookStore:
     ) -> NewWebhook:
         """An endpoint of the caller's workspace, and its signing secret
         (shown this once). `url` was checked by the caller."""
-        vault = self._vault()
+        vault = self.keyed()
         webhook_id = uuid.uuid4()
         secret = new_secret()
         async with self.db.tx(by) as conn:
@@ -270,7 +271,7 @@ class WebhookStore:
         beside it for `grace`, so receivers can switch over."""
         if grace < datetime.timedelta(0) or grace > MAX_SECRET_GRACE:
             raise InvalidArgument(f"a grace period is 0 to {MAX_SECRET_GRACE.days} days")
-        vault = self._vault()
+        vault = self.keyed()
         secret = new_secret()
         async with self.db.tx(by) as conn:
             await self.admin.admit(conn, by)
@@ -456,7 +457,7 @@ class WebhookStore:
         url, problem = "", ""
         signing: tuple[str, ...] = ()
         try:
-            vault = self._vault()
+            vault = self.keyed()
             url = vault.open(row["url_sealed"], webhook_id)
             signing = tuple(
                 vault.open(sealed, webhook_id)
