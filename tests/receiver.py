@@ -74,7 +74,7 @@ class Receiver:
             await self._server.wait_closed()
 
     async def wait_for(
-        self, n: int, timeout: float = 20.0, where: Callable[[Received], bool] | None = None
+        self, n: int, wait: float = 20.0, where: Callable[[Received], bool] | None = None
     ) -> list[Received]:
         """The first `n` requests (that `where` admits) once they arrived."""
 
@@ -82,7 +82,7 @@ class Receiver:
             return [r for r in self.received if where is None or where(r)]
 
         async with self._arrived:
-            await asyncio.wait_for(self._arrived.wait_for(lambda: len(matching()) >= n), timeout)
+            await asyncio.wait_for(self._arrived.wait_for(lambda: len(matching()) >= n), wait)
         return matching()[:n]
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

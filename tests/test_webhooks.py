@@ -139,9 +139,9 @@ async def deliveries(rpc: GrpcClient, w: World, webhook_id: str, *states: int) -
     return list(page.deliveries)
 
 
-async def settled(rpc: GrpcClient, w: World, delivery_id: str, timeout: float = 20.0) -> Any:
+async def settled(rpc: GrpcClient, w: World, delivery_id: str, wait: float = 20.0) -> Any:
     """The delivery and its attempts once it is delivered or failed."""
-    for _ in range(int(timeout / 0.1)):
+    for _ in range(int(wait / 0.1)):
         got = await rpc.call(
             "GetWebhookDelivery", ad.GetWebhookDeliveryRequest(delivery_id=delivery_id), tok(w)
         )
@@ -454,7 +454,7 @@ async def test_a_hanging_receiver_is_cut_off_and_holds_up_no_other(
         for _ in range(6):
             await w.post_ask()
         # The healthy endpoint gets all six while the other's attempts hang.
-        got = await fine.wait_for(6, timeout=TIMEOUT * 2)
+        got = await fine.wait_for(6, wait=TIMEOUT * 2)
         assert len({r.webhook_id for r in got}) == 6
         await stuck.wait_for(2)
         # Per endpoint, at most 2 attempts at once (the server's setting).
@@ -481,7 +481,7 @@ async def test_a_response_that_never_ends_is_read_no_further_than_the_limit(
         await w.post_ask()
         await receiver.wait_for(1)
         (delivery,) = await deliveries(rpc, w, made.webhook.webhook_id)
-        done = await settled(rpc, w, delivery.delivery_id, timeout=TIMEOUT * 4)
+        done = await settled(rpc, w, delivery.delivery_id, wait=TIMEOUT * 4)
     finally:
         await receiver.close()
     (attempt,) = done.attempts
