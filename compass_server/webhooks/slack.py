@@ -126,7 +126,7 @@ def _card(data: dict[str, Any], asker: dict[str, Any] | None, button: str) -> di
     blocks.append(_button(button, ask["url"]))
     blocks.append(_context(f"Ask `{_escape(ask['ask_id'])}` · Compass"))
     first = questions[0]["question"] if questions else ""
-    fallback = f"{_handle(asker)} asks in {_where(data)}: {first}"
+    fallback = f"{_handle(asker)} asks in {_where(data)}: {_escape(first)}"
     return {"text": _cut(fallback, FALLBACK_CHARS), "blocks": blocks}
 
 
@@ -160,7 +160,7 @@ def _follow_up(data: dict[str, Any]) -> dict[str, Any]:
     first = ask["questions"][0]["question"] if ask["questions"] else ""
     about = f"_{_escape(_cut(first, 200))}_ · {_where(data)} · <{ask['url']}|Open in Compass>"
     return {
-        "text": _cut(f"{ended}: {first}", FALLBACK_CHARS),
+        "text": _cut(f"{ended}: {_escape(first)}", FALLBACK_CHARS),
         "blocks": [_section("\n".join(lines)), _context(about)],
     }
 
