@@ -561,12 +561,13 @@ class AdminStore:
     # --- the operator's command line ---------------------------------------------------
 
     async def workspace_of(self, object_id: uuid.UUID) -> uuid.UUID:
-        """The workspace an account, runner or token id belongs to, looked up
+        """The workspace an account, runner, token, webhook or delivery id
+        belongs to, looked up
         across workspaces as maintenance: the operator names ids, not
         workspaces."""
         async with self.db.maintenance() as conn:
             cur = await conn.execute(ADMIN["workspace_of"], {"id": object_id})
             row = await cur.fetchone()
         if row is None or row["workspace_id"] is None:
-            raise NotFound(f"no account, runner or token {object_id}")
+            raise NotFound(f"no account, runner, token, webhook or delivery {object_id}")
         return row["workspace_id"]  # type: ignore[no-any-return]
