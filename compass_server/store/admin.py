@@ -562,9 +562,8 @@ class AdminStore:
 
     async def workspace_of(self, object_id: uuid.UUID) -> uuid.UUID:
         """The workspace an account, runner, token, webhook or delivery id
-        belongs to, looked up
-        across workspaces as maintenance: the operator names ids, not
-        workspaces."""
+        belongs to, looked up across workspaces as maintenance: the operator
+        names ids, not workspaces."""
         async with self.db.maintenance() as conn:
             cur = await conn.execute(ADMIN["workspace_of"], {"id": object_id})
             row = await cur.fetchone()
