@@ -40,6 +40,8 @@ from bench.server import (
     answer_request,
     ask_request,
     create_channel,
+    postgres_cpu_s,
+    process_cpu_s,
     server_process,
 )
 from compass.v1 import admin_pb2 as ad
@@ -112,13 +114,23 @@ async def drain(url: str, receiver: Receiver, n_endpoints: int, n: int) -> str:
         for _ in range(n):
             await stub.PostMessage(ask_request(channel), metadata=agent.metadata)
     want = before + n * n_endpoints
-    async with server_process(url, ON):
-        while len(receiver.received) < want:
-            await asyncio.sleep(0.05)
+    async with server_process(url, ON) as on:
+        await receiver.wait_for(before + 1, wait=60)
+        cpu = process_cpu_s(on.pid), postgres_cpu_s([DATABASE]), time.process_time()
+        await receiver.wait_for(want, wait=600)
+        spent = (
+            process_cpu_s(on.pid) - cpu[0],
+            postgres_cpu_s([DATABASE]) - cpu[1],
+            time.process_time() - cpu[2],
+        )
     got = receiver.received[before:want]
     span = got[-1].at - got[0].at
     rate = (len(got) - 1) / span
-    return f"| {n_endpoints} | {n} asks → {len(got)} deliveries | {span:.2f} s | {rate:,.0f}/s |"
+    per = [f"{s / (len(got) - 1) * 1e6:,.0f} µs" for s in spent]
+    return (
+        f"| {n_endpoints} | {n} asks → {len(got)} deliveries | {span:.2f} s | {rate:,.0f}/s "
+        f"| {per[0]} | {per[1]} | {per[2]} |"
+    )
 
 
 async def latency(
@@ -198,47 +210,54 @@ async def main(args: argparse.Namespace) -> None:
     arrivals = Arrivals()
     receiver = await Receiver(arrivals).start()
     try:
-        print("### Deliveries per second (a backlog drained)\n")
-        print(
-            "| endpoints | made | first → last arrival | deliveries/s |\n| --- | --- | --- | --- |"
-        )
-        for n_endpoints, n in ((1, args.drain), (10, args.drain // 5)):
-            row = await drain(url, receiver, n_endpoints, n)
-            log(row)
-            print(row)
-        print("\n### Commit → delivery (20 asks a second)\n")
-        print("| endpoints | sent | p50 | p99 | max |\n| --- | --- | --- | --- | --- |")
-        for n_endpoints in (1, 10):
-            row = await latency(url, receiver, arrivals, n_endpoints, args.seconds)
-            log(row)
-            print(row)
-        print("\n### The ask lifecycle's write path, webhooks off and on\n")
-        print(
-            "| K | off: lifecycles/s, p50, p99 | on (1 endpoint): lifecycles/s, p50, p99 | on / off |"
-        )
-        print("| --- | --- | --- | --- |")
-        for k in (1, 16):
-            off: list[LoadResult] = []
-            on: list[LoadResult] = []
-            for r in range(args.rounds):
-                off.append(await lifecycle(url, OFF, f"off {k} {r}", None, k, args.seconds))
-                on.append(await lifecycle(url, ON, f"on {k} {r}", receiver, k, args.seconds))
-                log(f"K={k} round {r}: off {off[-1].summary()} / on {on[-1].summary()}")
-            a, b = pooled(off), pooled(on)
-            row = (
-                f"| {k} | {a[0]:,.0f}/s, {a[1]:.1f} ms, {a[2]:.1f} ms "
-                f"| {b[0]:,.0f}/s, {b[1]:.1f} ms, {b[2]:.1f} ms | {b[0] / a[0]:.2f} |"
+        if "drain" in args.parts:
+            print("### Deliveries per second (a backlog drained)\n")
+            print(
+                "| endpoints | made | first → last arrival | deliveries/s | server CPU "
+                "| PostgreSQL CPU | receiver CPU |\n| --- | --- | --- | --- | --- | --- | --- |"
             )
-            log(row)
-            print(row)
+            for n_endpoints, n in ((1, args.drain), (10, args.drain // 5)):
+                row = await drain(url, receiver, n_endpoints, n)
+                log(row)
+                print(row)
+        if "latency" in args.parts:
+            print("\n### Commit → delivery (20 asks a second)\n")
+            print("| endpoints | sent | p50 | p99 | max |\n| --- | --- | --- | --- | --- |")
+            for n_endpoints in (1, 10):
+                row = await latency(url, receiver, arrivals, n_endpoints, args.seconds)
+                log(row)
+                print(row)
+        if "write" in args.parts:
+            await write_path(url, receiver, args)
         print(
-            f"\n{arrivals.count('ask.answered')} answered deliveries arrived in all; "
-            f"receiver saw {len(receiver.received)} requests on {receiver.connections} connections"
+            f"\nreceiver: {len(receiver.received)} requests on {receiver.connections} connections"
         )
     finally:
         await receiver.close()
         async with await psycopg.AsyncConnection.connect(admin, autocommit=True) as conn:
             await conn.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)'.encode())
+
+
+async def write_path(url: str, receiver: Receiver, args: argparse.Namespace) -> None:
+    print("\n### The ask lifecycle's write path, webhooks off and on\n")
+    print(
+        "| K | off: lifecycles/s, p50, p99 | on (1 endpoint): lifecycles/s, p50, p99 | on / off |"
+    )
+    print("| --- | --- | --- | --- |")
+    for k in (1, 16):
+        off: list[LoadResult] = []
+        on: list[LoadResult] = []
+        for r in range(args.rounds):
+            off.append(await lifecycle(url, OFF, f"off {k} {r}", None, k, args.seconds))
+            on.append(await lifecycle(url, ON, f"on {k} {r}", receiver, k, args.seconds))
+            log(f"K={k} round {r}: off {off[-1].summary()} / on {on[-1].summary()}")
+        a, b = pooled(off), pooled(on)
+        row = (
+            f"| {k} | {a[0]:,.0f}/s, {a[1]:.1f} ms, {a[2]:.1f} ms "
+            f"| {b[0]:,.0f}/s, {b[1]:.1f} ms, {b[2]:.1f} ms | {b[0] / a[0]:.2f} |"
+        )
+        log(row)
+        print(row)
 
 
 def cli() -> None:
@@ -247,6 +266,7 @@ def cli() -> None:
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--drain", type=int, default=2000, help="asks of the drain to one endpoint")
+    p.add_argument("--parts", default="drain,latency,write")
     asyncio.run(main(p.parse_args()))
 
 

@@ -556,6 +556,23 @@ class ClaimedDelivery:
 
 
 @dataclass(frozen=True, slots=True)
+class AttemptResult:
+    """How one attempt went, to record."""
+
+    delivery_id: uuid.UUID
+    attempt: int
+    delivered: bool
+    # When to try again; None when delivered or given up.
+    retry_in: datetime.timedelta | None
+    status_code: int | None
+    latency_ms: float | None
+    error: str
+    response: str
+    # Why its endpoint is now disabled (a 410 Gone); None to leave it be.
+    disable: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class InboxItemView:
     """An inbox item as a webhook names it: its title and its newest ask."""
 

@@ -1,5 +1,5 @@
 """A workspace's webhook endpoints, the deliveries made for them, and every
-attempt to send one (migration 0014 says how they fit the event log).
+attempt to send one (migration 0016 says how they fit the event log).
 
 Admins (and the operator) manage endpoints and read deliveries in their own
 workspace. The servers' work across workspaces runs as compass_maintenance on
@@ -25,6 +25,7 @@ from compass_server.store.store import EVENT_PAGE_BYTES, EVENTS, event_from_row
 from compass_server.store.types import (
     Ask,
     AskStatus,
+    AttemptResult,
     ChannelKind,
     ClaimedDelivery,
     DeliveryDraft,
@@ -480,37 +481,27 @@ class WebhookStore:
             problem=problem,
         )
 
-    async def finish(
-        self,
-        delivery: ClaimedDelivery,
-        *,
-        delivered: bool,
-        retry_in: datetime.timedelta | None,
-        status_code: int | None,
-        latency_ms: float | None,
-        error: str,
-        response: str,
-        disable: str | None = None,
-    ) -> bool:
-        """Records how an attempt went; False when it no longer was the
-        delivery's latest (its lease ran out and another took it over)."""
+    async def finish(self, results: Sequence[AttemptResult]) -> int:
+        """Records how attempts went, in one statement; each only while it is
+        its delivery's latest (else its lease ran out and another attempt took
+        the delivery over). Returns how many were recorded."""
         async with self.db.deliveries() as conn:
             cur = await conn.execute(
                 WEBHOOKS["finish"],
                 {
-                    "delivery": delivery.delivery_id,
-                    "attempt": delivery.attempt,
-                    "delivered": delivered,
-                    "retry_in": retry_in,
-                    "status_code": status_code,
-                    "latency_ms": latency_ms,
-                    "error": error,
-                    "response": response,
-                    "disable": disable,
+                    "deliveries": [r.delivery_id for r in results],
+                    "attempts": [r.attempt for r in results],
+                    "delivered": [r.delivered for r in results],
+                    "retry_in": [r.retry_in for r in results],
+                    "status_codes": [r.status_code for r in results],
+                    "latencies": [r.latency_ms for r in results],
+                    "errors": [r.error for r in results],
+                    "responses": [r.response for r in results],
+                    "disable": [r.disable for r in results],
                 },
             )
             row = await cur.fetchone()
-        return bool(row and row["recorded"])
+        return int(row["recorded"]) if row else 0
 
     async def prune(self, age: datetime.timedelta, batch: int) -> int:
         """Deletes up to `batch` deliveries finished longer than `age` ago."""

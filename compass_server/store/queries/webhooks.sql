@@ -133,9 +133,10 @@ FROM compass_claim_webhook_deliveries(
   %(busy_counts)s::integer[])
 
 -- name: finish
-SELECT compass_finish_webhook_attempt(
-  %(delivery)s, %(attempt)s, %(delivered)s, %(retry_in)s, %(status_code)s, %(latency_ms)s,
-  %(error)s, %(response)s, %(disable)s) AS recorded
+SELECT compass_finish_webhook_attempts(
+  %(deliveries)s::uuid[], %(attempts)s::integer[], %(delivered)s::boolean[],
+  %(retry_in)s::interval[], %(status_codes)s::integer[], %(latencies)s::double precision[],
+  %(errors)s::text[], %(responses)s::text[], %(disable)s::text[]) AS recorded
 
 -- name: prune
 SELECT compass_prune_webhook_deliveries(%(age)s, %(batch)s) AS n

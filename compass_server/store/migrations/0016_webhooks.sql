@@ -184,37 +184,40 @@ BEGIN
 END
 $$;
 
--- Records how an attempt went, if it is still the delivery's latest: the
+-- Records how attempts went, each if it is still its delivery's latest: the
 -- attempt's row, and the delivery delivered, due again after retry_in, or
 -- failed (retry_in NULL). `disable` (a 410 Gone) turns its endpoint off.
--- Returns whether it was recorded.
-CREATE FUNCTION compass_finish_webhook_attempt(
-  delivery uuid, attempt integer, delivered boolean, retry_in interval,
-  code integer, took_ms double precision, why text, said text, disable text
-) RETURNS boolean
+-- Returns how many were recorded.
+CREATE FUNCTION compass_finish_webhook_attempts(
+  deliveries uuid[], attempts integer[], delivered boolean[], retry_in interval[],
+  codes integer[], took_ms double precision[], why text[], said text[], disable text[]
+) RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public AS $$
 DECLARE
   d webhook_deliveries%ROWTYPE;
+  recorded integer := 0;
 BEGIN
-  UPDATE webhook_deliveries SET
-    state = CASE WHEN delivered THEN 'delivered' WHEN retry_in IS NULL THEN 'failed'
-                 ELSE 'pending' END,
-    failures = failures + CASE WHEN delivered THEN 0 ELSE 1 END,
-    next_attempt_at = coalesce(now() + retry_in, next_attempt_at),
-    finished_at = CASE WHEN delivered OR retry_in IS NULL THEN now() END
-  WHERE id = delivery AND attempts = attempt AND state = 'pending'
-  RETURNING * INTO d;
-  IF NOT FOUND THEN
-    RETURN false;
-  END IF;
-  UPDATE webhook_attempts a SET finished_at = now(), status_code = code, latency_ms = took_ms,
-    error = why, response = said
-  WHERE a.delivery_id = delivery AND a.n = attempt;
-  IF disable IS NOT NULL THEN
-    UPDATE webhook_endpoints SET enabled = false, disabled_reason = disable, disabled_at = now()
-    WHERE id = d.endpoint_id AND enabled;
-  END IF;
-  RETURN true;
+  FOR i IN 1 .. coalesce(array_length(deliveries, 1), 0) LOOP
+    UPDATE webhook_deliveries SET
+      state = CASE WHEN delivered[i] THEN 'delivered' WHEN retry_in[i] IS NULL THEN 'failed'
+                   ELSE 'pending' END,
+      failures = failures + CASE WHEN delivered[i] THEN 0 ELSE 1 END,
+      next_attempt_at = coalesce(now() + retry_in[i], next_attempt_at),
+      finished_at = CASE WHEN delivered[i] OR retry_in[i] IS NULL THEN now() END
+    WHERE id = deliveries[i] AND webhook_deliveries.attempts = $2[i] AND state = 'pending'
+    RETURNING * INTO d;
+    CONTINUE WHEN NOT FOUND;
+    recorded := recorded + 1;
+    UPDATE webhook_attempts a SET finished_at = now(), status_code = codes[i],
+      latency_ms = took_ms[i], error = why[i], response = said[i]
+    WHERE a.delivery_id = deliveries[i] AND a.n = $2[i];
+    IF disable[i] IS NOT NULL THEN
+      UPDATE webhook_endpoints SET enabled = false, disabled_reason = disable[i],
+        disabled_at = now()
+      WHERE id = d.endpoint_id AND enabled;
+    END IF;
+  END LOOP;
+  RETURN recorded;
 END
 $$;
 
@@ -248,8 +251,8 @@ BEGIN
   FOREACH f IN ARRAY ARRAY[
     'compass_webhook_backlog(integer)',
     'compass_claim_webhook_deliveries(uuid, interval, integer, integer, uuid[], integer[])',
-    'compass_finish_webhook_attempt(uuid, integer, boolean, interval, integer, '
-      'double precision, text, text, text)',
+    'compass_finish_webhook_attempts(uuid[], integer[], boolean[], interval[], integer[], '
+      'double precision[], text[], text[], text[])',
     'compass_prune_webhook_deliveries(interval, integer)'
   ] LOOP
     EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC, compass_app', f);
