@@ -2,6 +2,7 @@
 its delivery, and what sending them costs the write path.
 
     python -m bench.webhooks [--database-url ADMIN_URL] [--seconds 10] [--rounds 2]
+                             [--drain 2000] [--parts drain,latency,write]
 
 Its own throwaway database (`compass_bench_webhooks`, dropped at the end), a
 real `compass-server serve` per phase, and a receiver on loopback in this
@@ -9,7 +10,9 @@ process (tests/receiver.py: HTTP/1.1 over h11, answers 200 at once).
 
 1. Deliveries per second: N asks are committed while no server runs, then a
    server with a webhook key starts and drains them to 1 and to 10 endpoints;
-   the rate is counted from the first arrival to the last.
+   the rate is counted from the first arrival to the last, and the CPU each
+   delivery cost the server, PostgreSQL (this database's backends) and the
+   receiver (this process) over the same span.
 2. Commit → delivery: asks posted over gRPC at a steady 20 a second; each
    delivery's arrival minus the moment its PostMessage returned, at 1 and 10
    endpoints.
