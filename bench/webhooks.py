@@ -5,8 +5,10 @@ its delivery, and what sending them costs the write path.
                              [--drain 2000] [--parts drain,latency,write]
 
 Its own throwaway database (`compass_bench_webhooks`, dropped at the end), a
-real `compass-server serve` per phase, and a receiver on loopback in this
-process (tests/receiver.py: HTTP/1.1 over h11, answers 200 at once).
+real `compass-server serve` per phase, and a receiver on loopback
+(tests/receiver.py: HTTP/1.1 over h11, answers 200 at once): in this process
+for parts 1 and 2, in a process of its own for part 3, so that its work
+doesn't slow the load generator sharing its event loop.
 
 1. Deliveries per second: N asks are committed while no server runs, then a
    server with a webhook key starts and drains them to 1 and to 10 endpoints;
@@ -27,11 +29,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import json
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 import grpc
 import psycopg
@@ -172,7 +175,7 @@ async def lifecycle(
     url: str,
     settings: dict[str, str],
     name: str,
-    receiver: Receiver | None,
+    receiver_url: str | None,
     k: int,
     seconds: float,
 ) -> LoadResult:
@@ -182,8 +185,8 @@ async def lifecycle(
         for i in range(k):
             human = await prov.human(ws, f"person-{i}")
             pairs.append((await prov.agent(ws, f"agent-{i}", human), human))
-        if receiver is not None:
-            await endpoints(prov, ws, receiver.url(), 1)
+        if receiver_url is not None:
+            await endpoints(prov, ws, receiver_url, 1)
     async with server_process(url, settings) as server:
         async with grpc.aio.insecure_channel(server.grpc_target) as ch:
             stub = comms_pb2_grpc.CommsServiceStub(ch)
@@ -231,7 +234,7 @@ async def main(args: argparse.Namespace) -> None:
                 log(row)
                 print(row)
         if "write" in args.parts:
-            await write_path(url, receiver, args)
+            await write_path(url, args)
         print(
             f"\nreceiver: {len(receiver.received)} requests on {receiver.connections} connections"
         )
@@ -241,7 +244,28 @@ async def main(args: argparse.Namespace) -> None:
             await conn.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)'.encode())
 
 
-async def write_path(url: str, receiver: Receiver, args: argparse.Namespace) -> None:
+@contextlib.asynccontextmanager
+async def receiver_process() -> AsyncIterator[str]:
+    """A receiver in a process of its own, so its work doesn't share the
+    load generator's event loop; yields its URL."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bench.webhooks", "receive", stdout=asyncio.subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    try:
+        yield (await proc.stdout.readline()).decode().strip()
+    finally:
+        proc.terminate()
+        await proc.wait()
+
+
+async def receive() -> None:
+    receiver = await Receiver().start()
+    print(receiver.url(), flush=True)
+    await asyncio.Event().wait()
+
+
+async def write_path(url: str, args: argparse.Namespace) -> None:
     print("\n### The ask lifecycle's write path, webhooks off and on\n")
     print(
         "| K | off: lifecycles/s, p50, p99 | on (1 endpoint): lifecycles/s, p50, p99 | on / off |"
@@ -252,7 +276,8 @@ async def write_path(url: str, receiver: Receiver, args: argparse.Namespace) -> 
         on: list[LoadResult] = []
         for r in range(args.rounds):
             off.append(await lifecycle(url, OFF, f"off {k} {r}", None, k, args.seconds))
-            on.append(await lifecycle(url, ON, f"on {k} {r}", receiver, k, args.seconds))
+            async with receiver_process() as receiver_url:
+                on.append(await lifecycle(url, ON, f"on {k} {r}", receiver_url, k, args.seconds))
             log(f"K={k} round {r}: off {off[-1].summary()} / on {on[-1].summary()}")
         a, b = pooled(off), pooled(on)
         row = (
@@ -264,6 +289,10 @@ async def write_path(url: str, receiver: Receiver, args: argparse.Namespace) -> 
 
 
 def cli() -> None:
+    if sys.argv[1:] == ["receive"]:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(receive())
+        return
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--database-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     p.add_argument("--seconds", type=float, default=10.0)
