@@ -147,4 +147,4 @@ async def test_the_operator_bootstraps_a_workspace_and_manages_its_tokens(
     err = cli(database_url, "set-role", "--account", bot["account_id"], "--role", "admin", ok=False)
     assert "always a member" in err["error"]
     err = cli(database_url, "revoke-token", "00000000-0000-0000-0000-000000000000", ok=False)
-    assert "no account, runner or token" in err["error"]
+    assert "no account, runner, token, webhook or delivery" in err["error"]

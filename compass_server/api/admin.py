@@ -10,6 +10,7 @@ from google.protobuf import duration_pb2
 from compass.v1 import admin_pb2 as ad
 from compass_server.api import mapping as wire
 from compass_server.api.auth import Authenticator
+from compass_server.api.webhooks import WebhookAdmin
 from compass_server.store.admin import AdminStore, Asker
 from compass_server.store.errors import InvalidArgument
 from compass_server.store.store import parse_id
@@ -22,6 +23,8 @@ from compass_server.store.types import (
     SignIn,
     Token,
 )
+from compass_server.store.webhooks import WebhookStore
+from compass_server.webhooks.destination import Reach
 
 _KIND_TO_WIRE = {
     AccountKind.HUMAN: ad.PRINCIPAL_KIND_HUMAN,
@@ -97,14 +100,23 @@ def _issued(issued: IssuedToken) -> tuple[str, ad.TokenInfo]:
     return issued.secret, token_to_wire(issued.token)
 
 
-class AdminApi:
+class AdminApi(WebhookAdmin):
     """Principal "account": every method takes an admin (the store checks) or,
     from the command line, the operator."""
 
-    def __init__(self, admin: AdminStore, auth: Authenticator | None = None) -> None:
+    def __init__(
+        self,
+        admin: AdminStore,
+        auth: Authenticator | None = None,
+        *,
+        webhooks: WebhookStore | None = None,
+        reach: Reach | None = None,
+    ) -> None:
         self.admin = admin
         # This process drops a revoked token at once, before the notification.
         self.auth = auth
+        self.webhooks = webhooks
+        self.reach = reach or Reach()
 
     def _forget(self, token: Token) -> None:
         if self.auth is not None:

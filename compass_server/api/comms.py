@@ -151,6 +151,12 @@ class CommsApi:
     ) -> pb.GetAskHistoryResponse:
         return wire.history_to_wire(await self.store.ask_history(actor, req.ask_id))
 
+    async def get_ask_message(
+        self, actor: Actor, req: pb.GetAskMessageRequest
+    ) -> pb.GetAskMessageResponse:
+        message, _ = await self.store.get_ask(actor, req.ask_id)
+        return pb.GetAskMessageResponse(message=wire.message_to_wire(message))
+
     async def get_presence(
         self, actor: Actor, req: pb.GetPresenceRequest
     ) -> pb.GetPresenceResponse:

@@ -218,7 +218,7 @@ class AdminStore:
 
     # --- who may --------------------------------------------------------------
 
-    async def _admit(self, conn: Conn, by: Asker) -> None:
+    async def admit(self, conn: Conn, by: Asker) -> None:
         if isinstance(by, Operator):
             return
         row = await (await conn.execute(ADMIN["role_of"], {"id": by.account_id})).fetchone()
@@ -246,7 +246,7 @@ class AdminStore:
         limit = page_size(size)
         after = _after(page_token) if page_token else (_EPOCH, uuid.UUID(int=0))
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             cur = await conn.execute(
                 ADMIN[query], {"after_created": after[0], "after_id": after[1], "limit": limit + 1}
             )
@@ -278,7 +278,7 @@ class AdminStore:
         _text(label, "a token label", MAX_LABEL_CHARS, required=False)
         _lifetime(expires_in, "a token's expiry")
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             if kind is AccountKind.HUMAN:
                 await self._lock_workspace(conn, by.workspace_id)
                 humans = await (await conn.execute(ADMIN["has_human"])).fetchone()
@@ -314,7 +314,7 @@ class AdminStore:
 
     async def set_role(self, by: Asker, account_id: uuid.UUID, role: Role) -> Account:
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             await self._lock_workspace(conn, by.workspace_id)
             account = await self._get_account(conn, account_id)
             if account.role is role:
@@ -355,7 +355,7 @@ class AdminStore:
         _lifetime(expires_in, "a token's expiry")
         runner_id = uuid.uuid4()
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             try:
                 await conn.execute(ADMIN["insert_runner"], {"id": runner_id, "name": name})
             except psycopg.errors.ForeignKeyViolation:
@@ -371,7 +371,7 @@ class AdminStore:
 
     async def assign_agent(self, by: Asker, runner_id: uuid.UUID, agent_id: uuid.UUID) -> Runner:
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             await self._get_runner(conn, runner_id)
             await self._agent(conn, agent_id)
             await conn.execute(
@@ -385,7 +385,7 @@ class AdminStore:
         """Takes the agent from the runner; returns the runner and how many of
         its sessions of the agent were bound (every server unbinds them)."""
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             await self._get_runner(conn, runner_id)
             await self._agent(conn, agent_id)
             cur = await conn.execute(
@@ -437,7 +437,7 @@ class AdminStore:
         limit = page_size(size)
         before = _after(page_token) if page_token else (_END, uuid.UUID(int=2**128 - 1))
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             if account_id is not None:
                 await self._get_account(conn, account_id)
             if runner_id is not None:
@@ -469,7 +469,7 @@ class AdminStore:
         _text(label, "a token label", MAX_LABEL_CHARS, required=False)
         _lifetime(expires_in, "a token's expiry")
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             if account_id is not None:
                 await self._get_account(conn, account_id)
             else:
@@ -480,7 +480,7 @@ class AdminStore:
     async def revoke_token(self, by: Asker, token_id: uuid.UUID) -> Token:
         """Revokes the token; a revoked one stays as it is."""
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             revoked = await (await conn.execute(ADMIN["revoke_token"], {"id": token_id})).fetchone()
             seq = await self._notify_revoked(conn, token_id) if revoked is not None else None
             token = await self._get_token(conn, token_id)
@@ -504,7 +504,7 @@ class AdminStore:
             raise InvalidArgument(f"a grace period is 0 to {MAX_GRACE.days} days")
         _lifetime(expires_in, "a token's expiry")
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             old = await (await conn.execute(ADMIN["lock_token"], {"id": token_id})).fetchone()
             if old is None:
                 raise NotFound(f"no token {token_id}")
@@ -561,12 +561,12 @@ class AdminStore:
     # --- the operator's command line ---------------------------------------------------
 
     async def workspace_of(self, object_id: uuid.UUID) -> uuid.UUID:
-        """The workspace an account, runner or token id belongs to, looked up
-        across workspaces as maintenance: the operator names ids, not
-        workspaces."""
+        """The workspace an account, runner, token, webhook or delivery id
+        belongs to, looked up across workspaces as maintenance: the operator
+        names ids, not workspaces."""
         async with self.db.maintenance() as conn:
             cur = await conn.execute(ADMIN["workspace_of"], {"id": object_id})
             row = await cur.fetchone()
         if row is None or row["workspace_id"] is None:
-            raise NotFound(f"no account, runner or token {object_id}")
+            raise NotFound(f"no account, runner, token, webhook or delivery {object_id}")
         return row["workspace_id"]  # type: ignore[no-any-return]

@@ -39,6 +39,23 @@ export class ChannelView {
     this.renderHeader();
     if (this.model.isLoaded(this.channelId)) this.renderAll();
     await this.reload();
+    this.focusAsk();
+  }
+
+  /** Brings the ask a link named into view (its message is added if the page lacks it). */
+  focusAsk() {
+    const focus = this.app.focus;
+    if (!focus || focus.message.channelId !== this.channelId) return;
+    this.app.focus = null;
+    if (!this.model.findMessage(focus.message.messageId)) {
+      this.model.upsertMessage(focus.message, { quiet: true });
+      this.renderAll();
+    }
+    const el = this.elementOf(focus.message.messageId);
+    if (!el) return;
+    el.classList.add("focused");
+    // After any scroll to the newest that the frame still makes.
+    requestAnimationFrame(() => el.scrollIntoView({ block: "center" }));
   }
 
   close() {

@@ -569,3 +569,15 @@ class InboxItemChanged(_message.Message):
     actor_account_id: str
     message: Message
     def __init__(self, item_id: _Optional[str] = ..., agent_account_id: _Optional[str] = ..., key: _Optional[str] = ..., revision: _Optional[int] = ..., status: _Optional[_Union[InboxItemStatus, str]] = ..., actor_account_id: _Optional[str] = ..., message: _Optional[_Union[Message, _Mapping]] = ...) -> None: ...
+
+class GetAskMessageRequest(_message.Message):
+    __slots__ = ("ask_id",)
+    ASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ask_id: str
+    def __init__(self, ask_id: _Optional[str] = ...) -> None: ...
+
+class GetAskMessageResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: Message
+    def __init__(self, message: _Optional[_Union[Message, _Mapping]] = ...) -> None: ...
