@@ -84,7 +84,19 @@ export class ChannelView {
         if (block.askAnswer) this.refreshMessage(block.askAnswer.askMessageId);
       }
     } else if (change.kind === "presence") refreshBadges(this.model, this.root, change.accountId);
-    else if (change.kind === "handles") this.renderHeader();
+    else if (change.kind === "handles") {
+      this.renderHeader();
+      this.renameAuthors();
+    }
+  }
+
+  /** Names read since the messages were drawn (a sub-agent's chain) go in place. */
+  renameAuthors() {
+    for (const el of this.list.querySelectorAll(".message")) {
+      const message = this.model.findMessage(el.dataset.messageId);
+      const author = el.querySelector(".message-meta .author");
+      if (message && author) author.textContent = this.model.nameOf(message.authorAccountId, message.authorHandle);
+    }
   }
 
   renderHeader() {
@@ -148,7 +160,7 @@ export class ChannelView {
   }
 
   renderMessage(message) {
-    const author = message.authorHandle || this.model.handleOf(message.authorAccountId);
+    const author = this.model.nameOf(message.authorAccountId, message.authorHandle);
     const blocks = (message.blocks ?? []).map((block) => {
       if (block.text) return h("p", { class: "block-text" }, block.text.text);
       if (block.ask) return renderAsk(block.ask, message, this.ctx);
