@@ -1,4 +1,4 @@
-"""Agent trees: the rules the database enforces (migration 0014), named.
+"""Agent trees: the rules the database enforces (migration 0017), named.
 
 An agent may have a parent: another agent of its workspace with the same
 owner. It takes part in every channel that it or an agent above it (its
@@ -23,7 +23,7 @@ from compass_server.store.errors import (
     StoreError,
 )
 
-# At most this many agents above an agent (migration 0014's
+# At most this many agents above an agent (migration 0017's
 # compass_max_agent_depth).
 MAX_AGENT_DEPTH = 8
 # A tree, a root agent and every agent below it, holds at most this many
