@@ -74,8 +74,9 @@ class AgentSession:
         sub.handle = spawned.account.handle
         sub._bound.set_result(spawned.session)
         self.subagents[sub.handle] = sub
-        if self.failure is not None:
-            sub._fail(self.failure)
+        if self.relay.failure is not None:
+            # The relay stopped for good while it was bound: _watch already ran.
+            sub._fail(self.relay.failure)
         return sub
 
     def _fail(self, error: RelayError) -> None:
