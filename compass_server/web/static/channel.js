@@ -94,8 +94,14 @@ export class ChannelView {
   renameAuthors() {
     for (const el of this.list.querySelectorAll(".message")) {
       const message = this.model.findMessage(el.dataset.messageId);
+      if (!message) continue;
+      const name = this.model.nameOf(message.authorAccountId, message.authorHandle);
       const author = el.querySelector(".message-meta .author");
-      if (message && author) author.textContent = this.model.nameOf(message.authorAccountId, message.authorHandle);
+      if (author) author.textContent = name;
+      // In place: a form being filled in keeps its picks and focus.
+      for (const form of el.querySelectorAll("form.block-ask")) form.setAttribute("aria-label", `Ask from ${name}`);
+      // An answer names whose ask it was; it holds nothing to keep, so it is drawn again.
+      if ((message.blocks ?? []).some((b) => b.askAnswer)) this.refreshMessage(message.messageId);
     }
   }
 
