@@ -5,10 +5,12 @@
     compass-server config check [--config FILE] [--SETTING VALUE ...]
     compass-server admin create-workspace NAME
     compass-server admin create-account --workspace ID --handle H --kind human|agent [--owner ID]
-                                        [--role member|admin] [--label L] [--expires-in D]
+                                        [--parent AGENT_ID] [--role member|admin] [--label L]
+                                        [--expires-in D]
     compass-server admin create-runner --workspace ID --name N [--label L] [--expires-in D]
     compass-server admin assign-agent --runner ID --agent ID
     compass-server admin unassign-agent --runner ID --agent ID
+    compass-server admin reparent-agent --agent ID [--parent AGENT_ID]
     compass-server admin set-role --account ID --role member|admin
     compass-server admin list-accounts --workspace ID
     compass-server admin list-runners --workspace ID
@@ -132,6 +134,7 @@ _ACTIONS = {
     "create-runner": "a runner that hosts agents; prints its id and token",
     "assign-agent": "lets a runner bind an agent of its workspace",
     "unassign-agent": "takes an agent from a runner, unbinding its sessions",
+    "reparent-agent": "puts an agent (and those below it) under another agent",
     "set-role": "makes a person an admin or a member",
     "list-accounts": "lists a workspace's accounts",
     "list-runners": "lists a workspace's runners and their agents",
@@ -198,6 +201,11 @@ def _parser() -> argparse.ArgumentParser:
     acct.add_argument("--handle", required=True)
     acct.add_argument("--kind", required=True, choices=["human", "agent"])
     acct.add_argument("--owner", type=uuid.UUID, help="the owning human (agents only)")
+    acct.add_argument(
+        "--parent",
+        type=uuid.UUID,
+        help="the agent above this one (agents only; its owner is the default --owner)",
+    )
     acct.add_argument("--role", choices=["member", "admin"], default="member")
     runner = action("create-runner")
     runner.add_argument("--workspace", required=True, type=uuid.UUID)
@@ -210,6 +218,11 @@ def _parser() -> argparse.ArgumentParser:
     unassign = action("unassign-agent")
     unassign.add_argument("--runner", required=True, type=uuid.UUID)
     unassign.add_argument("--agent", required=True, type=uuid.UUID)
+    move = action("reparent-agent")
+    move.add_argument("--agent", required=True, type=uuid.UUID)
+    move.add_argument(
+        "--parent", type=uuid.UUID, help="the agent to put it under (default: make it a root)"
+    )
     role = action("set-role")
     role.add_argument("--account", required=True, type=uuid.UUID)
     role.add_argument("--role", required=True, choices=["member", "admin"])
@@ -279,6 +292,7 @@ def _parser() -> argparse.ArgumentParser:
         runner,
         assign,
         unassign,
+        move,
         role,
         accounts,
         runners,
@@ -401,6 +415,7 @@ async def _create_account(store: Store, args: argparse.Namespace) -> dict[str, A
             handle=args.handle,
             kind=ad.PRINCIPAL_KIND_HUMAN if args.kind == "human" else ad.PRINCIPAL_KIND_AGENT,
             owner_account_id=str(args.owner) if args.owner else "",
+            parent_account_id=str(args.parent) if args.parent else "",
             role=ad.WORKSPACE_ROLE_ADMIN if args.role == "admin" else ad.WORKSPACE_ROLE_MEMBER,
             token_label=args.label,
             token_expires_in=_wire_duration(args.expires_in),
@@ -439,6 +454,17 @@ async def _unassign_agent(store: Store, args: argparse.Namespace) -> dict[str, A
         "agent_id": str(args.agent),
         "sessions_unbound": r.sessions_unbound,
     }
+
+
+async def _reparent_agent(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    r = await AdminApi(store.admin).reparent_agent(
+        await _operator_of(store, args.agent),
+        ad.ReparentAgentRequest(
+            agent_account_id=str(args.agent),
+            parent_account_id=str(args.parent) if args.parent else "",
+        ),
+    )
+    return _plain(r.account)
 
 
 async def _set_role(store: Store, args: argparse.Namespace) -> dict[str, Any]:
@@ -635,6 +661,7 @@ _ADMIN: dict[str, Callable[[Store, argparse.Namespace], Awaitable[dict[str, Any]
     "create-runner": _create_runner,
     "assign-agent": _assign_agent,
     "unassign-agent": _unassign_agent,
+    "reparent-agent": _reparent_agent,
     "set-role": _set_role,
     "list-accounts": _list_accounts,
     "list-runners": _list_runners,

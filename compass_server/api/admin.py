@@ -45,6 +45,7 @@ def account_to_wire(a: Account) -> ad.AccountInfo:
         kind=_KIND_TO_WIRE[a.kind],
         role=_ROLE_TO_WIRE[a.role],
         owner_account_id=str(a.owner_id) if a.owner_id else "",
+        parent_account_id=str(a.parent_id) if a.parent_id else "",
     )
     if a.created_at is not None:
         out.created_at.CopyFrom(wire.timestamp(a.created_at))
@@ -144,6 +145,7 @@ class AdminApi(WebhookAdmin):
             Role.MEMBER if req.role == ad.WORKSPACE_ROLE_UNSPECIFIED else _role(req.role),
             req.token_label,
             _duration(req.token_expires_in, req.HasField("token_expires_in")),
+            wire.optional_id(req.parent_account_id, "parent_account_id"),
         )
         secret, info = _issued(issued)
         return ad.CreateAccountResponse(
@@ -193,6 +195,16 @@ class AdminApi(WebhookAdmin):
             parse_id(req.agent_account_id, "agent_account_id"),
         )
         return ad.UnassignAgentResponse(runner=runner_to_wire(runner), sessions_unbound=unbound)
+
+    async def reparent_agent(
+        self, by: Asker, req: ad.ReparentAgentRequest
+    ) -> ad.ReparentAgentResponse:
+        account = await self.admin.reparent_agent(
+            by,
+            parse_id(req.agent_account_id, "agent_account_id"),
+            wire.optional_id(req.parent_account_id, "parent_account_id"),
+        )
+        return ad.ReparentAgentResponse(account=account_to_wire(account))
 
     async def list_tokens(self, by: Asker, req: ad.ListTokensRequest) -> ad.ListTokensResponse:
         page = await self.admin.list_tokens(

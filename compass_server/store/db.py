@@ -19,7 +19,7 @@ from psycopg.rows import dict_row
 
 from compass_server.store.errors import Unauthenticated, Unavailable
 from compass_server.store.sequencer import Sequencer
-from compass_server.store.types import Operator, Scope
+from compass_server.store.types import Actor, Operator, Scope
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +228,9 @@ class Database:
         expired since it signed in is UNAUTHENTICATED. The operator at the
         command line has no credential: its transaction runs as
         compass_maintenance and names its workspace, which only that role
-        may do."""
+        may do. An account's transaction also names the account, and
+        row-level security holds it to the channels that account takes part
+        in (the database checks the credential vouches for it)."""
         pool = self.maintenance_pool if isinstance(scope, Operator) else self.pool
         async with self._tx(scope, pool) as conn:
             yield conn
@@ -246,7 +248,10 @@ class Database:
                 f"'{workspace_id}', true) AS ws"
             ).encode()
         else:
-            begin = f"BEGIN; SELECT compass_scope('\\x{scope.credential.hex()}') AS ws".encode()
+            actor = f"'{scope.account_id}'" if isinstance(scope, Actor) else "NULL"
+            begin = (
+                f"BEGIN; SELECT compass_scope('\\x{scope.credential.hex()}', {actor}::uuid) AS ws"
+            ).encode()
         try:
             for attempt in (1, 2):
                 # Connections aren't checked on checkout (a round trip per call);

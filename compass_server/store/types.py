@@ -40,6 +40,9 @@ class EventKind(enum.StrEnum):
     PRESENCE_CHANGED = "presence_changed"
     CHANNEL_CHANGED = "channel_changed"
     INBOX_ITEM_CHANGED = "inbox_item_changed"
+    # An agent was put under another parent (or made a root): what it and
+    # the agents below it take part in changed. Streams read it; no client does.
+    AGENT_MOVED = "agent_moved"
 
 
 class Scope(Protocol):
@@ -63,6 +66,8 @@ class Actor:
     account_id: uuid.UUID
     kind: AccountKind
     credential: bytes = dataclasses.field(repr=False)
+    # The runner whose session this agent is, on the relay.
+    runner_id: uuid.UUID | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +101,8 @@ class Account:
     owner_id: uuid.UUID | None
     role: Role = Role.MEMBER
     created_at: datetime.datetime | None = None
+    # The agent above this one in its tree; None for a root and for people.
+    parent_id: uuid.UUID | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,6 +353,26 @@ class Event:
     inbox: InboxChange | None = None
     # The stored payload's size in bytes, for memory bounds.
     size: int = 0
+    moved: AgentMove | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentMove:
+    """An agent put under a new parent (None: made a root)."""
+
+    account_id: uuid.UUID
+    parent_id: uuid.UUID | None
+
+
+@dataclass(frozen=True, slots=True)
+class Participation:
+    """What an account takes part in: its chain (itself, then each agent
+    above it) and every channel that it or one of those is a member of, with
+    since when (the member joined and every link below it was made)."""
+
+    account_id: uuid.UUID
+    chain: tuple[uuid.UUID, ...]
+    channels: dict[uuid.UUID, datetime.datetime]
 
 
 class InboxStatus(enum.StrEnum):

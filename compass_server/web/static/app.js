@@ -141,7 +141,8 @@ class App {
   }
 
   onChange(change) {
-    if (change.kind === "channels" || change.kind === "presence") this.resolveHandles();
+    // Authors of messages are read too, and a read account names the agent above it, read in turn.
+    if (["channels", "presence", "handles", "message", "page"].includes(change.kind)) this.resolveHandles();
     if (change.kind === "channels" || change.kind === "handles") this.renderChannels();
     // The first channel, or the one the URL names, may arrive live.
     if (change.kind === "channels" && !this.view) this.navigate();
@@ -152,7 +153,7 @@ class App {
   /** Reads the handles of accounts shown without one (and of `more`), once each. */
   resolveHandles(more = []) {
     const ids = [...new Set([...this.model.unnamed(), ...more])].filter(
-      (id) => id && !this.named.has(id) && !this.model.handles.has(id),
+      (id) => id && !this.named.has(id) && !this.model.parents.has(id),
     );
     for (let i = 0; i < ids.length; i += MAX_ACCOUNT_IDS) {
       const batch = ids.slice(i, i + MAX_ACCOUNT_IDS);

@@ -101,7 +101,25 @@ export class ChannelView {
         if (block.askAnswer) this.refreshMessage(block.askAnswer.askMessageId);
       }
     } else if (change.kind === "presence") refreshBadges(this.model, this.root, change.accountId);
-    else if (change.kind === "handles") this.renderHeader();
+    else if (change.kind === "handles") {
+      this.renderHeader();
+      this.renameAuthors();
+    }
+  }
+
+  /** Names read since the messages were drawn (a sub-agent's chain) go in place. */
+  renameAuthors() {
+    for (const el of this.list.querySelectorAll(".message")) {
+      const message = this.model.findMessage(el.dataset.messageId);
+      if (!message) continue;
+      const name = this.model.nameOf(message.authorAccountId, message.authorHandle);
+      const author = el.querySelector(".message-meta .author");
+      if (author) author.textContent = name;
+      // In place: a form being filled in keeps its picks and focus.
+      for (const form of el.querySelectorAll("form.block-ask")) form.setAttribute("aria-label", `Ask from ${name}`);
+      // An answer names whose ask it was; it holds nothing to keep, so it is drawn again.
+      if ((message.blocks ?? []).some((b) => b.askAnswer)) this.refreshMessage(message.messageId);
+    }
   }
 
   renderHeader() {
@@ -165,7 +183,7 @@ export class ChannelView {
   }
 
   renderMessage(message) {
-    const author = message.authorHandle || this.model.handleOf(message.authorAccountId);
+    const author = this.model.nameOf(message.authorAccountId, message.authorHandle);
     const blocks = (message.blocks ?? []).map((block) => {
       if (block.text) return h("p", { class: "block-text" }, block.text.text);
       if (block.ask) return renderAsk(block.ask, message, this.ctx);

@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .admin_pb2 import AssignAgentRequest, AssignAgentResponse, CreateAccountRequest, CreateAccountResponse, CreateRunnerRequest, CreateRunnerResponse, CreateTokenRequest, CreateTokenResponse, CreateWebhookRequest, CreateWebhookResponse, DeleteWebhookRequest, DeleteWebhookResponse, DisableWebhookRequest, DisableWebhookResponse, EnableWebhookRequest, EnableWebhookResponse, GetWebhookDeliveryRequest, GetWebhookDeliveryResponse, ListAccountsRequest, ListAccountsResponse, ListRunnersRequest, ListRunnersResponse, ListTokensRequest, ListTokensResponse, ListWebhookDeliveriesRequest, ListWebhookDeliveriesResponse, ListWebhooksRequest, ListWebhooksResponse, RedeliverWebhookDeliveryRequest, RedeliverWebhookDeliveryResponse, RevokeTokenRequest, RevokeTokenResponse, RotateTokenRequest, RotateTokenResponse, RotateWebhookSecretRequest, RotateWebhookSecretResponse, SetAccountRoleRequest, SetAccountRoleResponse, UnassignAgentRequest, UnassignAgentResponse, WhoAmIRequest, WhoAmIResponse
+from .admin_pb2 import AssignAgentRequest, AssignAgentResponse, CreateAccountRequest, CreateAccountResponse, CreateRunnerRequest, CreateRunnerResponse, CreateTokenRequest, CreateTokenResponse, CreateWebhookRequest, CreateWebhookResponse, DeleteWebhookRequest, DeleteWebhookResponse, DisableWebhookRequest, DisableWebhookResponse, EnableWebhookRequest, EnableWebhookResponse, GetWebhookDeliveryRequest, GetWebhookDeliveryResponse, ListAccountsRequest, ListAccountsResponse, ListRunnersRequest, ListRunnersResponse, ListTokensRequest, ListTokensResponse, ListWebhookDeliveriesRequest, ListWebhookDeliveriesResponse, ListWebhooksRequest, ListWebhooksResponse, RedeliverWebhookDeliveryRequest, RedeliverWebhookDeliveryResponse, ReparentAgentRequest, ReparentAgentResponse, RevokeTokenRequest, RevokeTokenResponse, RotateTokenRequest, RotateTokenResponse, RotateWebhookSecretRequest, RotateWebhookSecretResponse, SetAccountRoleRequest, SetAccountRoleResponse, UnassignAgentRequest, UnassignAgentResponse, WhoAmIRequest, WhoAmIResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Iterable, Mapping
@@ -89,6 +89,17 @@ class AdminService(Protocol):
         unbound on every server within seconds (the runner gets a SessionError
         saying why, then SessionUnbound) and later binds are NOT_FOUND.
         Unassigning an agent that isn't assigned changes nothing.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def reparent_agent(self, request: ReparentAgentRequest, ctx: RequestContext[ReparentAgentRequest, ReparentAgentResponse], /) -> ReparentAgentResponse:
+        """
+        Put an agent, with every agent below it, under another agent of the
+        same owner (or, with no parent, make it a root). From then on it takes
+        part in the new chain's channels and no longer in the old one's, open
+        streams included. A cycle or an agent with open channel asks in its
+        subtree is FAILED_PRECONDITION; a tree over its depth or size,
+        RESOURCE_EXHAUSTED; another owner's agent, INVALID_ARGUMENT.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -274,6 +285,17 @@ class AdminServiceASGIApplication(ConnectASGIApplication[AdminService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.unassign_agent,
+                ),
+                "/compass.v1.AdminService/ReparentAgent": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ReparentAgent",
+                        service_name="compass.v1.AdminService",
+                        input=ReparentAgentRequest,
+                        output=ReparentAgentResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.reparent_agent,
                 ),
                 "/compass.v1.AdminService/ListTokens": Endpoint.unary(
                     method=MethodInfo(
@@ -623,6 +645,34 @@ class AdminServiceClient(ConnectClient):
                 service_name="compass.v1.AdminService",
                 input=UnassignAgentRequest,
                 output=UnassignAgentResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def reparent_agent(
+        self,
+        request: ReparentAgentRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ReparentAgentResponse:
+        """
+        Put an agent, with every agent below it, under another agent of the
+        same owner (or, with no parent, make it a root). From then on it takes
+        part in the new chain's channels and no longer in the old one's, open
+        streams included. A cycle or an agent with open channel asks in its
+        subtree is FAILED_PRECONDITION; a tree over its depth or size,
+        RESOURCE_EXHAUSTED; another owner's agent, INVALID_ARGUMENT.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ReparentAgent",
+                service_name="compass.v1.AdminService",
+                input=ReparentAgentRequest,
+                output=ReparentAgentResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),
@@ -998,6 +1048,17 @@ class AdminServiceSync(Protocol):
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
+    def reparent_agent(self, request: ReparentAgentRequest, ctx: RequestContext[ReparentAgentRequest, ReparentAgentResponse], /) -> ReparentAgentResponse:
+        """
+        Put an agent, with every agent below it, under another agent of the
+        same owner (or, with no parent, make it a root). From then on it takes
+        part in the new chain's channels and no longer in the old one's, open
+        streams included. A cycle or an agent with open channel asks in its
+        subtree is FAILED_PRECONDITION; a tree over its depth or size,
+        RESOURCE_EXHAUSTED; another owner's agent, INVALID_ARGUMENT.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
     def list_tokens(self, request: ListTokensRequest, ctx: RequestContext[ListTokensRequest, ListTokensResponse], /) -> ListTokensResponse:
         """
         Tokens, newest first; never their secrets.
@@ -1178,6 +1239,17 @@ class AdminServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.unassign_agent,
+                ),
+                "/compass.v1.AdminService/ReparentAgent": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ReparentAgent",
+                        service_name="compass.v1.AdminService",
+                        input=ReparentAgentRequest,
+                        output=ReparentAgentResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.reparent_agent,
                 ),
                 "/compass.v1.AdminService/ListTokens": EndpointSync.unary(
                     method=MethodInfo(
@@ -1527,6 +1599,34 @@ class AdminServiceClientSync(ConnectClientSync):
                 service_name="compass.v1.AdminService",
                 input=UnassignAgentRequest,
                 output=UnassignAgentResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def reparent_agent(
+        self,
+        request: ReparentAgentRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ReparentAgentResponse:
+        """
+        Put an agent, with every agent below it, under another agent of the
+        same owner (or, with no parent, make it a root). From then on it takes
+        part in the new chain's channels and no longer in the old one's, open
+        streams included. A cycle or an agent with open channel asks in its
+        subtree is FAILED_PRECONDITION; a tree over its depth or size,
+        RESOURCE_EXHAUSTED; another owner's agent, INVALID_ARGUMENT.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ReparentAgent",
+                service_name="compass.v1.AdminService",
+                input=ReparentAgentRequest,
+                output=ReparentAgentResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

@@ -52,20 +52,22 @@ WEBHOOK_DELIVERY_STATE_DELIVERED: WebhookDeliveryState
 WEBHOOK_DELIVERY_STATE_FAILED: WebhookDeliveryState
 
 class AccountInfo(_message.Message):
-    __slots__ = ("account_id", "handle", "kind", "role", "owner_account_id", "created_at")
+    __slots__ = ("account_id", "handle", "kind", "role", "owner_account_id", "created_at", "parent_account_id")
     ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
     HANDLE_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     OWNER_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
     account_id: str
     handle: str
     kind: PrincipalKind
     role: WorkspaceRole
     owner_account_id: str
     created_at: _timestamp_pb2.Timestamp
-    def __init__(self, account_id: _Optional[str] = ..., handle: _Optional[str] = ..., kind: _Optional[_Union[PrincipalKind, str]] = ..., role: _Optional[_Union[WorkspaceRole, str]] = ..., owner_account_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    parent_account_id: str
+    def __init__(self, account_id: _Optional[str] = ..., handle: _Optional[str] = ..., kind: _Optional[_Union[PrincipalKind, str]] = ..., role: _Optional[_Union[WorkspaceRole, str]] = ..., owner_account_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., parent_account_id: _Optional[str] = ...) -> None: ...
 
 class RunnerInfo(_message.Message):
     __slots__ = ("runner_id", "name", "agent_account_ids", "created_at")
@@ -122,20 +124,22 @@ class ListAccountsResponse(_message.Message):
     def __init__(self, accounts: _Optional[_Iterable[_Union[AccountInfo, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class CreateAccountRequest(_message.Message):
-    __slots__ = ("handle", "kind", "owner_account_id", "role", "token_label", "token_expires_in")
+    __slots__ = ("handle", "kind", "owner_account_id", "role", "token_label", "token_expires_in", "parent_account_id")
     HANDLE_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     OWNER_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     TOKEN_LABEL_FIELD_NUMBER: _ClassVar[int]
     TOKEN_EXPIRES_IN_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
     handle: str
     kind: PrincipalKind
     owner_account_id: str
     role: WorkspaceRole
     token_label: str
     token_expires_in: _duration_pb2.Duration
-    def __init__(self, handle: _Optional[str] = ..., kind: _Optional[_Union[PrincipalKind, str]] = ..., owner_account_id: _Optional[str] = ..., role: _Optional[_Union[WorkspaceRole, str]] = ..., token_label: _Optional[str] = ..., token_expires_in: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    parent_account_id: str
+    def __init__(self, handle: _Optional[str] = ..., kind: _Optional[_Union[PrincipalKind, str]] = ..., owner_account_id: _Optional[str] = ..., role: _Optional[_Union[WorkspaceRole, str]] = ..., token_label: _Optional[str] = ..., token_expires_in: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., parent_account_id: _Optional[str] = ...) -> None: ...
 
 class CreateAccountResponse(_message.Message):
     __slots__ = ("account", "token", "token_info")
@@ -226,6 +230,20 @@ class UnassignAgentResponse(_message.Message):
     runner: RunnerInfo
     sessions_unbound: int
     def __init__(self, runner: _Optional[_Union[RunnerInfo, _Mapping]] = ..., sessions_unbound: _Optional[int] = ...) -> None: ...
+
+class ReparentAgentRequest(_message.Message):
+    __slots__ = ("agent_account_id", "parent_account_id")
+    AGENT_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    agent_account_id: str
+    parent_account_id: str
+    def __init__(self, agent_account_id: _Optional[str] = ..., parent_account_id: _Optional[str] = ...) -> None: ...
+
+class ReparentAgentResponse(_message.Message):
+    __slots__ = ("account",)
+    ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    account: AccountInfo
+    def __init__(self, account: _Optional[_Union[AccountInfo, _Mapping]] = ...) -> None: ...
 
 class ListTokensRequest(_message.Message):
     __slots__ = ("account_id", "runner_id", "include_inactive", "page_size", "page_token")

@@ -74,6 +74,11 @@ class AdminServiceStub:
                 request_serializer=compass_dot_v1_dot_admin__pb2.UnassignAgentRequest.SerializeToString,
                 response_deserializer=compass_dot_v1_dot_admin__pb2.UnassignAgentResponse.FromString,
                 _registered_method=True)
+        self.ReparentAgent = channel.unary_unary(
+                '/compass.v1.AdminService/ReparentAgent',
+                request_serializer=compass_dot_v1_dot_admin__pb2.ReparentAgentRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.ReparentAgentResponse.FromString,
+                _registered_method=True)
         self.ListTokens = channel.unary_unary(
                 '/compass.v1.AdminService/ListTokens',
                 request_serializer=compass_dot_v1_dot_admin__pb2.ListTokensRequest.SerializeToString,
@@ -198,6 +203,18 @@ class AdminServiceServicer:
         unbound on every server within seconds (the runner gets a SessionError
         saying why, then SessionUnbound) and later binds are NOT_FOUND.
         Unassigning an agent that isn't assigned changes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReparentAgent(self, request, context):
+        """Put an agent, with every agent below it, under another agent of the
+        same owner (or, with no parent, make it a root). From then on it takes
+        part in the new chain's channels and no longer in the old one's, open
+        streams included. A cycle or an agent with open channel asks in its
+        subtree is FAILED_PRECONDITION; a tree over its depth or size,
+        RESOURCE_EXHAUSTED; another owner's agent, INVALID_ARGUMENT.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -345,6 +362,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.UnassignAgent,
                     request_deserializer=compass_dot_v1_dot_admin__pb2.UnassignAgentRequest.FromString,
                     response_serializer=compass_dot_v1_dot_admin__pb2.UnassignAgentResponse.SerializeToString,
+            ),
+            'ReparentAgent': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReparentAgent,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.ReparentAgentRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.ReparentAgentResponse.SerializeToString,
             ),
             'ListTokens': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTokens,
@@ -606,6 +628,33 @@ class AdminService:
             '/compass.v1.AdminService/UnassignAgent',
             compass_dot_v1_dot_admin__pb2.UnassignAgentRequest.SerializeToString,
             compass_dot_v1_dot_admin__pb2.UnassignAgentResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReparentAgent(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/ReparentAgent',
+            compass_dot_v1_dot_admin__pb2.ReparentAgentRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.ReparentAgentResponse.FromString,
             options,
             channel_credentials,
             insecure,

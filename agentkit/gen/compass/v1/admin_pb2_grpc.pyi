@@ -60,6 +60,14 @@ class AdminServiceStub:
     saying why, then SessionUnbound) and later binds are NOT_FOUND.
     Unassigning an agent that isn't assigned changes nothing.
     """
+    ReparentAgent: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ReparentAgentRequest, _admin_pb2.ReparentAgentResponse]
+    """Put an agent, with every agent below it, under another agent of the
+    same owner (or, with no parent, make it a root). From then on it takes
+    part in the new chain's channels and no longer in the old one's, open
+    streams included. A cycle or an agent with open channel asks in its
+    subtree is FAILED_PRECONDITION; a tree over its depth or size,
+    RESOURCE_EXHAUSTED; another owner's agent, INVALID_ARGUMENT.
+    """
     ListTokens: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListTokensRequest, _admin_pb2.ListTokensResponse]
     """Tokens, newest first; never their secrets."""
     CreateToken: _grpc.UnaryUnaryMultiCallable[_admin_pb2.CreateTokenRequest, _admin_pb2.CreateTokenResponse]
@@ -139,6 +147,14 @@ class AdminServiceAsyncStub(AdminServiceStub):
     unbound on every server within seconds (the runner gets a SessionError
     saying why, then SessionUnbound) and later binds are NOT_FOUND.
     Unassigning an agent that isn't assigned changes nothing.
+    """
+    ReparentAgent: _aio.UnaryUnaryMultiCallable[_admin_pb2.ReparentAgentRequest, _admin_pb2.ReparentAgentResponse]  # type: ignore[assignment]
+    """Put an agent, with every agent below it, under another agent of the
+    same owner (or, with no parent, make it a root). From then on it takes
+    part in the new chain's channels and no longer in the old one's, open
+    streams included. A cycle or an agent with open channel asks in its
+    subtree is FAILED_PRECONDITION; a tree over its depth or size,
+    RESOURCE_EXHAUSTED; another owner's agent, INVALID_ARGUMENT.
     """
     ListTokens: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListTokensRequest, _admin_pb2.ListTokensResponse]  # type: ignore[assignment]
     """Tokens, newest first; never their secrets."""
@@ -258,6 +274,20 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         unbound on every server within seconds (the runner gets a SessionError
         saying why, then SessionUnbound) and later binds are NOT_FOUND.
         Unassigning an agent that isn't assigned changes nothing.
+        """
+
+    @_abc_1.abstractmethod
+    def ReparentAgent(
+        self,
+        request: _admin_pb2.ReparentAgentRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ReparentAgentResponse, _abc.Awaitable[_admin_pb2.ReparentAgentResponse]]:
+        """Put an agent, with every agent below it, under another agent of the
+        same owner (or, with no parent, make it a root). From then on it takes
+        part in the new chain's channels and no longer in the old one's, open
+        streams included. A cycle or an agent with open channel asks in its
+        subtree is FAILED_PRECONDITION; a tree over its depth or size,
+        RESOURCE_EXHAUSTED; another owner's agent, INVALID_ARGUMENT.
         """
 
     @_abc_1.abstractmethod

@@ -485,14 +485,16 @@ class GetPresenceResponse(_message.Message):
     def __init__(self, presences: _Optional[_Iterable[_Union[Presence, _Mapping]]] = ...) -> None: ...
 
 class Account(_message.Message):
-    __slots__ = ("account_id", "handle", "kind")
+    __slots__ = ("account_id", "handle", "kind", "parent_account_id")
     ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
     HANDLE_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
     account_id: str
     handle: str
     kind: AccountKind
-    def __init__(self, account_id: _Optional[str] = ..., handle: _Optional[str] = ..., kind: _Optional[_Union[AccountKind, str]] = ...) -> None: ...
+    parent_account_id: str
+    def __init__(self, account_id: _Optional[str] = ..., handle: _Optional[str] = ..., kind: _Optional[_Union[AccountKind, str]] = ..., parent_account_id: _Optional[str] = ...) -> None: ...
 
 class GetAccountsRequest(_message.Message):
     __slots__ = ("account_ids",)
