@@ -64,9 +64,16 @@ def _server_argv() -> list[str]:
 
 
 @asynccontextmanager
-async def server_process(database_url: str) -> AsyncIterator[Server]:
-    """`compass-server serve` against database_url, on free loopback ports."""
-    env = {**os.environ, "COMPASS_LOG_LEVEL": os.environ.get("COMPASS_LOG_LEVEL", "WARNING")}
+async def server_process(
+    database_url: str, settings: Mapping[str, str] | None = None
+) -> AsyncIterator[Server]:
+    """`compass-server serve` against database_url, on free loopback ports,
+    with `settings` (COMPASS_… variables) added to its environment."""
+    env = {
+        **os.environ,
+        "COMPASS_LOG_LEVEL": os.environ.get("COMPASS_LOG_LEVEL", "WARNING"),
+        **(settings or {}),
+    }
     proc = await asyncio.create_subprocess_exec(
         *_server_argv(),
         "serve",

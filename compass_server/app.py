@@ -34,7 +34,7 @@ from compass_server.api.errors import ApiError, Status
 from compass_server.api.inbox import AgentInboxApi, InboxApi, InboxFiles
 from compass_server.asks import Expiry
 from compass_server.config import DEFAULT_GRPC_LISTEN, DEFAULT_HTTP_LISTEN, Settings
-from compass_server.events.hub import EventHub
+from compass_server.events.hub import CHANNEL, EventHub
 from compass_server.relay import AgentGateway, Dispatcher, Heartbeat, arms_for
 from compass_server.store import Database, Store
 from compass_server.store.admin import ACCESS_CHANNEL
@@ -42,6 +42,8 @@ from compass_server.store.blocks import DeadlineBounds
 from compass_server.store.db import redacted_url
 from compass_server.store.embedded import EmbeddedPostgres
 from compass_server.store.inbox import InboxStore
+from compass_server.store.vault import KEY_FILE, KeyProblem, Vault, key_from_file, parse_key
+from compass_server.store.webhooks import WebhookStore
 from compass_server.telemetry import traces
 from compass_server.telemetry.calls import Observer
 from compass_server.telemetry.metrics import CONTENT_TYPE, Metrics
@@ -49,6 +51,10 @@ from compass_server.transport.binding import ServiceBinding
 from compass_server.transport.connect_app import HttpServer, Page, Router, apps_for
 from compass_server.transport.grpc_server import GrpcServer
 from compass_server.transport.tls import ServerTls, TlsFiles
+from compass_server.webhooks.courier import Courier, schedule
+from compass_server.webhooks.destination import Reach, networks
+from compass_server.webhooks.payloads import Drafts
+from compass_server.webhooks.sender import Sender
 
 __all__ = [
     "DEFAULT_GRPC_LISTEN",
@@ -57,6 +63,8 @@ __all__ = [
     "Settings",
     "StartupError",
     "open_database",
+    "webhook_reach",
+    "webhook_vault",
 ]
 
 log = logging.getLogger(__name__)
@@ -113,6 +121,27 @@ def _database_problem(url: str, exc: Exception) -> StartupError:
         "runs there and takes this user and password, or point --database-url "
         "(or COMPASS_DATABASE_URL) at the right one"
     )
+
+
+def webhook_vault(settings: Settings, *, embedded: bool) -> Vault | None:
+    """The vault of the configured webhook key; for the embedded database a
+    key file under the data dir, made on first use; else None (webhooks off)."""
+    try:
+        if settings.webhook_key:
+            return Vault(parse_key(settings.webhook_key, "COMPASS_WEBHOOK_KEY"))
+        if settings.webhook_key_file:
+            return Vault(key_from_file(settings.webhook_key_file, create=False))
+        if embedded:
+            return Vault(key_from_file(settings.data_dir / KEY_FILE, create=True))
+    except KeyProblem as exc:
+        raise StartupError(exc.message) from None
+    return None
+
+
+def webhook_reach(settings: Settings) -> Reach:
+    """Where webhooks may go: public addresses and the allowed networks (the
+    setting was checked when the configuration loaded)."""
+    return Reach(networks(settings.webhook_allowed_networks))
 
 
 async def open_database(
@@ -288,6 +317,16 @@ class CompassServer:
             on_health=self._database_answered,
         )
         hub.watch(ACCESS_CHANNEL, self.gateway.on_access)
+        reach = webhook_reach(settings)
+        self.webhooks = WebhookStore(
+            self.db,
+            self.store.admin,
+            webhook_vault(settings, embedded=self.embedded is not None),
+        )
+        courier = self._courier(reach)
+        if courier is not None:
+            self.courier = courier
+            hub.watch(CHANNEL, courier.poke)
         await hub.start()
         await self.auth.start()
         await heartbeat.start()
@@ -295,10 +334,15 @@ class CompassServer:
         expiry = Expiry(self.store, interval=self.settings.expiry_interval_seconds)
         await expiry.start()
         self.expiry = expiry
+        if courier is not None:
+            await courier.start()
         self._sample_metrics()
         relay = ServiceBinding.of(agent_gateway_pb2, "AgentGatewayService", self.gateway, "runner")
         admin = ServiceBinding.of(
-            admin_pb2, "AdminService", AdminApi(self.store.admin, self.auth), "account"
+            admin_pb2,
+            "AdminService",
+            AdminApi(self.store.admin, self.auth, webhooks=self.webhooks, reach=reach),
+            "account",
         )
         identity = ServiceBinding.of(
             admin_pb2, "IdentityService", IdentityApi(self.store.admin), "any"
@@ -481,6 +525,32 @@ class CompassServer:
 
         m.samplers += [process, database]
 
+    def _courier(self, reach: Reach) -> Courier | None:
+        """The webhook courier, when this server has a webhook key."""
+        settings = self.settings
+        if self.webhooks.vault is None:
+            log.info(
+                "webhooks are off: no webhook key (set COMPASS_WEBHOOK_KEY or "
+                "COMPASS_WEBHOOK_KEY_FILE)"
+            )
+            return None
+        return Courier(
+            self.webhooks,
+            Sender(
+                reach,
+                timeout=settings.webhook_timeout_seconds,
+                response_bytes=settings.webhook_response_bytes,
+                connections=settings.webhook_concurrency,
+            ),
+            Drafts(settings.public_url),
+            settings.server_id,
+            retry_schedule=schedule(settings.webhook_retry_schedule),
+            concurrency=settings.webhook_concurrency,
+            per_endpoint=settings.webhook_concurrency_per_endpoint,
+            retention=datetime.timedelta(seconds=settings.webhook_retention_seconds),
+            poll=settings.webhook_poll_seconds,
+        )
+
     async def stop(self, grace: float = 5.0) -> None:
         """Stops what started; after a failed start, only that much."""
         self.draining = True
@@ -490,6 +560,8 @@ class CompassServer:
             await self.gateway.close()
         if hasattr(self, "expiry"):
             await self.expiry.stop()
+        if hasattr(self, "courier"):
+            await self.courier.stop()
         if hasattr(self, "auth"):
             await self.auth.close()
         if hasattr(self, "heartbeat"):

@@ -5,10 +5,12 @@
     compass-server config check [--config FILE] [--SETTING VALUE ...]
     compass-server admin create-workspace NAME
     compass-server admin create-account --workspace ID --handle H --kind human|agent [--owner ID]
-                                        [--role member|admin] [--label L] [--expires-in D]
+                                        [--parent AGENT_ID] [--role member|admin] [--label L]
+                                        [--expires-in D]
     compass-server admin create-runner --workspace ID --name N [--label L] [--expires-in D]
     compass-server admin assign-agent --runner ID --agent ID
     compass-server admin unassign-agent --runner ID --agent ID
+    compass-server admin reparent-agent --agent ID [--parent AGENT_ID]
     compass-server admin set-role --account ID --role member|admin
     compass-server admin list-accounts --workspace ID
     compass-server admin list-runners --workspace ID
@@ -16,6 +18,17 @@
     compass-server admin create-token (--account ID | --runner ID) [--label L] [--expires-in D]
     compass-server admin revoke-token TOKEN_ID
     compass-server admin rotate-token TOKEN_ID [--grace D] [--expires-in D]
+    compass-server admin create-webhook --workspace ID --url URL [--kind standard|slack]
+                                        [--events TYPE,TYPE…]
+    compass-server admin list-webhooks --workspace ID
+    compass-server admin disable-webhook WEBHOOK_ID
+    compass-server admin enable-webhook WEBHOOK_ID
+    compass-server admin delete-webhook WEBHOOK_ID
+    compass-server admin rotate-webhook-secret WEBHOOK_ID [--grace D]
+    compass-server admin list-deliveries --webhook ID [--state pending|delivered|failed]
+                                         [--limit N] [--page-token T]
+    compass-server admin list-attempts DELIVERY_ID
+    compass-server admin redeliver DELIVERY_ID
 
 Durations D are seconds, or a number with s, m, h or d (90d, 12h).
 
@@ -51,9 +64,16 @@ from google.protobuf.message import Message
 from compass.v1 import admin_pb2 as ad
 from compass_server import config
 from compass_server.api.admin import AdminApi
-from compass_server.app import CompassServer, StartupError, open_database
+from compass_server.app import (
+    CompassServer,
+    StartupError,
+    open_database,
+    webhook_reach,
+    webhook_vault,
+)
 from compass_server.store import Store, StoreError
-from compass_server.store.types import Operator
+from compass_server.store.types import Operator, WebhookEventType
+from compass_server.store.webhooks import WebhookStore
 from compass_server.telemetry import logs
 
 log = logging.getLogger("compass_server")
@@ -65,6 +85,18 @@ def _config_flag(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help=f"the TOML configuration file (default: ${config.CONFIG_ENV}, else none)",
     )
+
+
+# What an admin command reads: where the database is, and the webhook key and
+# networks that sealing secrets and checking URLs need.
+ADMIN_SETTINGS = [
+    "database_url",
+    "data_dir",
+    "log_level",
+    "webhook_key",
+    "webhook_key_file",
+    "webhook_allowed_networks",
+]
 
 
 def _setting_flags(p: argparse.ArgumentParser, names: list[str] | None = None) -> None:
@@ -102,6 +134,7 @@ _ACTIONS = {
     "create-runner": "a runner that hosts agents; prints its id and token",
     "assign-agent": "lets a runner bind an agent of its workspace",
     "unassign-agent": "takes an agent from a runner, unbinding its sessions",
+    "reparent-agent": "puts an agent (and those below it) under another agent",
     "set-role": "makes a person an admin or a member",
     "list-accounts": "lists a workspace's accounts",
     "list-runners": "lists a workspace's runners and their agents",
@@ -109,6 +142,15 @@ _ACTIONS = {
     "create-token": "issues another token for an account or a runner",
     "revoke-token": "refuses a token from now on, on every server",
     "rotate-token": "replaces a token with a new secret; the old one ends",
+    "create-webhook": "a webhook endpoint; prints its id and signing secret",
+    "list-webhooks": "lists a workspace's webhooks (never their secrets)",
+    "disable-webhook": "stops making deliveries for a webhook",
+    "enable-webhook": "resumes a webhook, from the events of now on",
+    "delete-webhook": "deletes a webhook with its deliveries",
+    "rotate-webhook-secret": "a new signing secret; the old one signs during --grace",
+    "list-deliveries": "lists a webhook's deliveries, newest first",
+    "list-attempts": "a delivery, every attempt at it and its body",
+    "redeliver": "sends a delivery again now, with the same webhook-id",
 }
 
 
@@ -159,6 +201,11 @@ def _parser() -> argparse.ArgumentParser:
     acct.add_argument("--handle", required=True)
     acct.add_argument("--kind", required=True, choices=["human", "agent"])
     acct.add_argument("--owner", type=uuid.UUID, help="the owning human (agents only)")
+    acct.add_argument(
+        "--parent",
+        type=uuid.UUID,
+        help="the agent above this one (agents only; its owner is the default --owner)",
+    )
     acct.add_argument("--role", choices=["member", "admin"], default="member")
     runner = action("create-runner")
     runner.add_argument("--workspace", required=True, type=uuid.UUID)
@@ -171,6 +218,11 @@ def _parser() -> argparse.ArgumentParser:
     unassign = action("unassign-agent")
     unassign.add_argument("--runner", required=True, type=uuid.UUID)
     unassign.add_argument("--agent", required=True, type=uuid.UUID)
+    move = action("reparent-agent")
+    move.add_argument("--agent", required=True, type=uuid.UUID)
+    move.add_argument(
+        "--parent", type=uuid.UUID, help="the agent to put it under (default: make it a root)"
+    )
     role = action("set-role")
     role.add_argument("--account", required=True, type=uuid.UUID)
     role.add_argument("--role", required=True, choices=["member", "admin"])
@@ -203,12 +255,44 @@ def _parser() -> argparse.ArgumentParser:
         type=_duration,
         help="the new token's lifetime (default: as long as the old one's)",
     )
+    hook = action("create-webhook")
+    hook.add_argument("--workspace", required=True, type=uuid.UUID)
+    hook.add_argument("--url", required=True)
+    hook.add_argument("--kind", choices=["standard", "slack"], default="standard")
+    hook.add_argument(
+        "--events",
+        default="",
+        help="event types it takes, comma-separated (default: all): "
+        + ", ".join(t.value for t in WebhookEventType),
+    )
+    hooks = action("list-webhooks")
+    hooks.add_argument("--workspace", required=True, type=uuid.UUID)
+    by_id = [action(name) for name in ("disable-webhook", "enable-webhook", "delete-webhook")]
+    for sub in by_id:
+        sub.add_argument("webhook_id", type=uuid.UUID)
+    rotate_secret = action("rotate-webhook-secret")
+    rotate_secret.add_argument("webhook_id", type=uuid.UUID)
+    rotate_secret.add_argument(
+        "--grace",
+        type=_duration,
+        help="how long the old secret keeps signing beside the new one (default 1d; 0: none)",
+    )
+    deliveries = action("list-deliveries")
+    deliveries.add_argument("--webhook", required=True, type=uuid.UUID)
+    deliveries.add_argument("--state", choices=["pending", "delivered", "failed"])
+    deliveries.add_argument("--limit", type=int, default=50, help="at most 200 (default 50)")
+    deliveries.add_argument("--page-token", default="")
+    attempts = action("list-attempts")
+    attempts.add_argument("delivery_id", type=uuid.UUID)
+    redeliver = action("redeliver")
+    redeliver.add_argument("delivery_id", type=uuid.UUID)
     for sub in (
         ws,
         acct,
         runner,
         assign,
         unassign,
+        move,
         role,
         accounts,
         runners,
@@ -216,8 +300,15 @@ def _parser() -> argparse.ArgumentParser:
         create,
         revoke,
         rotate,
+        hook,
+        hooks,
+        *by_id,
+        rotate_secret,
+        deliveries,
+        attempts,
+        redeliver,
     ):
-        _setting_flags(sub, ["database_url", "data_dir", "log_level"])
+        _setting_flags(sub, ADMIN_SETTINGS)
     return parser
 
 
@@ -268,6 +359,12 @@ async def _admin(args: argparse.Namespace, settings: config.Settings) -> dict[st
     db, embedded = await open_database(settings, create=False, min_size=1, max_size=2)
     try:
         store = Store(db)
+        vault = webhook_vault(settings, embedded=embedded is not None)
+        args.admin_api = AdminApi(
+            store.admin,
+            webhooks=WebhookStore(db, store.admin, vault),
+            reach=webhook_reach(settings),
+        )
         return await _ADMIN[args.action](store, args)
     finally:
         await db.close()
@@ -288,15 +385,22 @@ def _wire_duration(value: datetime.timedelta | None) -> duration_pb2.Duration | 
     return out
 
 
+_ENUM_PREFIX = re.compile(r"^(PRINCIPAL_KIND|WORKSPACE_ROLE|WEBHOOK_KIND|WEBHOOK_DELIVERY_STATE)_")
+
+
 def _plain(message: Message) -> dict[str, Any]:
     """A response as the command prints it: proto field names, and enums by
     the short lower-case names the flags take (human, admin, runner)."""
     out = json_format.MessageToDict(
         message, always_print_fields_with_no_presence=True, preserving_proto_field_name=True
     )
-    for key in ("kind", "role"):
+    for key in ("kind", "role", "state"):
         if isinstance(out.get(key), str):
-            out[key] = re.sub(r"^(PRINCIPAL_KIND|WORKSPACE_ROLE)_", "", out[key]).lower()
+            out[key] = re.sub(
+                r"^(PRINCIPAL_KIND|WORKSPACE_ROLE|WEBHOOK_KIND|WEBHOOK_DELIVERY_STATE)_",
+                "",
+                out[key],
+            ).lower()
     return out
 
 
@@ -311,6 +415,7 @@ async def _create_account(store: Store, args: argparse.Namespace) -> dict[str, A
             handle=args.handle,
             kind=ad.PRINCIPAL_KIND_HUMAN if args.kind == "human" else ad.PRINCIPAL_KIND_AGENT,
             owner_account_id=str(args.owner) if args.owner else "",
+            parent_account_id=str(args.parent) if args.parent else "",
             role=ad.WORKSPACE_ROLE_ADMIN if args.role == "admin" else ad.WORKSPACE_ROLE_MEMBER,
             token_label=args.label,
             token_expires_in=_wire_duration(args.expires_in),
@@ -349,6 +454,17 @@ async def _unassign_agent(store: Store, args: argparse.Namespace) -> dict[str, A
         "agent_id": str(args.agent),
         "sessions_unbound": r.sessions_unbound,
     }
+
+
+async def _reparent_agent(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    r = await AdminApi(store.admin).reparent_agent(
+        await _operator_of(store, args.agent),
+        ad.ReparentAgentRequest(
+            agent_account_id=str(args.agent),
+            parent_account_id=str(args.parent) if args.parent else "",
+        ),
+    )
+    return _plain(r.account)
 
 
 async def _set_role(store: Store, args: argparse.Namespace) -> dict[str, Any]:
@@ -444,12 +560,108 @@ async def _rotate_token(store: Store, args: argparse.Namespace) -> dict[str, Any
     return {**_plain(r.token_info), "token": r.token, "old_token": _plain(r.old_token_info)}
 
 
+async def _create_webhook(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    r = await args.admin_api.create_webhook(
+        Operator(args.workspace),
+        ad.CreateWebhookRequest(
+            url=args.url,
+            kind=ad.WEBHOOK_KIND_SLACK if args.kind == "slack" else ad.WEBHOOK_KIND_STANDARD,
+            event_types=[t for t in args.events.split(",") if t.strip()],
+        ),
+    )
+    return {**_plain(r.webhook), "secret": r.secret}
+
+
+async def _list_webhooks(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    api, by = args.admin_api, Operator(args.workspace)
+    return await _every_page(
+        lambda t: api.list_webhooks(by, ad.ListWebhooksRequest(page_size=200, page_token=t)),
+        "webhooks",
+    )
+
+
+async def _disable_webhook(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    r = await args.admin_api.disable_webhook(
+        await _operator_of(store, args.webhook_id),
+        ad.DisableWebhookRequest(webhook_id=str(args.webhook_id)),
+    )
+    return _plain(r.webhook)
+
+
+async def _enable_webhook(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    r = await args.admin_api.enable_webhook(
+        await _operator_of(store, args.webhook_id),
+        ad.EnableWebhookRequest(webhook_id=str(args.webhook_id)),
+    )
+    return _plain(r.webhook)
+
+
+async def _delete_webhook(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    await args.admin_api.delete_webhook(
+        await _operator_of(store, args.webhook_id),
+        ad.DeleteWebhookRequest(webhook_id=str(args.webhook_id)),
+    )
+    return {"webhook_id": str(args.webhook_id), "deleted": True}
+
+
+async def _rotate_webhook_secret(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    r = await args.admin_api.rotate_webhook_secret(
+        await _operator_of(store, args.webhook_id),
+        ad.RotateWebhookSecretRequest(
+            webhook_id=str(args.webhook_id), grace=_wire_duration(args.grace)
+        ),
+    )
+    return {**_plain(r.webhook), "secret": r.secret}
+
+
+async def _list_deliveries(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    states = {
+        "pending": ad.WEBHOOK_DELIVERY_STATE_PENDING,
+        "delivered": ad.WEBHOOK_DELIVERY_STATE_DELIVERED,
+        "failed": ad.WEBHOOK_DELIVERY_STATE_FAILED,
+    }
+    r = await args.admin_api.list_webhook_deliveries(
+        await _operator_of(store, args.webhook),
+        ad.ListWebhookDeliveriesRequest(
+            webhook_id=str(args.webhook),
+            states=[states[args.state]] if args.state else [],
+            page_size=args.limit,
+            page_token=args.page_token,
+        ),
+    )
+    return {
+        "deliveries": [_plain(d) for d in r.deliveries],
+        "next_page_token": r.next_page_token,
+    }
+
+
+async def _list_attempts(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    r = await args.admin_api.get_webhook_delivery(
+        await _operator_of(store, args.delivery_id),
+        ad.GetWebhookDeliveryRequest(delivery_id=str(args.delivery_id)),
+    )
+    return {
+        "delivery": _plain(r.delivery),
+        "attempts": [_plain(a) for a in r.attempts],
+        "body": r.body,
+    }
+
+
+async def _redeliver(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    r = await args.admin_api.redeliver_webhook_delivery(
+        await _operator_of(store, args.delivery_id),
+        ad.RedeliverWebhookDeliveryRequest(delivery_id=str(args.delivery_id)),
+    )
+    return _plain(r.delivery)
+
+
 _ADMIN: dict[str, Callable[[Store, argparse.Namespace], Awaitable[dict[str, Any]]]] = {
     "create-workspace": _create_workspace,
     "create-account": _create_account,
     "create-runner": _create_runner,
     "assign-agent": _assign_agent,
     "unassign-agent": _unassign_agent,
+    "reparent-agent": _reparent_agent,
     "set-role": _set_role,
     "list-accounts": _list_accounts,
     "list-runners": _list_runners,
@@ -457,6 +669,15 @@ _ADMIN: dict[str, Callable[[Store, argparse.Namespace], Awaitable[dict[str, Any]
     "create-token": _create_token,
     "revoke-token": _revoke_token,
     "rotate-token": _rotate_token,
+    "create-webhook": _create_webhook,
+    "list-webhooks": _list_webhooks,
+    "disable-webhook": _disable_webhook,
+    "enable-webhook": _enable_webhook,
+    "delete-webhook": _delete_webhook,
+    "rotate-webhook-secret": _rotate_webhook_secret,
+    "list-deliveries": _list_deliveries,
+    "list-attempts": _list_attempts,
+    "redeliver": _redeliver,
 }
 
 

@@ -35,11 +35,15 @@ from compass_server.relay.gateway import (
 from compass_server.store.asks import ASK_CACHE_BYTES
 from compass_server.store.db import redacted_url
 from compass_server.transport.connect_app import COMPRESS_MIN_BYTES, DRAIN_BYTES, DRAIN_SECONDS
+from compass_server.webhooks.courier import POLL_SECONDS, RETRY_SCHEDULE, schedule
+from compass_server.webhooks.destination import networks
 
 # A bare port listens here: listening beyond loopback is only ever typed.
 LOOPBACK = "127.0.0.1"
 DEFAULT_GRPC_LISTEN = f"{LOOPBACK}:50051"
 DEFAULT_HTTP_LISTEN = f"{LOOPBACK}:8080"
+# The page's address as the links in webhooks and chat cards give it.
+DEFAULT_PUBLIC_URL = f"http://{DEFAULT_HTTP_LISTEN}"
 CONFIG_ENV = "COMPASS_CONFIG"
 
 
@@ -208,6 +212,25 @@ class DatabaseUrl(Text):
         return value if value is None else redacted_url(value)
 
 
+class Checked(Text):
+    """A string a parser accepts (its ValueError refuses it)."""
+
+    def __init__(self, what: str, parse: Callable[[str], object]) -> None:
+        super().__init__(what)
+        self.parse = parse
+
+    def from_toml(self, value: object) -> str | None:
+        text = super().from_toml(value)
+        if text is not None:
+            self.parse(text)
+        return text
+
+
+def _http_url(text: str) -> None:
+    if not text.startswith(("http://", "https://")):
+        raise ValueError
+
+
 class Secret(Text):
     def __init__(self, what: str) -> None:
         super().__init__(what, optional=True)
@@ -261,8 +284,14 @@ class Setting:
 
 
 # The TOML leaf drops its section's prefix: [database] url is database_url.
-_PREFIX = {"database": "database_", "log": "log_", "tls": "tls_", "tracing": "tracing_"}
-SECTIONS = ("", "database", "log", "tls", "tracing", "limits")
+_PREFIX = {
+    "database": "database_",
+    "log": "log_",
+    "tls": "tls_",
+    "tracing": "tracing_",
+    "webhooks": "webhook_",
+}
+SECTIONS = ("", "database", "log", "tls", "tracing", "webhooks", "limits")
 
 
 def _s(default: Any, section: str, kind: Kind, help: str) -> Any:
@@ -440,6 +469,50 @@ class Settings:
         CACHE_SECONDS, "limits", Seconds(), "how long a process trusts a sign-in it looked up"
     )
     auth_cache_size: int = _s(CACHE_SIZE, "limits", Count(), "sign-ins a process keeps")
+    public_url: str = _s(
+        DEFAULT_PUBLIC_URL,
+        "",
+        Checked("an http:// or https:// URL", _http_url),
+        "where people open the page: the base of every link a webhook or chat card carries",
+    )
+    webhook_key: str | None = _s(
+        None,
+        "webhooks",
+        Secret("32 bytes in URL-safe base64"),
+        "the key webhook URLs and secrets are sealed with; without it (or a key file) "
+        "webhooks are off, except on the embedded database, which makes one",
+    )
+    webhook_key_file: pathlib.Path | None = _s(
+        None, "webhooks", Path(optional=True), "a file holding that key"
+    )
+    webhook_allowed_networks: str = _s(
+        "",
+        "webhooks",
+        Checked("networks joined by commas (10.0.0.0/8,::1)", networks),
+        "private, loopback or link-local networks webhooks may reach besides public addresses",
+    )
+    webhook_retry_schedule: str = _s(
+        RETRY_SCHEDULE,
+        "webhooks",
+        Checked("waits joined by commas (5s,5m,2h)", schedule),
+        "waits between a delivery's failed attempts; past the last, it has failed",
+    )
+    webhook_timeout_seconds: float = _s(
+        10.0, "webhooks", Seconds(), "how long one attempt may take, connecting included"
+    )
+    webhook_concurrency: int = _s(16, "webhooks", Count(), "attempts this server makes at once")
+    webhook_concurrency_per_endpoint: int = _s(
+        4, "webhooks", Count(), "attempts at once to one endpoint"
+    )
+    webhook_response_bytes: int = _s(
+        4096, "webhooks", Count(0), "the part of a receiver's answer read and recorded"
+    )
+    webhook_retention_seconds: float = _s(
+        7 * 86_400.0, "webhooks", Seconds(), "how long finished deliveries are kept"
+    )
+    webhook_poll_seconds: float = _s(
+        POLL_SECONDS, "webhooks", Seconds(), "how often the courier looks for retries coming due"
+    )
     # Not a setting: this process's id among the servers sharing the database.
     server_id: uuid.UUID = field(default_factory=uuid.uuid4)
 

@@ -135,6 +135,7 @@ async def test_members_agents_and_runners_are_refused_and_other_workspaces_are_i
                 runner_id=made.runner.runner_id, agent_account_id=str(w.agent.account_id)
             ),
         ),
+        ("ReparentAgent", ad.ReparentAgentRequest(agent_account_id=str(w.agent.account_id))),
     ]
     for method, request in calls:
         for token in (tok(w, w.other_human), tok(w, w.agent), made.token):
@@ -511,3 +512,85 @@ async def test_tokens_come_in_pages(client: Client, api_world: World) -> None:
         if not page_token:
             break
     assert labels == ["t3", "t2", "t1", "t0", ""]
+
+
+async def test_an_admin_creates_a_subagent_and_moves_it(client: Client, api_world: World) -> None:
+    w = api_world
+    ada = tok(w, w.human)
+    made = await client.call(
+        "CreateAccount",
+        ad.CreateAccountRequest(
+            handle="planner",
+            kind=ad.PRINCIPAL_KIND_AGENT,
+            parent_account_id=str(w.agent.account_id),
+        ),
+        ada,
+    )
+    planner = made.account
+    # The owner is the parent's when none is named.
+    assert (planner.parent_account_id, planner.owner_account_id) == (
+        str(w.agent.account_id),
+        str(w.human.account_id),
+    )
+    listed = await client.call("ListAccounts", ad.ListAccountsRequest(), ada)
+    parents = {a.handle: a.parent_account_id for a in listed.accounts}
+    assert parents == {"ada": "", "scout": "", "grace": "", "planner": str(w.agent.account_id)}
+    got = await client.call(
+        "GetAccounts", pb.GetAccountsRequest(account_ids=[planner.account_id]), ada
+    )
+    assert got.accounts[0].parent_account_id == str(w.agent.account_id)
+    # Its own token reaches its parent's channel.
+    channels = await client.call("ListChannels", pb.ListChannelsRequest(), made.token)
+    assert [c.channel_id for c in channels.channels] == [str(w.channel.channel_id)]
+
+    moved = await client.call(
+        "ReparentAgent", ad.ReparentAgentRequest(agent_account_id=planner.account_id), ada
+    )
+    assert moved.account.parent_account_id == ""
+    channels = await client.call("ListChannels", pb.ListChannelsRequest(), made.token)
+    assert list(channels.channels) == []
+    await expect(
+        "not_found",
+        client.call(
+            "UpdateTopic",
+            pb.UpdateTopicRequest(channel_id=str(w.channel.channel_id), topic="moved"),
+            made.token,
+        ),
+    )
+    back = ad.ReparentAgentRequest(
+        agent_account_id=planner.account_id, parent_account_id=str(w.agent.account_id)
+    )
+    assert (await client.call("ReparentAgent", back, ada)).account.parent_account_id == str(
+        w.agent.account_id
+    )
+
+    # A cycle, another owner's agent, a person, an unknown id.
+    rover = await client.call(
+        "CreateAccount",
+        ad.CreateAccountRequest(
+            handle="rover",
+            kind=ad.PRINCIPAL_KIND_AGENT,
+            owner_account_id=str(w.other_human.account_id),
+        ),
+        ada,
+    )
+    for parent, code in (
+        (planner.account_id, "failed_precondition"),
+        (rover.account.account_id, "invalid_argument"),
+        (str(w.human.account_id), "not_found"),
+        (str(uuid.uuid4()), "not_found"),
+    ):
+        request = ad.ReparentAgentRequest(
+            agent_account_id=str(w.agent.account_id), parent_account_id=parent
+        )
+        await expect(code, client.call("ReparentAgent", request, ada))
+    await expect(
+        "invalid_argument",
+        client.call(
+            "CreateAccount",
+            ad.CreateAccountRequest(
+                handle="person", kind=ad.PRINCIPAL_KIND_HUMAN, parent_account_id=planner.account_id
+            ),
+            ada,
+        ),
+    )

@@ -46,6 +46,7 @@ def test_every_new_admin_command_has_a_one_line_help() -> None:
     lines = out.splitlines()
     for name in (
         "unassign-agent",
+        "reparent-agent",
         "set-role",
         "list-accounts",
         "list-runners",
@@ -147,4 +148,45 @@ async def test_the_operator_bootstraps_a_workspace_and_manages_its_tokens(
     err = cli(database_url, "set-role", "--account", bot["account_id"], "--role", "admin", ok=False)
     assert "always a member" in err["error"]
     err = cli(database_url, "revoke-token", "00000000-0000-0000-0000-000000000000", ok=False)
-    assert "no account, runner or token" in err["error"]
+    assert "no account, runner, token, webhook or delivery" in err["error"]
+
+
+def test_the_operator_creates_a_subagent_and_moves_it(database_url: str) -> None:
+    ws = cli(database_url, "create-workspace", "trees")["workspace_id"]
+    ada = cli(
+        database_url, "create-account", "--workspace", ws, "--handle", "ada", "--kind", "human"
+    )
+    scout = cli(
+        database_url,
+        "create-account",
+        *("--workspace", ws, "--handle", "scout", "--kind", "agent", "--owner", ada["account_id"]),
+    )
+    planner = cli(
+        database_url,
+        "create-account",
+        *("--workspace", ws, "--handle", "planner", "--kind", "agent"),
+        *("--parent", scout["account_id"]),
+    )
+    assert planner["parent_account_id"] == scout["account_id"]
+    assert planner["owner_account_id"] == ada["account_id"]
+    moved = cli(database_url, "reparent-agent", "--agent", planner["account_id"])
+    assert moved["parent_account_id"] == ""
+    back = cli(
+        database_url,
+        "reparent-agent",
+        *("--agent", planner["account_id"], "--parent", scout["account_id"]),
+    )
+    assert back["parent_account_id"] == scout["account_id"]
+    accounts = cli(database_url, "list-accounts", "--workspace", ws)["accounts"]
+    assert {a["handle"]: a["parent_account_id"] for a in accounts} == {
+        "ada": "",
+        "scout": "",
+        "planner": scout["account_id"],
+    }
+    err = cli(
+        database_url,
+        "reparent-agent",
+        *("--agent", scout["account_id"], "--parent", planner["account_id"]),
+        ok=False,
+    )
+    assert "own ancestor" in err["error"]

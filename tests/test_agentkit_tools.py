@@ -47,6 +47,7 @@ TOOL_NAMES = [
     "comms_inbox_post",
     "comms_inbox_reply",
     "comms_inbox_close",
+    "comms_spawn_agent",
 ]
 
 WITHDREW = "Withdrew ask {}; no answer will arrive."
@@ -884,6 +885,21 @@ async def s_inbox_close(ln: Lane) -> None:
     assert "answered first" in str(failed.value) and "later turn" in str(failed.value)
 
 
+async def s_spawn_agent(ln: Lane) -> None:
+    text = await ln.run("comms_spawn_agent", {"handle": "planner"})
+    found = re.fullmatch(r'Spawned sub-agent @planner id="([^"]+)" under you\.', text)
+    assert found, text
+    got = await ln.as_ada("GetAccounts", pb.GetAccountsRequest(account_ids=[found.group(1)]))
+    [planner] = got.accounts
+    assert (planner.handle, planner.parent_account_id) == ("planner", str(ln.w.agent.account_id))
+    with pytest.raises(ToolError) as taken:
+        await ln.run("comms_spawn_agent", {"handle": "planner"})
+    assert str(taken.value).startswith("comms_spawn_agent failed: already_exists: ")
+    assert "choose another" in str(taken.value)
+    with pytest.raises(ToolError, match="comms_spawn_agent failed: invalid_argument: "):
+        await ln.run("comms_spawn_agent", {"handle": "x" * 81})
+
+
 SCENARIOS: dict[str, Scenario] = {
     "comms_post_message": s_post_message,
     "comms_post_ask": s_post_ask,
@@ -901,6 +917,7 @@ SCENARIOS: dict[str, Scenario] = {
     "comms_inbox_post": s_inbox_post,
     "comms_inbox_reply": s_inbox_reply,
     "comms_inbox_close": s_inbox_close,
+    "comms_spawn_agent": s_spawn_agent,
 }
 
 

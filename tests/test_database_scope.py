@@ -35,8 +35,12 @@ async def app_conn(db: Database) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
 
 
 async def scope(conn: psycopg.AsyncConnection[Any], w: World) -> None:
+    """As the request path scopes a call by w's person: its credential, and
+    the account it acts as."""
     await conn.execute(
-        "SELECT set_config('compass.credential', %s, false)", (w.human.credential.hex(),)
+        "SELECT set_config('compass.credential', %s, false),"
+        " set_config('compass.actor', %s, false)",
+        (w.human.credential.hex(), str(w.human.account_id)),
     )
 
 

@@ -43,6 +43,7 @@ TOOLS = {
     "inbox_post",
     "inbox_reply",
     "inbox_close",
+    "spawn_agent",
 }
 QUESTIONS: list[dict[str, Any]] = [
     {
@@ -257,6 +258,10 @@ async def test_the_tools_and_their_schemas(
         pictures = tools[inbox].input_schema["properties"]["pictures"]
         assert pictures["type"] == "array" and pictures["maxItems"] == 10
     assert tools["check_ask"].input_schema["required"] == ["ask_id"]
+    # Every tool may act as a sub-agent spawned here.
+    for tool in tools.values():
+        assert tool.input_schema["properties"]["agent"]["type"] == "string", tool.name
+    assert tools["spawn_agent"].input_schema["required"] == ["handle"]
     assert tools["check_ask"].annotations is not None
     assert tools["check_ask"].annotations.read_only_hint is True
     assert "delivery lane" not in " ".join(t.description or "" for t in tools.values())
@@ -593,6 +598,63 @@ async def test_the_channel_and_inbox_tools_act_as_the_agent(
     assert "how it ends is not shown here" in text_of(inbox)
     assert replied == 'Replied in inbox item "deploy".'
     assert closed.startswith('Closed inbox item "deploy"')
+
+
+async def test_a_spawned_subagent_asks_under_its_own_name_and_gets_its_answer(
+    server: Any, api_world: World, tmp_path: pathlib.Path
+) -> None:
+    w = api_world
+    channel = str(w.channel.channel_id)
+    async with mcp_for(server, w, tmp_path) as m:
+        spawned = await m.call("spawn_agent", {"handle": "planner"})
+        assert not spawned.is_error, text_of(spawned)
+        assert spawned.structured_content is not None
+        planner = spawned.structured_content["account_id"]
+        assert 'Pass agent="planner" to any tool' in text_of(spawned)
+        # A sub-agent of the sub-agent: under planner, in scout's channels still.
+        nested = await m.call("spawn_agent", {"handle": "worker", "agent": "planner"})
+        assert not nested.is_error, text_of(nested)
+        assert nested.structured_content is not None
+        worker = nested.structured_content["account_id"]
+
+        waiting = m.ask_task({"questions": QUESTIONS, "agent": "planner"})
+        ask_id = await m.posted_ask_id()
+        presences = await m.as_ada("GetPresence", pb.GetPresenceRequest(account_ids=[planner]))
+        assert presences.presences[0].state == pb.PRESENCE_STATE_WAITING
+        assert await m.scouts_state() != pb.PRESENCE_STATE_WAITING
+        await m.ada_answers(ask_id)
+        result = await asyncio.wait_for(waiting, 30)
+
+        posted = await m.call(
+            "post_message", {"channel_id": channel, "text": "worker here", "agent": "worker"}
+        )
+        unknown = await m.call("post_message", {"channel_id": channel, "text": "x", "agent": "z"})
+        taken = await m.call("spawn_agent", {"handle": "planner"})
+        listed = await m.as_ada("ListMessages", pb.ListMessagesRequest(channel_id=channel))
+        accounts = await m.as_ada("GetAccounts", pb.GetAccountsRequest(account_ids=[worker]))
+
+    assert not result.is_error, text_of(result)
+    assert text_of(result).startswith(f"Ask {ask_id} was answered:")
+    authors = {
+        b.ask.ask_id: msg.author_account_id
+        for msg in listed.messages
+        for b in msg.blocks
+        if b.HasField("ask")
+    }
+    assert authors[ask_id] == planner
+    assert not posted.is_error, text_of(posted)
+    texts = [
+        (msg.author_account_id, b.text.text)
+        for msg in listed.messages
+        for b in msg.blocks
+        if b.HasField("text")
+    ]
+    assert (worker, "worker here") in texts
+    assert accounts.accounts[0].parent_account_id == planner
+    assert unknown.is_error
+    assert text_of(unknown).startswith("post_message failed: not_found: no sub-agent @z ")
+    assert taken.is_error
+    assert text_of(taken).startswith("spawn_agent failed: already_exists: ")
 
 
 def readme_mcp_configuration() -> dict[str, Any]:

@@ -246,6 +246,18 @@ async def inbox_close(c: Ctx, me: Agent, other: Agent) -> None:
     assert res.item.close_reason == f"{me.handle} found it"
 
 
+async def spawn_agent(c: Ctx, me: Agent, other: Agent) -> None:
+    res = await c.r.ok(me.session, "spawn_agent", gw.SpawnAgentRequest(handle=f"{me.handle}-sub"))
+    sub = res.agent
+    assert (sub.handle, sub.parent_account_id) == (f"{me.handle}-sub", me.id)
+    # The runner binds it at once; it reaches its parent's channels, not the other's.
+    frame = await c.r.bind(f"s-{sub.handle}", sub.account_id)
+    assert frame.WhichOneof("frame") == "bound", frame
+    listed = await c.r.ok(f"s-{sub.handle}", "list_channels", pb.ListChannelsRequest())
+    ids = {ch.channel_id for ch in listed.channels}
+    assert str(me.private.channel_id) in ids and str(other.private.channel_id) not in ids
+
+
 Row = Callable[[Ctx, Agent, Agent], Awaitable[None]]
 ROWS: dict[str, Row] = {
     "post_message": post_message,
@@ -264,6 +276,7 @@ ROWS: dict[str, Row] = {
     "inbox_reply": inbox_reply,
     "inbox_close": inbox_close,
     "get_ask": get_ask,
+    "spawn_agent": spawn_agent,
 }
 
 CALL = gw.CommsCallRequest.DESCRIPTOR.oneofs_by_name["call"]

@@ -15,6 +15,7 @@ from compass_server.store.types import (
     AskQuestion,
     Channel,
     Message,
+    Operator,
     TextBlock,
 )
 
@@ -56,6 +57,21 @@ class World:
         account, token = await self.store.create_account(self.workspace_id, handle, kind, owner)
         self.tokens[account.account_id] = token
         return Actor(self.workspace_id, account.account_id, kind, hash_token(token))
+
+    async def add_subagent(self, handle: str, parent: Actor) -> Actor:
+        """An agent under `parent` (of the same owner), with its own token."""
+        account, issued = await self.store.admin.create_account(
+            Operator(self.workspace_id), handle, AccountKind.AGENT, parent_id=parent.account_id
+        )
+        self.tokens[account.account_id] = issued.secret
+        return Actor(
+            self.workspace_id, account.account_id, AccountKind.AGENT, hash_token(issued.secret)
+        )
+
+    async def reparent(self, agent: Actor, parent: Actor | None) -> None:
+        await self.store.admin.reparent_agent(
+            Operator(self.workspace_id), agent.account_id, parent.account_id if parent else None
+        )
 
     async def add_pair(self) -> World:
         """Another person, an agent of theirs and a channel of the two, in this

@@ -39,6 +39,7 @@ from compass_agentkit.native_ask import answers_from_ask
 from compass_agentkit.pictures import Sandbox
 from compass_agentkit.relay import BoundSession, Relay, RelayError, tls_credentials
 from compass_agentkit.render import render_messages
+from compass_agentkit.subagents import spawn_and_bind
 from compass_agentkit.tools import Tool, ToolError, comms_tools
 
 __all__ = ["DEMO_ASK", "AgentLane", "DemoAgent", "Runner", "main", "print_delivery"]
@@ -113,6 +114,21 @@ class Runner:
 
         # The callback can't run before bind returns: the hub delivers only after bound.
         session = await self.relay.bind(agent_id, deliver)
+        return self._lane(session, holder)
+
+    async def spawn(self, parent: AgentLane, handle: str) -> AgentLane:
+        """A sub-agent of `parent`, bound here at once; its deliveries go to
+        the same callback. ToolError when the hub refuses it."""
+        holder: list[AgentLane] = []
+
+        async def deliver(event: pb.Event) -> None:
+            await self.callback(holder[0], event)
+
+        caller = self.relay.caller(parent.session.session_id)
+        spawned = await spawn_and_bind(self.relay, caller, handle, deliver)
+        return self._lane(spawned.session, holder)
+
+    def _lane(self, session: BoundSession, holder: list[AgentLane]) -> AgentLane:
         caller = self.relay.caller(session.session_id)
         tools = comms_tools(caller, sandbox=self.sandbox)
         lane = AgentLane(session, {t.name: t for t in tools})

@@ -70,6 +70,9 @@ __all__ = [
 
 Args = dict[str, Any]
 
+# The server's longest handle.
+MAX_HANDLE_CHARS = 80
+
 
 class ToolError(Exception):
     """A tool call that failed; its text is what the agent reads."""
@@ -923,6 +926,35 @@ SPECS: tuple[ToolSpec, ...] = (
                 "The item has no open ask to withdraw: it was answered first (that answer "
                 "arrives in a later turn on your delivery lane) or it holds only a note"
             )
+        },
+    ),
+    ToolSpec(
+        name="comms_spawn_agent",
+        arm="spawn_agent",
+        description=(
+            "Create a sub-agent under you: a new agent with your owner, assigned to your "
+            "runner, that takes part in every channel you take part in and posts and asks "
+            "there under its own name (people see it as yours › its handle). It starts with "
+            "no session: the runner binds it to run it. Returns its account id."
+        ),
+        parameters=_params(
+            {
+                "handle": schema.text_param(
+                    "Its handle, unique in the workspace", max_length=MAX_HANDLE_CHARS
+                )
+            },
+            "handle",
+        ),
+        request=lambda args: gw.SpawnAgentRequest(handle=args["handle"]),
+        text=lambda args, res: (
+            f"Spawned sub-agent @{_one_line(res.agent.handle)} "
+            f'id="{res.agent.account_id}" under you.'
+        ),
+        meanings={
+            "already_exists": "Another account has that handle: choose another",
+            "resource_exhausted": (
+                "Your tree is at its depth or size limit: it takes no more sub-agents here"
+            ),
         },
     ),
 )

@@ -10,6 +10,7 @@ from google.protobuf import duration_pb2
 from compass.v1 import admin_pb2 as ad
 from compass_server.api import mapping as wire
 from compass_server.api.auth import Authenticator
+from compass_server.api.webhooks import WebhookAdmin
 from compass_server.store.admin import AdminStore, Asker
 from compass_server.store.errors import InvalidArgument
 from compass_server.store.store import parse_id
@@ -22,6 +23,8 @@ from compass_server.store.types import (
     SignIn,
     Token,
 )
+from compass_server.store.webhooks import WebhookStore
+from compass_server.webhooks.destination import Reach
 
 _KIND_TO_WIRE = {
     AccountKind.HUMAN: ad.PRINCIPAL_KIND_HUMAN,
@@ -42,6 +45,7 @@ def account_to_wire(a: Account) -> ad.AccountInfo:
         kind=_KIND_TO_WIRE[a.kind],
         role=_ROLE_TO_WIRE[a.role],
         owner_account_id=str(a.owner_id) if a.owner_id else "",
+        parent_account_id=str(a.parent_id) if a.parent_id else "",
     )
     if a.created_at is not None:
         out.created_at.CopyFrom(wire.timestamp(a.created_at))
@@ -97,14 +101,23 @@ def _issued(issued: IssuedToken) -> tuple[str, ad.TokenInfo]:
     return issued.secret, token_to_wire(issued.token)
 
 
-class AdminApi:
+class AdminApi(WebhookAdmin):
     """Principal "account": every method takes an admin (the store checks) or,
     from the command line, the operator."""
 
-    def __init__(self, admin: AdminStore, auth: Authenticator | None = None) -> None:
+    def __init__(
+        self,
+        admin: AdminStore,
+        auth: Authenticator | None = None,
+        *,
+        webhooks: WebhookStore | None = None,
+        reach: Reach | None = None,
+    ) -> None:
         self.admin = admin
         # This process drops a revoked token at once, before the notification.
         self.auth = auth
+        self.webhooks = webhooks
+        self.reach = reach or Reach()
 
     def _forget(self, token: Token) -> None:
         if self.auth is not None:
@@ -132,6 +145,7 @@ class AdminApi:
             Role.MEMBER if req.role == ad.WORKSPACE_ROLE_UNSPECIFIED else _role(req.role),
             req.token_label,
             _duration(req.token_expires_in, req.HasField("token_expires_in")),
+            wire.optional_id(req.parent_account_id, "parent_account_id"),
         )
         secret, info = _issued(issued)
         return ad.CreateAccountResponse(
@@ -181,6 +195,16 @@ class AdminApi:
             parse_id(req.agent_account_id, "agent_account_id"),
         )
         return ad.UnassignAgentResponse(runner=runner_to_wire(runner), sessions_unbound=unbound)
+
+    async def reparent_agent(
+        self, by: Asker, req: ad.ReparentAgentRequest
+    ) -> ad.ReparentAgentResponse:
+        account = await self.admin.reparent_agent(
+            by,
+            parse_id(req.agent_account_id, "agent_account_id"),
+            wire.optional_id(req.parent_account_id, "parent_account_id"),
+        )
+        return ad.ReparentAgentResponse(account=account_to_wire(account))
 
     async def list_tokens(self, by: Asker, req: ad.ListTokensRequest) -> ad.ListTokensResponse:
         page = await self.admin.list_tokens(

@@ -1,6 +1,6 @@
 """What only an agent does, through the relay: post an ask, set its own
-status, withdraw its own ask, read one ask by id. Everything else an agent
-does is CommsApi."""
+status, withdraw its own ask, read one ask by id, spawn a sub-agent.
+Everything else an agent does is CommsApi."""
 
 from __future__ import annotations
 
@@ -47,3 +47,8 @@ class AgentApi:
     async def get_ask(self, actor: Actor, req: gw.GetAskRequest) -> gw.GetAskResponse:
         message, ask = await self.store.get_ask(actor, req.ask_id)
         return gw.GetAskResponse(message=wire.message_to_wire(message), ask=wire.ask_to_wire(ask))
+
+    async def spawn_agent(self, actor: Actor, req: gw.SpawnAgentRequest) -> gw.SpawnAgentResponse:
+        """A sub-agent under the caller, assigned to the caller's runner."""
+        agent = await self.store.admin.spawn_agent(actor, req.handle)
+        return gw.SpawnAgentResponse(agent=wire.account_to_wire(agent))

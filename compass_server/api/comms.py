@@ -11,6 +11,7 @@ from compass_server.api import mapping as wire
 from compass_server.api import surface
 from compass_server.api.errors import ApiError, Status
 from compass_server.events.hub import EventHub
+from compass_server.events.reach import Reach
 from compass_server.store import Store
 from compass_server.store.cache import SizedCache
 from compass_server.store.store import parse_id
@@ -151,6 +152,12 @@ class CommsApi:
     ) -> pb.GetAskHistoryResponse:
         return wire.history_to_wire(await self.store.ask_history(actor, req.ask_id))
 
+    async def get_ask_message(
+        self, actor: Actor, req: pb.GetAskMessageRequest
+    ) -> pb.GetAskMessageResponse:
+        message, _ = await self.store.get_ask(actor, req.ask_id)
+        return pb.GetAskMessageResponse(message=wire.message_to_wire(message))
+
     async def get_presence(
         self, actor: Actor, req: pb.GetPresenceRequest
     ) -> pb.GetPresenceResponse:
@@ -181,17 +188,18 @@ class CommsApi:
                 f"after_event_id {req.after_event_id} is ahead of this workspace's log ({current})",
             )
         cursor = req.after_event_id or current
-        members = await self.store.member_channel_ids(actor)
+        reach = await Reach.of(self.store, actor)
 
         def visible(event: Event) -> bool:
             if event.inbox is not None:
                 return actor.account_id in event.inbox.audience
+            if event.kind is EventKind.AGENT_MOVED:
+                # Taken below, never sent: what the stream reaches changes.
+                return reach.moved(event)
             if event.channel_id is None:
                 return True
-            if event.kind is EventKind.CHANNEL_CHANGED and event.channel is not None:
-                if actor.account_id in event.channel.member_ids:
-                    members.add(event.channel_id)
-            return event.channel_id in members
+            reach.follow(event)
+            return reach.reaches(event.channel_id)
 
         if self._streams[actor.account_id] >= self.streams_per_account:
             raise ApiError(
@@ -203,6 +211,9 @@ class CommsApi:
         try:
             yield pb.Event(event_id=cursor, ready=pb.Ready())
             async for event in self.hub.stream(actor, cursor, visible, actor.account_id):
+                if event.moved is not None:
+                    await reach.reload()
+                    continue
                 wired = self._wire_event(actor.workspace_id, event)
                 del event  # a client that stops reading holds the wire event alone
                 yield wired

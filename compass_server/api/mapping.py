@@ -309,7 +309,10 @@ _ACCOUNT_KIND_TO_WIRE = {
 
 def account_to_wire(a: st.Account) -> pb.Account:
     return pb.Account(
-        account_id=str(a.account_id), handle=a.handle, kind=_ACCOUNT_KIND_TO_WIRE[a.kind]
+        account_id=str(a.account_id),
+        handle=a.handle,
+        kind=_ACCOUNT_KIND_TO_WIRE[a.kind],
+        parent_account_id=str(a.parent_id) if a.parent_id else "",
     )
 
 

@@ -270,9 +270,9 @@ class EventHub:
         return max((r.behind() for r in self.readers), default=0)
 
     def watch(self, channel: str, handler: Callable[[str | None], None]) -> None:
-        """Also listens on `channel` (register before start): the handler gets
-        each payload, and None after the listener reconnected, since what was
-        sent meanwhile is lost."""
+        """Also listens on `channel` (register before start; the events'
+        own channel too): the handler gets each payload, and None after the
+        listener reconnected, since what was sent meanwhile is lost."""
         self._watchers.setdefault(channel, []).append(handler)
 
     def _tell(self, channel: str, payload: str | None) -> None:
@@ -304,7 +304,8 @@ class EventHub:
                 async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {CHANNEL}")
                     for channel in self._watchers:
-                        await conn.execute(f"LISTEN {channel}".encode())
+                        if channel != CHANNEL:
+                            await conn.execute(f"LISTEN {channel}".encode())
                     self._listening.set()
                     backoff = 0.1
                     if listened:
@@ -317,8 +318,7 @@ class EventHub:
                     async for note in conn.notifies():
                         if note.channel == CHANNEL:
                             self._on_notify(note.payload)
-                        else:
-                            self._tell(note.channel, note.payload)
+                        self._tell(note.channel, note.payload)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

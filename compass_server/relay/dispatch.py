@@ -47,6 +47,7 @@ def arms_for(comms: CommsApi, agent: AgentApi, inbox: AgentInboxApi) -> dict[str
         "inbox_reply": inbox.inbox_reply,
         "inbox_close": inbox.inbox_close,
         "get_ask": agent.get_ask,
+        "spawn_agent": agent.spawn_agent,
     }
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import datetime
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -29,6 +28,7 @@ from compass_server.api import mapping as wire
 from compass_server.api.errors import ApiError, Status, to_api_error
 from compass_server.api.text import check_strings
 from compass_server.events.hub import Closed, EventHub
+from compass_server.events.reach import Reach
 from compass_server.relay.dispatch import Dispatcher, error_result
 from compass_server.store import InvalidArgument, NotFound, Store
 from compass_server.store.errors import quoted
@@ -102,25 +102,25 @@ class Session:
         self._freed.set()
 
 
-def hears(
-    agent_id: uuid.UUID, channels: dict[uuid.UUID, datetime.datetime]
-) -> Callable[[Event], bool]:
+def hears(agent_id: uuid.UUID, reach: Reach) -> Callable[[Event], bool]:
     """What the agent's delivery lane carries: one signal per change someone
-    else made. Messages by others in its channels since it joined (an answer
-    to its ask arrives as the answer message), the other endings of its own
+    else made. Messages by others in the channels it takes part in (as a
+    member, or through an agent above it) since it took part (an answer to
+    its ask arrives as the answer message), the other endings of its own
     asks (the ask's MessageUpdated: declined, withdrawn by its owner,
     expired), and changes others make to its inbox items (answers, replies,
     declines, closes, take-backs). What the agent did itself it learned from
-    the call's result. `channels` grows as the log shows the agent joining."""
+    the call's result. `reach` grows as the log shows the agent's chain
+    joining channels; a move of the agent or of an agent above it is let
+    through for the lane to read its reach again, and never delivered."""
 
     def visible(event: Event) -> bool:
         if event.inbox is not None:
             return event.inbox.agent_id == agent_id and event.inbox.actor_id != agent_id
+        if event.kind is EventKind.AGENT_MOVED:
+            return reach.moved(event)
         if event.kind is EventKind.CHANNEL_CHANGED:
-            channel = event.channel
-            if channel is not None and agent_id in channel.member_ids:
-                if channel.channel_id not in channels and event.created_at is not None:
-                    channels[channel.channel_id] = event.created_at
+            reach.follow(event)
             return False
         message = event.message
         if message is None:
@@ -136,11 +136,8 @@ def hears(
                 and b.ending.actor_id != agent_id
                 for b in message.blocks
             )
-        joined = channels.get(message.channel_id)
-        return (
-            message.author_id != agent_id
-            and joined is not None
-            and (event.created_at is None or event.created_at >= joined)
+        return message.author_id != agent_id and reach.heard_since(
+            message.channel_id, event.created_at
         )
 
     return visible
@@ -313,7 +310,13 @@ class RelayStream:
         agent_id = parse_id(bind.agent_account_id, "agent_account_id")
         unassignments = self.gateway.unassignments
         binding = await self.gateway.bind(self.runner, agent_id)
-        actor = Actor(self.runner.workspace_id, agent_id, AccountKind.AGENT, self.runner.credential)
+        actor = Actor(
+            self.runner.workspace_id,
+            agent_id,
+            AccountKind.AGENT,
+            self.runner.credential,
+            self.runner.runner_id,
+        )
         session = Session(bind.session_id, binding, actor, self.gateway.window)
         self.sessions[session.name] = session
         await self.send(
@@ -425,11 +428,11 @@ class RelayStream:
     async def _deliver(self, session: Session) -> None:
         actor = session.actor
         try:
-            channels = await self.gateway.store.delivery_channels(actor)
+            reach = await Reach.of(self.gateway.store, actor)
             events = self.gateway.hub.stream(
                 actor,
                 session.binding.acked_event_id,
-                hears(actor.account_id, channels),
+                hears(actor.account_id, reach),
                 self.runner.runner_id,
                 room=session.free,
             )
@@ -437,6 +440,9 @@ class RelayStream:
                 # Room first: a session waiting on acks holds no event.
                 await session.room(self.gateway.ack_timeout)
                 event = await anext(events)
+                if event.moved is not None:
+                    await reach.reload()
+                    continue
                 session.sent(event.event_id)
 
                 def frame(event: Event = event) -> gw.HubFrame:

@@ -36,6 +36,7 @@ from compass_server.store.errors import (
     quoted,
 )
 from compass_server.store.pages import decode_token, encode_token, page_size
+from compass_server.store.trees import tree_refusal
 from compass_server.store.types import (
     Account,
     AccountKind,
@@ -110,6 +111,7 @@ def _account(row: dict[str, Any]) -> Account:
         row["owner_id"],
         Role(row["role"]),
         row["created_at"],
+        row["parent_id"],
     )
 
 
@@ -218,7 +220,7 @@ class AdminStore:
 
     # --- who may --------------------------------------------------------------
 
-    async def _admit(self, conn: Conn, by: Asker) -> None:
+    async def admit(self, conn: Conn, by: Asker) -> None:
         if isinstance(by, Operator):
             return
         row = await (await conn.execute(ADMIN["role_of"], {"id": by.account_id})).fetchone()
@@ -246,7 +248,7 @@ class AdminStore:
         limit = page_size(size)
         after = _after(page_token) if page_token else (_EPOCH, uuid.UUID(int=0))
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             cur = await conn.execute(
                 ADMIN[query], {"after_created": after[0], "after_id": after[1], "limit": limit + 1}
             )
@@ -267,54 +269,132 @@ class AdminStore:
         role: Role = Role.MEMBER,
         label: str = "",
         expires_in: datetime.timedelta | None = None,
+        parent_id: uuid.UUID | None = None,
     ) -> tuple[Account, IssuedToken]:
         """The account and its first token. The first human of a workspace is
-        its admin whatever `role` says; an agent is always a member."""
+        its admin whatever `role` says; an agent is always a member. An agent
+        with a parent takes the parent's owner when none is named."""
         _text(handle, "a handle", MAX_HANDLE_CHARS)
-        if (kind is AccountKind.AGENT) != (owner_id is not None):
-            raise InvalidArgument("an agent needs an owning human; a human has no owner")
+        if kind is AccountKind.HUMAN and (owner_id is not None or parent_id is not None):
+            raise InvalidArgument("a human has no owner and no parent")
+        if kind is AccountKind.AGENT and owner_id is None and parent_id is None:
+            raise InvalidArgument("an agent needs an owning human (or a parent agent)")
         if kind is AccountKind.AGENT and role is Role.ADMIN:
             raise InvalidArgument("an agent is always a member")
         _text(label, "a token label", MAX_LABEL_CHARS, required=False)
         _lifetime(expires_in, "a token's expiry")
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             if kind is AccountKind.HUMAN:
                 await self._lock_workspace(conn, by.workspace_id)
                 humans = await (await conn.execute(ADMIN["has_human"])).fetchone()
                 if humans is not None and not humans["found"]:
                     role = Role.ADMIN
             else:
+                if parent_id is not None:
+                    parent = await self._agent(conn, parent_id)
+                    owner_id = owner_id or parent.owner_id
                 owner = await (
                     await conn.execute(ADMIN["get_account"], {"id": owner_id})
                 ).fetchone()
                 if owner is None or owner["kind"] != AccountKind.HUMAN:
                     raise InvalidArgument("the owner must be a human of the same workspace")
-            try:
-                row = await (
-                    await conn.execute(
-                        ADMIN["insert_account"],
-                        {
-                            "id": uuid.uuid4(),
-                            "handle": handle,
-                            "kind": kind.value,
-                            "owner_id": owner_id,
-                            "role": role.value,
-                        },
-                    )
-                ).fetchone()
-            except psycopg.errors.UniqueViolation:
-                raise Conflict(f"handle {quoted(handle)} is taken in this workspace") from None
-            except psycopg.errors.ForeignKeyViolation:
-                raise NotFound(f"no workspace {by.workspace_id}") from None
-            assert row is not None
-            account = _account(row)
+            account = await self._insert_account(
+                conn, by.workspace_id, handle, kind, owner_id, role, parent_id
+            )
             issued = await self._issue(conn, account.account_id, None, label, expires_in)
         return account, issued
 
+    async def _insert_account(
+        self,
+        conn: Conn,
+        workspace_id: uuid.UUID,
+        handle: str,
+        kind: AccountKind,
+        owner_id: uuid.UUID | None,
+        role: Role,
+        parent_id: uuid.UUID | None,
+    ) -> Account:
+        try:
+            row = await (
+                await conn.execute(
+                    ADMIN["insert_account"],
+                    {
+                        "id": uuid.uuid4(),
+                        "handle": handle,
+                        "kind": kind.value,
+                        "owner_id": owner_id,
+                        "role": role.value,
+                        "parent_id": parent_id,
+                    },
+                )
+            ).fetchone()
+        except psycopg.errors.UniqueViolation:
+            raise Conflict(f"handle {quoted(handle)} is taken in this workspace") from None
+        except psycopg.errors.ForeignKeyViolation:
+            raise NotFound(f"no workspace {workspace_id}") from None
+        except psycopg.Error as exc:
+            refusal = tree_refusal(exc)
+            if refusal is None:
+                raise
+            raise refusal from None
+        assert row is not None
+        return _account(row)
+
+    async def spawn_agent(self, by: Actor, handle: str) -> Account:
+        """A sub-agent of the calling agent: the same owner, the caller its
+        parent, assigned to the runner whose session the caller is, so that
+        runner can bind it at once."""
+        if by.kind is not AccountKind.AGENT or by.runner_id is None:
+            raise PermissionDenied("only an agent in a runner's session spawns sub-agents")
+        _text(handle, "a handle", MAX_HANDLE_CHARS)
+        async with self.db.tx(by) as conn:
+            parent = await self._agent(conn, by.account_id)
+            account = await self._insert_account(
+                conn,
+                by.workspace_id,
+                handle,
+                AccountKind.AGENT,
+                parent.owner_id,
+                Role.MEMBER,
+                by.account_id,
+            )
+            await conn.execute(
+                ADMIN["assign_agent"],
+                {"runner_id": by.runner_id, "agent_id": account.account_id},
+            )
+        return account
+
+    async def reparent_agent(
+        self, by: Asker, agent_id: uuid.UUID, parent_id: uuid.UUID | None
+    ) -> Account:
+        """Puts the agent, with every agent below it, under `parent_id` (None:
+        makes it a root). From the commit on, it and they take part in the new
+        chain's channels and no longer in the old chain's, in every read,
+        write and open stream."""
+        async with self.db.tx(by) as conn:
+            await self.admit(conn, by)
+            await self._agent(conn, agent_id)
+            if parent_id is not None:
+                await self._agent(conn, parent_id)
+            try:
+                cur = await conn.execute(
+                    ADMIN["reparent_agent"], {"agent_id": agent_id, "parent_id": parent_id}
+                )
+            except psycopg.Error as exc:
+                refusal = tree_refusal(exc)
+                if refusal is None:
+                    raise
+                raise refusal from None
+            row = await cur.fetchone()
+            assert row is not None
+            if row["result"]["status"] == "moved" and not row["result"]["numbered"]:
+                Database.appended()
+            return await self._get_account(conn, agent_id)
+
     async def set_role(self, by: Asker, account_id: uuid.UUID, role: Role) -> Account:
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             await self._lock_workspace(conn, by.workspace_id)
             account = await self._get_account(conn, account_id)
             if account.role is role:
@@ -355,7 +435,7 @@ class AdminStore:
         _lifetime(expires_in, "a token's expiry")
         runner_id = uuid.uuid4()
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             try:
                 await conn.execute(ADMIN["insert_runner"], {"id": runner_id, "name": name})
             except psycopg.errors.ForeignKeyViolation:
@@ -364,14 +444,15 @@ class AdminStore:
             runner = await self._get_runner(conn, runner_id)
         return runner, issued
 
-    async def _agent(self, conn: Conn, agent_id: uuid.UUID) -> None:
+    async def _agent(self, conn: Conn, agent_id: uuid.UUID) -> Account:
         row = await (await conn.execute(ADMIN["get_account"], {"id": agent_id})).fetchone()
         if row is None or row["kind"] != AccountKind.AGENT:
             raise NotFound(f"no agent {agent_id} in this workspace")
+        return _account(row)
 
     async def assign_agent(self, by: Asker, runner_id: uuid.UUID, agent_id: uuid.UUID) -> Runner:
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             await self._get_runner(conn, runner_id)
             await self._agent(conn, agent_id)
             await conn.execute(
@@ -385,7 +466,7 @@ class AdminStore:
         """Takes the agent from the runner; returns the runner and how many of
         its sessions of the agent were bound (every server unbinds them)."""
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             await self._get_runner(conn, runner_id)
             await self._agent(conn, agent_id)
             cur = await conn.execute(
@@ -437,7 +518,7 @@ class AdminStore:
         limit = page_size(size)
         before = _after(page_token) if page_token else (_END, uuid.UUID(int=2**128 - 1))
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             if account_id is not None:
                 await self._get_account(conn, account_id)
             if runner_id is not None:
@@ -469,7 +550,7 @@ class AdminStore:
         _text(label, "a token label", MAX_LABEL_CHARS, required=False)
         _lifetime(expires_in, "a token's expiry")
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             if account_id is not None:
                 await self._get_account(conn, account_id)
             else:
@@ -480,7 +561,7 @@ class AdminStore:
     async def revoke_token(self, by: Asker, token_id: uuid.UUID) -> Token:
         """Revokes the token; a revoked one stays as it is."""
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             revoked = await (await conn.execute(ADMIN["revoke_token"], {"id": token_id})).fetchone()
             seq = await self._notify_revoked(conn, token_id) if revoked is not None else None
             token = await self._get_token(conn, token_id)
@@ -504,7 +585,7 @@ class AdminStore:
             raise InvalidArgument(f"a grace period is 0 to {MAX_GRACE.days} days")
         _lifetime(expires_in, "a token's expiry")
         async with self.db.tx(by) as conn:
-            await self._admit(conn, by)
+            await self.admit(conn, by)
             old = await (await conn.execute(ADMIN["lock_token"], {"id": token_id})).fetchone()
             if old is None:
                 raise NotFound(f"no token {token_id}")
@@ -561,12 +642,12 @@ class AdminStore:
     # --- the operator's command line ---------------------------------------------------
 
     async def workspace_of(self, object_id: uuid.UUID) -> uuid.UUID:
-        """The workspace an account, runner or token id belongs to, looked up
-        across workspaces as maintenance: the operator names ids, not
-        workspaces."""
+        """The workspace an account, runner, token, webhook or delivery id
+        belongs to, looked up across workspaces as maintenance: the operator
+        names ids, not workspaces."""
         async with self.db.maintenance() as conn:
             cur = await conn.execute(ADMIN["workspace_of"], {"id": object_id})
             row = await cur.fetchone()
         if row is None or row["workspace_id"] is None:
-            raise NotFound(f"no account, runner or token {object_id}")
+            raise NotFound(f"no account, runner, token, webhook or delivery {object_id}")
         return row["workspace_id"]  # type: ignore[no-any-return]

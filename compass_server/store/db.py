@@ -19,7 +19,7 @@ from psycopg.rows import dict_row
 
 from compass_server.store.errors import Unauthenticated, Unavailable
 from compass_server.store.sequencer import Sequencer
-from compass_server.store.types import Operator, Scope
+from compass_server.store.types import Actor, Operator, Scope
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,9 @@ _APPENDED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar(
 # Connections of the maintenance pool: the heartbeat, the expiry sweep and a
 # revocation's wait for every server can run at once.
 MAINTENANCE_POOL = 4
+# Connections of the webhook senders (as compass_maintenance too), apart from
+# the servers' upkeep so a backlog of deliveries never delays it.
+DELIVERY_POOL = 4
 
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 
@@ -156,17 +159,20 @@ class Database:
         self.maintenance_pool = _pool(
             url, "compass_maintenance", 1, MAINTENANCE_POOL, cursor_factory
         )
+        self.delivery_pool = _pool(url, "compass_maintenance", 0, DELIVERY_POOL, cursor_factory)
         self.sequencer = Sequencer(self._number_events)
 
     async def open(self) -> None:
         await migrate(self.url)
         await self.pool.open(wait=True, timeout=30.0)
         await self.maintenance_pool.open(wait=True, timeout=30.0)
+        await self.delivery_pool.open()
 
     async def close(self) -> None:
         await self.sequencer.idle()
         await self.pool.close()
         await self.maintenance_pool.close()
+        await self.delivery_pool.close()
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[Conn]:
@@ -179,6 +185,19 @@ class Database:
         across workspaces; its own reads see only the workspace an operator's
         transaction names (see tx)."""
         async with _available(self.maintenance_pool) as conn:
+            yield conn
+
+    @contextlib.asynccontextmanager
+    async def deliveries(self) -> AsyncIterator[Conn]:
+        """A connection of the webhook senders' pool, as compass_maintenance."""
+        async with _available(self.delivery_pool) as conn:
+            yield conn
+
+    @contextlib.asynccontextmanager
+    async def delivery_tx(self, workspace_id: uuid.UUID) -> AsyncIterator[Conn]:
+        """A transaction of the webhook senders, held to one workspace the way
+        the operator's are."""
+        async with self._tx(Operator(workspace_id), self.delivery_pool) as conn:
             yield conn
 
     @staticmethod
@@ -209,19 +228,30 @@ class Database:
         expired since it signed in is UNAUTHENTICATED. The operator at the
         command line has no credential: its transaction runs as
         compass_maintenance and names its workspace, which only that role
-        may do."""
+        may do. An account's transaction also names the account, and
+        row-level security holds it to the channels that account takes part
+        in (the database checks the credential vouches for it)."""
+        pool = self.maintenance_pool if isinstance(scope, Operator) else self.pool
+        async with self._tx(scope, pool) as conn:
+            yield conn
+
+    @contextlib.asynccontextmanager
+    async def _tx(
+        self, scope: Scope | Operator, pool: psycopg_pool.AsyncConnectionPool[Conn]
+    ) -> AsyncIterator[Conn]:
         workspace_id = scope.workspace_id
         # BEGIN and the scope go in one round trip; hex digits and a UUID only,
         # so nothing of the input is interpolated.
         if isinstance(scope, Operator):
-            pool = self.maintenance_pool
             begin = (
                 "BEGIN; SELECT set_config('compass.operator_workspace', "
                 f"'{workspace_id}', true) AS ws"
             ).encode()
         else:
-            pool = self.pool
-            begin = f"BEGIN; SELECT compass_scope('\\x{scope.credential.hex()}') AS ws".encode()
+            actor = f"'{scope.account_id}'" if isinstance(scope, Actor) else "NULL"
+            begin = (
+                f"BEGIN; SELECT compass_scope('\\x{scope.credential.hex()}', {actor}::uuid) AS ws"
+            ).encode()
         try:
             for attempt in (1, 2):
                 # Connections aren't checked on checkout (a round trip per call);

@@ -137,7 +137,7 @@ def _item(row: dict[str, Any]) -> InboxItem:
     )
 
 
-def _standing(
+def blocks_as_read(
     blocks: Sequence[Block], status: AskStatus | None, ending: dict[str, Any] | None = None
 ) -> tuple[Block, ...]:
     """Blocks as read: an ask's answered/cancelled follow its standing, and a
@@ -166,7 +166,9 @@ def _message(row: dict[str, Any]) -> InboxMessage:
         item_id=row["item_id"],
         author_id=row["author_id"],
         author_handle=row["author_handle"],
-        blocks=_standing(blockrules.blocks_from_json(row["blocks"]), status, row.get("ending")),
+        blocks=blocks_as_read(
+            blockrules.blocks_from_json(row["blocks"]), status, row.get("ending")
+        ),
         created_at=row["created_at"],
         position=row["position"],
         ask_status=status,

@@ -34,6 +34,7 @@ from compass_server.store.types import (
     Account,
     AccountKind,
     Actor,
+    AgentMove,
     Ask,
     AskStatus,
     Attachment,
@@ -48,6 +49,7 @@ from compass_server.store.types import (
     Message,
     Operator,
     Page,
+    Participation,
     Presence,
     PresenceState,
     Runner,
@@ -105,7 +107,12 @@ def _message(row: dict[str, Any]) -> Message:
 
 def _account(row: dict[str, Any]) -> Account:
     return Account(
-        row["id"], row["workspace_id"], row["handle"], AccountKind(row["kind"]), row["owner_id"]
+        row["id"],
+        row["workspace_id"],
+        row["handle"],
+        AccountKind(row["kind"]),
+        row["owner_id"],
+        parent_id=row["parent_id"],
     )
 
 
@@ -192,9 +199,12 @@ def _inbox_change_from_payload(p: dict[str, Any]) -> InboxChange:
 def event_from_row(row: dict[str, Any]) -> Event:
     kind = EventKind(row["kind"])
     p = row["payload"]
-    message = presence = channel = inbox = None
+    message = presence = channel = inbox = moved = None
     if kind in (EventKind.MESSAGE_POSTED, EventKind.MESSAGE_UPDATED):
         message = blockrules.message_from_json(p)
+    elif kind is EventKind.AGENT_MOVED:
+        parent = p["parent_id"]
+        moved = AgentMove(uuid.UUID(p["account_id"]), uuid.UUID(parent) if parent else None)
     elif kind is EventKind.INBOX_ITEM_CHANGED:
         inbox = _inbox_change_from_payload(p)
     elif kind is EventKind.PRESENCE_CHANGED:
@@ -222,6 +232,7 @@ def event_from_row(row: dict[str, Any]) -> Event:
         created_at=row["created_at"],
         inbox=inbox,
         size=row.get("size", 0),
+        moved=moved,
     )
 
 
@@ -430,22 +441,22 @@ class Store(AskEndings):
         events = _Events()
         async with self.db.tx(actor) as conn:
             await self._require_accounts(conn, [other_id])
-            cur = await conn.execute(
-                CHANNELS["insert_channel"],
-                {"id": uuid.uuid4(), "name": "", "topic": "", "kind": "dm", "dm_key": dm_key},
-            )
-            created = await cur.fetchone()
-            if created is None:
-                row = await (
-                    await conn.execute(CHANNELS["channel_by_dm_key"], {"dm_key": dm_key})
-                ).fetchone()
-                assert row is not None
+            await conn.execute(CHANNELS["lock_dm"], {"dm_key": dm_key})
+            row = await (
+                await conn.execute(CHANNELS["channel_by_dm_key"], {"dm_key": dm_key})
+            ).fetchone()
+            if row is not None:
                 return await self._channel_as_member(conn, actor, row["id"])
+            channel_id = uuid.uuid4()
+            await conn.execute(
+                CHANNELS["insert_channel"],
+                {"id": channel_id, "name": "", "topic": "", "kind": "dm", "dm_key": dm_key},
+            )
             for account_id in (actor.account_id, other_id):
                 await conn.execute(
-                    CHANNELS["add_member"], {"channel_id": created["id"], "account_id": account_id}
+                    CHANNELS["add_member"], {"channel_id": channel_id, "account_id": account_id}
                 )
-            channel = await self._channel_as_member(conn, actor, created["id"])
+            channel = await self._channel_as_member(conn, actor, channel_id)
             events.channel(channel)
             await events.append(conn)
         return channel
@@ -497,10 +508,16 @@ class Store(AskEndings):
             await events.append(conn)
         return channel
 
-    async def member_channel_ids(self, actor: Actor) -> set[uuid.UUID]:
+    async def participation(self, actor: Actor) -> Participation:
+        """The actor's chain and the channels it takes part in, as of now."""
         async with self.db.tx(actor) as conn:
-            cur = await conn.execute(CHANNELS["member_channel_ids"], {"actor": actor.account_id})
-            return {r["channel_id"] for r in await cur.fetchall()}
+            row = await (
+                await conn.execute(CHANNELS["chain"], {"actor": actor.account_id})
+            ).fetchone()
+            cur = await conn.execute(CHANNELS["participation"], {"actor": actor.account_id})
+            channels = {r["channel_id"]: r["since"] for r in await cur.fetchall()}
+        chain = tuple(row["chain"]) if row is not None else (actor.account_id,)
+        return Participation(actor.account_id, chain, channels)
 
     # --- messages and asks --------------------------------------------------
 
@@ -596,7 +613,7 @@ class Store(AskEndings):
         before = _position_token(token)
         async with self.db.tx(actor) as conn:
             cur = await conn.execute(
-                MESSAGES["is_member"], {"channel_id": channel_id, "actor": actor.account_id}
+                MESSAGES["participates"], {"channel_id": channel_id, "actor": actor.account_id}
             )
             if await cur.fetchone() is None:
                 raise NotFound(f"no channel {channel_id}")
@@ -693,12 +710,6 @@ class Store(AskEndings):
         if row is None:
             raise NotFound(f"no delivery lane for agent {agent_id}")
         return int(row["acked_event_id"])
-
-    async def delivery_channels(self, actor: Actor) -> dict[uuid.UUID, datetime.datetime]:
-        """The actor's channels and when it joined each: it hears what came after."""
-        async with self.db.tx(actor) as conn:
-            cur = await conn.execute(SESSIONS["delivery_channels"], {"agent_id": actor.account_id})
-            return {r["channel_id"]: r["joined_at"] for r in await cur.fetchall()}
 
     # --- server liveness --------------------------------------------------------
 

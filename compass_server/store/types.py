@@ -40,6 +40,9 @@ class EventKind(enum.StrEnum):
     PRESENCE_CHANGED = "presence_changed"
     CHANNEL_CHANGED = "channel_changed"
     INBOX_ITEM_CHANGED = "inbox_item_changed"
+    # An agent was put under another parent (or made a root): what it and
+    # the agents below it take part in changed. Streams read it; no client does.
+    AGENT_MOVED = "agent_moved"
 
 
 class Scope(Protocol):
@@ -63,6 +66,8 @@ class Actor:
     account_id: uuid.UUID
     kind: AccountKind
     credential: bytes = dataclasses.field(repr=False)
+    # The runner whose session this agent is, on the relay.
+    runner_id: uuid.UUID | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +101,8 @@ class Account:
     owner_id: uuid.UUID | None
     role: Role = Role.MEMBER
     created_at: datetime.datetime | None = None
+    # The agent above this one in its tree; None for a root and for people.
+    parent_id: uuid.UUID | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,6 +353,26 @@ class Event:
     inbox: InboxChange | None = None
     # The stored payload's size in bytes, for memory bounds.
     size: int = 0
+    moved: AgentMove | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentMove:
+    """An agent put under a new parent (None: made a root)."""
+
+    account_id: uuid.UUID
+    parent_id: uuid.UUID | None
+
+
+@dataclass(frozen=True, slots=True)
+class Participation:
+    """What an account takes part in: its chain (itself, then each agent
+    above it) and every channel that it or one of those is a member of, with
+    since when (the member joined and every link below it was made)."""
+
+    account_id: uuid.UUID
+    chain: tuple[uuid.UUID, ...]
+    channels: dict[uuid.UUID, datetime.datetime]
 
 
 class InboxStatus(enum.StrEnum):
@@ -434,3 +461,165 @@ class SessionBinding:
     session_id: uuid.UUID
     agent_id: uuid.UUID
     acked_event_id: int
+
+
+# --- webhooks ---------------------------------------------------------------------
+
+
+class WebhookKind(enum.StrEnum):
+    """What an endpoint receives: Standard Webhooks JSON, or Slack messages
+    (an incoming webhook's Block Kit cards)."""
+
+    STANDARD = "standard"
+    SLACK = "slack"
+
+
+class WebhookEventType(enum.StrEnum):
+    ASK_POSTED = "ask.posted"
+    ASK_ANSWERED = "ask.answered"
+    ASK_DECLINED = "ask.declined"
+    # By its agent or by the agent's owner; the payload's ending says which.
+    ASK_WITHDRAWN = "ask.withdrawn"
+    ASK_EXPIRED = "ask.expired"
+    INBOX_ITEM_OPENED = "inbox.item.opened"
+    INBOX_ITEM_ANSWERED = "inbox.item.answered"
+    INBOX_ITEM_CLOSED = "inbox.item.closed"
+
+
+class DeliveryState(enum.StrEnum):
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    # Every retry of its schedule failed, or its endpoint said 410 Gone.
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Webhook:
+    """An endpoint as listed: never its secret, and its URL only as shown."""
+
+    webhook_id: uuid.UUID
+    workspace_id: uuid.UUID
+    kind: WebhookKind
+    url_shown: str
+    # Empty: every type.
+    event_types: tuple[WebhookEventType, ...]
+    enabled: bool
+    disabled_reason: str
+    disabled_at: datetime.datetime | None
+    created_at: datetime.datetime
+    # Until when the secret before the last rotation still signs.
+    previous_secret_until: datetime.datetime | None
+    pending: int = 0
+    failed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class NewWebhook:
+    """An endpoint just made, or its secret just rotated: the secret is shown
+    this once."""
+
+    webhook: Webhook
+    secret: str
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookDelivery:
+    delivery_id: uuid.UUID
+    webhook_id: uuid.UUID
+    # The event's sequence number in its workspace.
+    event_id: int
+    event_type: WebhookEventType
+    # The ask or inbox item it is about.
+    subject: str
+    state: DeliveryState
+    attempts: int
+    # When the next attempt is due (pending only).
+    next_attempt_at: datetime.datetime | None
+    created_at: datetime.datetime
+    finished_at: datetime.datetime | None
+    last_status_code: int | None = None
+    last_error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookAttempt:
+    n: int
+    server_id: uuid.UUID
+    started_at: datetime.datetime
+    # None while under way.
+    finished_at: datetime.datetime | None
+    status_code: int | None
+    latency_ms: float | None
+    error: str
+    response: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryDraft:
+    """A delivery to make from one event of the log."""
+
+    event_id: int
+    event_type: WebhookEventType
+    subject: str
+    dedupe_key: str
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedDelivery:
+    """A delivery claimed for one attempt, with what sending it takes."""
+
+    delivery_id: uuid.UUID
+    workspace_id: uuid.UUID
+    webhook_id: uuid.UUID
+    attempt: int
+    # Failures so far: the place in the retry schedule.
+    failures: int
+    event_type: WebhookEventType
+    body: str
+    kind: WebhookKind
+    url: str
+    # The current secret first, then the one before a rotation during its grace.
+    secrets: tuple[str, ...]
+    # Why its URL or secrets can't be read here (another key); empty when they can.
+    problem: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptResult:
+    """How one attempt went, to record."""
+
+    delivery_id: uuid.UUID
+    attempt: int
+    delivered: bool
+    # When to try again; None when delivered or given up.
+    retry_in: datetime.timedelta | None
+    status_code: int | None
+    latency_ms: float | None
+    error: str
+    response: str
+    # Why its endpoint is now disabled (a 410 Gone); None to leave it be.
+    disable: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InboxItemView:
+    """An inbox item as a webhook names it: its title and its newest ask."""
+
+    item_id: uuid.UUID
+    key: str
+    title: str
+    ask: Ask | None
+    ask_status: AskStatus | None
+    close_reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Directory:
+    """Names the events of one page of the log refer to."""
+
+    workspace_id: uuid.UUID
+    # channel id → (name, kind)
+    channels: dict[uuid.UUID, tuple[str, ChannelKind]]
+    handles: dict[uuid.UUID, str]
+    items: dict[uuid.UUID, InboxItemView]

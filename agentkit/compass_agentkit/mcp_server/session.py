@@ -6,6 +6,10 @@ relay reconnects and rebinds by itself, and the hub resumes the delivery
 lane after the acked cursor, so an answer given while the connection was
 down still arrives. From the lane the session takes only what ends the
 agent's asks (`AskEndings.hear`), kept in `endings` for whoever waits.
+
+Sub-agents the agent spawns are sessions of their own on the same relay,
+bound at once and kept by handle in the root session's `subagents` for as
+long as the process runs.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
 from compass_agentkit.endings import AskEndings
 from compass_agentkit.relay import BoundSession, CallUnavailable, Relay, RelayError
+from compass_agentkit.subagents import spawn_and_bind
 
 __all__ = ["AgentSession"]
 
@@ -25,16 +30,20 @@ log = logging.getLogger(__name__)
 
 
 class AgentSession:
-    def __init__(self, relay: Relay, agent_id: str) -> None:
+    def __init__(self, relay: Relay, agent_id: str, *, root: AgentSession | None = None) -> None:
         self.relay = relay
         self.agent_id = agent_id
+        self.handle = ""
+        # On the root session: the sub-agents spawned through it, by handle.
+        self.subagents: dict[str, AgentSession] = {}
         self.endings = AskEndings()
         self._bound: asyncio.Future[BoundSession] = asyncio.get_running_loop().create_future()
         # Set once the session can't go on: the hub refused it or lost it for good.
         self.failure: RelayError | None = None
         self._failed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        relay.on_lost = lambda session_id, error: self._fail(error)
+        if root is None:
+            relay.on_lost = self._lost
 
     async def start(self) -> None:
         await self.relay.start()
@@ -48,6 +57,27 @@ class AgentSession:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.relay.close()
+
+    def _lost(self, session_id: str, error: RelayError) -> None:
+        for sub in self.subagents.values():
+            if sub._bound.done() and sub._bound.result().session_id == session_id:
+                sub._fail(error)
+                return
+        self._fail(error)
+
+    async def spawn(self, handle: str, parent: AgentSession) -> AgentSession:
+        """A sub-agent of `parent` (this session or one of its sub-agents),
+        bound at once; ToolError when the hub refuses it."""
+        sub = AgentSession(self.relay, "", root=self)
+        spawned = await spawn_and_bind(self.relay, parent.call, handle, sub._heard)
+        sub.agent_id = spawned.account.account_id
+        sub.handle = spawned.account.handle
+        sub._bound.set_result(spawned.session)
+        self.subagents[sub.handle] = sub
+        if self.relay.failure is not None:
+            # The relay stopped for good while it was bound: _watch already ran.
+            sub._fail(self.relay.failure)
+        return sub
 
     def _fail(self, error: RelayError) -> None:
         if self.failure is None:
@@ -68,7 +98,9 @@ class AgentSession:
         self._bound.set_result(session)
 
     async def _watch(self) -> None:
-        self._fail(await self.relay.wait_failed())
+        failure = await self.relay.wait_failed()
+        for session in [self, *self.subagents.values()]:
+            session._fail(failure)
 
     async def wait_failed(self) -> RelayError:
         await self._failed.wait()

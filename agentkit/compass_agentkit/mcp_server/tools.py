@@ -12,6 +12,10 @@ error. No tool answers an ask.
 question-tool shape) and waits for its ending: the answers, or the typed
 ending in words (see endings.py). While it waits it reports progress; if
 the client stops waiting first, the ask stays open and check_ask reads it.
+
+`spawn_agent` creates a sub-agent under the agent (or under one of its
+sub-agents) and binds it here at once; every tool takes `agent`, a
+sub-agent's handle, to act as that sub-agent instead (its asks are its own).
 """
 
 from __future__ import annotations
@@ -36,9 +40,11 @@ from compass_agentkit import schema
 from compass_agentkit.endings import ask_state, withdrawn_by_me
 from compass_agentkit.mcp_server.session import AgentSession
 from compass_agentkit.pictures import Sandbox
+from compass_agentkit.subagents import SPAWN_TOOL
 from compass_agentkit.tools import (
     ASK_MARKERS,
     CODING_AGENT_QUESTIONS,
+    MAX_HANDLE_CHARS,
     SPECS,
     Tool,
     ToolError,
@@ -58,7 +64,28 @@ INSTRUCTIONS = (
     "before going on, call ask: it posts your questions in a Compass channel and returns "
     "their answers. Use check_ask and cancel_ask for an ask whose call stopped waiting, "
     "read_channel to read a conversation, post_message to tell people something, and the "
-    "inbox tools to keep the people who oversee you informed."
+    "inbox tools to keep the people who oversee you informed. A sub-agent of yours that "
+    "needs people asks under its own name: spawn_agent creates it, and any tool called with "
+    "agent set to its handle acts as it."
+)
+
+AGENT_PARAM: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_HANDLE_CHARS,
+    "pattern": schema.NOT_BLANK,
+    "description": (
+        "Act as this sub-agent, by the handle spawn_agent gave it (default: yourself, the "
+        "agent this server runs as)"
+    ),
+}
+
+SPAWN_DESCRIPTION = (
+    "Create a sub-agent under you (or, with agent, under one of your sub-agents) and start "
+    "its session here. It takes part in every channel you take part in, and posts and asks "
+    "there under its own name, which people see as yours › its handle. To act as it, pass "
+    "agent set to its handle to any tool, for example ask. The handle must be unused in "
+    "the workspace."
 )
 
 
@@ -315,23 +342,80 @@ def _sdk_tool(
     )
 
 
+def _with_agent(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    shown = copy.deepcopy(dict(parameters))
+    shown["properties"]["agent"] = copy.deepcopy(AGENT_PARAM)
+    return shown
+
+
+def _acting(name: str, session: AgentSession, arguments: object) -> tuple[AgentSession, Any]:
+    """Whom the call acts as (`agent`, or the session's own agent) and the
+    arguments without `agent`, which the kit's tool does not take."""
+    if not isinstance(arguments, dict) or "agent" not in arguments:
+        return session, arguments
+    args = dict(arguments)
+    handle = args.pop("agent")
+    problems = schema.errors(AGENT_PARAM, handle, "agent")
+    if problems:
+        raise ToolError(name, "invalid_argument", "; ".join(problems))
+    sub = session.subagents.get(handle)
+    if sub is None:
+        raise ToolError(
+            name,
+            "not_found",
+            f"no sub-agent @{' '.join(handle.split())} was spawned through this compass-mcp "
+            "since it started; spawn_agent spawns one",
+        )
+    return sub, args
+
+
 def _comms_tool(row: Row, session: AgentSession, settings: Settings) -> SdkTool:
-    tool = Tool(_spec(row), session.call, settings.sandbox)
+    spec = _spec(row)
 
     async def call(arguments: dict[str, Any], context: Context[Any, Any]) -> CallToolResult:
         try:
-            response = await tool.send(arguments)
-            text = tool.spec.text(arguments, response)
-            structured = row.structured(arguments, response) if row.structured else None
+            actor, args = _acting(row.name, session, arguments)
+            tool = Tool(spec, actor.call, settings.sandbox)
+            response = await tool.send(args)
+            text = tool.spec.text(args, response)
+            structured = row.structured(args, response) if row.structured else None
         except ToolError as exc:
             return _failed(str(exc))
         except Exception:
             return _crashed(row.name)
         if row.after is not None:
-            row.after(session, arguments)
+            row.after(actor, args)
         return _result(text, structured)
 
-    return _sdk_tool(row.name, row.description, tool.parameters, call, read_only=row.read_only)
+    return _sdk_tool(
+        row.name, row.description, _with_agent(spec.parameters), call, read_only=row.read_only
+    )
+
+
+def _spawn_tool(session: AgentSession) -> SdkTool:
+    spec = next(spec for spec in SPECS if spec.name == SPAWN_TOOL)
+
+    async def call(arguments: dict[str, Any], context: Context[Any, Any]) -> CallToolResult:
+        try:
+            parent, args = _acting("spawn_agent", session, arguments)
+            problems = schema.errors(spec.parameters, args)
+            if problems:
+                raise ToolError("spawn_agent", "invalid_argument", "; ".join(problems))
+            sub = await session.spawn(args["handle"], parent)
+        except ToolError as exc:
+            return _failed(str(exc).replace(f"{SPAWN_TOOL} failed", "spawn_agent failed", 1))
+        except Exception:
+            return _crashed("spawn_agent")
+        handle = " ".join(sub.handle.split())
+        return _result(
+            f'Spawned sub-agent @{handle} id="{sub.agent_id}" and started its session here. '
+            f'Pass agent="{handle}" to any tool to act as it.',
+            {"account_id": sub.agent_id, "handle": sub.handle},
+        )
+
+    return _sdk_tool(
+        "spawn_agent", SPAWN_DESCRIPTION, _with_agent(spec.parameters), call, read_only=False
+    )
 
 
 # --- ask --------------------------------------------------------------------------------
@@ -392,22 +476,27 @@ async def _progress(context: Context[Any, Any], progress: float, message: str) -
 
 
 def _ask_tool(session: AgentSession, settings: Settings) -> SdkTool:
-    tool = Tool(_ask_spec(settings), session.call)
+    spec = _ask_spec(settings)
 
     async def call(arguments: dict[str, Any], context: Context[Any, Any]) -> CallToolResult:
-        args = dict(arguments)
-        if settings.channel_id and "channel_id" not in args:
-            args["channel_id"] = settings.channel_id
         try:
-            posted = await tool.send(args)
+            actor, args = _acting("ask", session, arguments)
+            args = dict(args)
+            if settings.channel_id and "channel_id" not in args:
+                args["channel_id"] = settings.channel_id
+            posted = await Tool(spec, actor.call).send(args)
         except ToolError as exc:
             return _failed(str(exc))
         except Exception:
             return _crashed("ask")
-        return await _wait(posted.ask_id, args["channel_id"], args, context)
+        return await _wait(actor, posted.ask_id, args["channel_id"], args, context)
 
     async def _wait(
-        ask_id: str, channel_id: str, args: Args, context: Context[Any, Any]
+        session: AgentSession,
+        ask_id: str,
+        channel_id: str,
+        args: Args,
+        context: Context[Any, Any],
     ) -> CallToolResult:
         wait = int(args.get("wait_seconds", settings.wait_seconds))
         loop = asyncio.get_running_loop()
@@ -458,10 +547,14 @@ def _ask_tool(session: AgentSession, settings: Settings) -> SdkTool:
             ended.cancel()
             failed.cancel()
 
-    return _sdk_tool("ask", ASK_DESCRIPTION, tool.parameters, call, read_only=False)
+    return _sdk_tool("ask", ASK_DESCRIPTION, _with_agent(spec.parameters), call, read_only=False)
 
 
 def build_server(session: AgentSession, settings: Settings) -> MCPServer[Any]:
     """The MCP server: `ask` and one tool per row, all as this session's agent."""
-    tools = [_ask_tool(session, settings), *(_comms_tool(row, session, settings) for row in ROWS)]
+    tools = [
+        _ask_tool(session, settings),
+        *(_comms_tool(row, session, settings) for row in ROWS),
+        _spawn_tool(session),
+    ]
     return MCPServer("compass", instructions=INSTRUCTIONS, tools=tools)

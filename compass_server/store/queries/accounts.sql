@@ -4,10 +4,10 @@ WITH ws AS (INSERT INTO workspaces (id, name) VALUES (%(id)s, %(name)s) RETURNIN
 INSERT INTO event_counters (workspace_id) SELECT id FROM ws
 
 -- name: get_account
-SELECT id, workspace_id, handle, kind, owner_id FROM accounts WHERE id = %(id)s
+SELECT id, workspace_id, handle, kind, owner_id, parent_id FROM accounts WHERE id = %(id)s
 
 -- name: accounts_by_id
-SELECT id, workspace_id, handle, kind, owner_id FROM accounts WHERE id = ANY(%(ids)s::uuid[])
+SELECT id, workspace_id, handle, kind, owner_id, parent_id FROM accounts WHERE id = ANY(%(ids)s::uuid[])
 
 -- name: runner_agent
 -- Held until the bind commits, so an unassignment waits for it and then

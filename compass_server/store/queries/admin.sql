@@ -20,19 +20,19 @@ SELECT EXISTS (SELECT 1 FROM accounts WHERE kind = 'human') AS found
 SELECT count(*) AS n FROM accounts WHERE role = 'admin'
 
 -- name: insert_account
-INSERT INTO accounts (id, workspace_id, handle, kind, owner_id, role)
-VALUES (%(id)s, compass_workspace(), %(handle)s, %(kind)s, %(owner_id)s, %(role)s)
-RETURNING id, workspace_id, handle, kind, owner_id, role, created_at
+INSERT INTO accounts (id, workspace_id, handle, kind, owner_id, role, parent_id)
+VALUES (%(id)s, compass_workspace(), %(handle)s, %(kind)s, %(owner_id)s, %(role)s, %(parent_id)s)
+RETURNING id, workspace_id, handle, kind, owner_id, role, created_at, parent_id
 
 -- name: get_account
-SELECT id, workspace_id, handle, kind, owner_id, role, created_at FROM accounts WHERE id = %(id)s
+SELECT id, workspace_id, handle, kind, owner_id, role, created_at, parent_id FROM accounts WHERE id = %(id)s
 
 -- name: set_role
 UPDATE accounts SET role = %(role)s WHERE id = %(id)s
-RETURNING id, workspace_id, handle, kind, owner_id, role, created_at
+RETURNING id, workspace_id, handle, kind, owner_id, role, created_at, parent_id
 
 -- name: list_accounts
-SELECT id, workspace_id, handle, kind, owner_id, role, created_at FROM accounts
+SELECT id, workspace_id, handle, kind, owner_id, role, created_at, parent_id FROM accounts
 WHERE (created_at, id) > (%(after_created)s, %(after_id)s)
 ORDER BY created_at, id
 LIMIT %(limit)s
@@ -54,6 +54,9 @@ FROM runners r
 WHERE (r.created_at, r.id) > (%(after_created)s, %(after_id)s)
 ORDER BY r.created_at, r.id
 LIMIT %(limit)s
+
+-- name: reparent_agent
+SELECT compass_reparent_agent(%(agent_id)s, %(parent_id)s) AS result
 
 -- name: assign_agent
 INSERT INTO runner_agents (runner_id, agent_id, workspace_id)

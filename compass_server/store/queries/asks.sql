@@ -1,12 +1,14 @@
 -- name: answerers
--- The accounts a post names as an ask's answerers, in order, and whether the
--- author can post in the channel at all (visibility comes first).
-SELECT x.id, acc.handle, acc.kind, cm.account_id IS NOT NULL AS member,
-       EXISTS (SELECT 1 FROM channel_members
-               WHERE channel_id = %(channel_id)s AND account_id = %(author_id)s) AS author_member
+-- The accounts a post names as an ask's answerers, in order, whether each
+-- takes part in the channel, and whether the author can post there at all
+-- (visibility comes first).
+SELECT x.id, acc.handle, acc.kind,
+       EXISTS (SELECT 1 FROM compass_participation p
+               WHERE p.account_id = x.id AND p.channel_id = %(channel_id)s) AS member,
+       EXISTS (SELECT 1 FROM compass_participation p
+               WHERE p.account_id = %(author_id)s AND p.channel_id = %(channel_id)s) AS author_member
 FROM unnest(%(ids)s::uuid[]) WITH ORDINALITY AS x (id, n)
 LEFT JOIN accounts acc ON acc.id = x.id
-LEFT JOIN channel_members cm ON cm.channel_id = %(channel_id)s AND cm.account_id = x.id
 ORDER BY x.n
 
 -- name: answer_ask

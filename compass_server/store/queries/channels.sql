@@ -1,8 +1,13 @@
 -- name: insert_channel
+-- No RETURNING nor ON CONFLICT (which read the row back): its creator takes
+-- part in it only once a member, and row-level security hides it till then.
 INSERT INTO channels (id, workspace_id, name, topic, kind, dm_key)
 VALUES (%(id)s, compass_workspace(), %(name)s, %(topic)s, %(kind)s, %(dm_key)s)
-ON CONFLICT (workspace_id, dm_key) DO NOTHING
-RETURNING id
+
+-- name: lock_dm
+-- Serialises the opening of one pair's DM: the second opener finds the
+-- first's (in its next statement, which sees what committed meanwhile).
+SELECT pg_advisory_xact_lock(hashtextextended('compass.dm:' || %(dm_key)s, 0))
 
 -- name: channel_by_dm_key
 SELECT id FROM channels WHERE dm_key = %(dm_key)s
@@ -17,32 +22,41 @@ RETURNING account_id
 SELECT id FROM accounts WHERE id = ANY(%(ids)s::uuid[])
 
 -- name: get_channel_as_member
--- The channel, if the actor belongs to it; its members in join order.
+-- The channel, if the actor takes part in it; its members in join order.
 SELECT c.id, c.name, c.topic, c.kind, c.created_at,
-       array(SELECT cm2.account_id FROM channel_members cm2
-             WHERE cm2.channel_id = c.id ORDER BY cm2.joined_at, cm2.account_id) AS member_ids
+       array(SELECT cm.account_id FROM channel_members cm
+             WHERE cm.channel_id = c.id ORDER BY cm.joined_at, cm.account_id) AS member_ids
 FROM channels c
-JOIN channel_members cm ON cm.channel_id = c.id AND cm.account_id = %(actor)s
 WHERE c.id = %(id)s
+  AND EXISTS (SELECT 1 FROM compass_participation p
+              WHERE p.account_id = %(actor)s AND p.channel_id = c.id)
 
 -- name: lock_channel_as_member
 SELECT c.id, c.kind FROM channels c
-JOIN channel_members cm ON cm.channel_id = c.id AND cm.account_id = %(actor)s
 WHERE c.id = %(id)s
+  AND EXISTS (SELECT 1 FROM compass_participation p
+              WHERE p.account_id = %(actor)s AND p.channel_id = c.id)
 FOR UPDATE OF c
 
 -- name: list_channels
 SELECT c.id, c.name, c.topic, c.kind, c.created_at,
-       array(SELECT cm2.account_id FROM channel_members cm2
-             WHERE cm2.channel_id = c.id ORDER BY cm2.joined_at, cm2.account_id) AS member_ids
+       array(SELECT cm.account_id FROM channel_members cm
+             WHERE cm.channel_id = c.id ORDER BY cm.joined_at, cm.account_id) AS member_ids
 FROM channels c
-JOIN channel_members cm ON cm.channel_id = c.id AND cm.account_id = %(actor)s
 WHERE (c.created_at, c.id) > (%(after_created)s, %(after_id)s)
+  AND EXISTS (SELECT 1 FROM compass_participation p
+              WHERE p.account_id = %(actor)s AND p.channel_id = c.id)
 ORDER BY c.created_at, c.id
 LIMIT %(limit)s
 
 -- name: update_topic
 UPDATE channels SET topic = %(topic)s WHERE id = %(id)s
 
--- name: member_channel_ids
-SELECT channel_id FROM channel_members WHERE account_id = %(actor)s
+-- name: chain
+SELECT chain FROM accounts WHERE id = %(actor)s
+
+-- name: participation
+-- Every channel the actor takes part in, and since when.
+SELECT channel_id, min(since) AS since FROM compass_participation
+WHERE account_id = %(actor)s
+GROUP BY channel_id

@@ -5,23 +5,27 @@ SELECT compass_post_message(
   %(cred)s, %(id)s, %(channel_id)s, %(author_id)s, %(blocks)s, %(search_text)s,
   %(ask_ids)s::text[], %(due)s::timestamptz[], %(surface)s) AS message
 
--- name: is_member
-SELECT 1 AS ok FROM channel_members WHERE channel_id = %(channel_id)s AND account_id = %(actor)s
+-- name: participates
+SELECT 1 AS ok FROM compass_participation
+WHERE account_id = %(actor)s AND channel_id = %(channel_id)s
+LIMIT 1
 
 -- name: get_message_as_member
 SELECT m.id, m.channel_id, m.author_id, m.blocks, m.created_at, m.position, acc.handle AS author_handle
 FROM messages m
-JOIN channel_members cm ON cm.channel_id = m.channel_id AND cm.account_id = %(actor)s
 JOIN accounts acc ON acc.id = m.author_id
 WHERE m.id = %(id)s
+  AND EXISTS (SELECT 1 FROM compass_participation p
+              WHERE p.account_id = %(actor)s AND p.channel_id = m.channel_id)
 
 -- name: get_ask_message
 SELECT m.id, m.channel_id, m.author_id, m.blocks, m.created_at, m.position, acc.handle AS author_handle
 FROM asks a
 JOIN messages m ON m.id = a.message_id
-JOIN channel_members cm ON cm.channel_id = m.channel_id AND cm.account_id = %(actor)s
 JOIN accounts acc ON acc.id = m.author_id
 WHERE a.ask_id = %(ask_id)s
+  AND EXISTS (SELECT 1 FROM compass_participation p
+              WHERE p.account_id = %(actor)s AND p.channel_id = m.channel_id)
 
 -- name: message_page
 -- A page of the messages the actor sees, newest first: in one channel and/or
@@ -34,9 +38,10 @@ SELECT * FROM (
     SELECT m.id, m.channel_id, m.author_id, m.blocks, m.created_at, m.position,
            acc.handle AS author_handle, octet_length(m.blocks::text) AS size
     FROM messages m
-    JOIN channel_members cm ON cm.channel_id = m.channel_id AND cm.account_id = %(actor)s
     JOIN accounts acc ON acc.id = m.author_id
-    WHERE (%(channel_id)s::uuid IS NULL OR m.channel_id = %(channel_id)s::uuid)
+    WHERE m.channel_id IN (SELECT p.channel_id FROM compass_participation p
+                           WHERE p.account_id = %(actor)s)
+      AND (%(channel_id)s::uuid IS NULL OR m.channel_id = %(channel_id)s::uuid)
       AND (%(pattern)s::text IS NULL OR m.search_text LIKE %(pattern)s::text)
       AND m.position < %(before)s
     ORDER BY m.position DESC

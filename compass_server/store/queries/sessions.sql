@@ -15,9 +15,6 @@ UPDATE delivery_cursors SET acked_event_id = greatest(acked_event_id, %(event_id
 WHERE agent_id = %(agent_id)s
 RETURNING acked_event_id
 
--- name: delivery_channels
-SELECT channel_id, joined_at FROM channel_members WHERE account_id = %(agent_id)s
-
 -- name: heartbeat
 INSERT INTO servers (id) VALUES (%(id)s)
 ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()

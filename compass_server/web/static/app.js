@@ -7,6 +7,7 @@ import { renderSignedIn, whoAmI } from "./identity.js";
 import { InboxView, listOpenInboxItems } from "./inbox.js";
 import { LiveEvents } from "./live.js";
 import { Model } from "./model.js";
+import { Notifier } from "./notify.js";
 import { renderAgents } from "./presence.js";
 import { Comms, describe } from "./rpc.js";
 
@@ -20,7 +21,33 @@ const ROUTES = {
   channel: (app, id) => (app.model.channels.has(id) ? new ChannelView(app, id) : null),
   // "#/inbox" → the list; "#/inbox/<item id>" → the list and that item's thread.
   inbox: (app, itemId) => new InboxView(app, itemId),
+  // "#/ask/<ask id>" → the ask's channel, scrolled to the ask (the links webhooks carry).
+  ask: (app, askId) => (askId ? new AskLink(app, askId) : null),
 };
+
+/** Finds an ask's channel and goes there, the ask to be brought into view. */
+class AskLink {
+  constructor(app, askId) {
+    this.app = app;
+    this.askId = askId;
+    this.root = h("p", { class: "empty" }, "Opening the ask…");
+  }
+
+  async open() {
+    try {
+      const { message } = await this.app.comms.call("GetAskMessage", { askId: this.askId });
+      this.app.focus = { askId: this.askId, message };
+      location.replace(`#/channel/${encodeURIComponent(message.channelId)}`);
+    } catch (err) {
+      this.root.textContent =
+        err.code === "not_found" ? "That ask isn't here, or you can't see it." : describe(err, "Couldn't open the ask");
+    }
+  }
+
+  close() {}
+
+  reload() {}
+}
 
 const $ = (id) => document.getElementById(id);
 
@@ -49,6 +76,9 @@ class App {
     this.route = null;
     this.loaded = false;
     this.inboxFilter = "open";
+    // An ask a link asked to see, for the channel view to bring into view.
+    this.focus = null;
+    this.notifier = new Notifier(this);
     this.named = new Set(); // account ids whose handle was asked for
     this.alert = (text) => showAlert(text);
     this.reportQuiet = (text) => console.info(text);
@@ -63,15 +93,26 @@ class App {
     this.navigate();
     this.live = new LiveEvents(this.comms, {
       ready: ({ fresh }) => (fresh ? this.loadSnapshots() : undefined),
-      event: (event) => this.model.apply(event),
+      event: (event) => {
+        this.model.apply(event);
+        this.notifier.hear(event);
+      },
       state: (state) => this.onLiveState(state),
       fatal: (err) => signOut(describe(err, "You were signed out")),
     });
     this.live.start();
+    this.notifier.renderPrompt($("notify-prompt"));
+  }
+
+  /** Goes to a place of the page by its hash (a notification's ask or item). */
+  open(hash) {
+    location.hash = hash;
   }
 
   stop() {
     this.live?.stop();
+    this.notifier.stop();
+    $("notify-prompt").hidden = true;
     this.view?.close();
     this.unsubscribe();
     window.removeEventListener("hashchange", this.onHash);
@@ -100,7 +141,8 @@ class App {
   }
 
   onChange(change) {
-    if (change.kind === "channels" || change.kind === "presence") this.resolveHandles();
+    // Authors of messages are read too, and a read account names the agent above it, read in turn.
+    if (["channels", "presence", "handles", "message", "page"].includes(change.kind)) this.resolveHandles();
     if (change.kind === "channels" || change.kind === "handles") this.renderChannels();
     // The first channel, or the one the URL names, may arrive live.
     if (change.kind === "channels" && !this.view) this.navigate();
@@ -111,7 +153,7 @@ class App {
   /** Reads the handles of accounts shown without one (and of `more`), once each. */
   resolveHandles(more = []) {
     const ids = [...new Set([...this.model.unnamed(), ...more])].filter(
-      (id) => id && !this.named.has(id) && !this.model.handles.has(id),
+      (id) => id && !this.named.has(id) && !this.model.parents.has(id),
     );
     for (let i = 0; i < ids.length; i += MAX_ACCOUNT_IDS) {
       const batch = ids.slice(i, i + MAX_ACCOUNT_IDS);

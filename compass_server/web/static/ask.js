@@ -161,7 +161,7 @@ export function renderAsk(ask, message, ctx) {
       id: formId,
       "data-ask-id": ask.askId,
       "data-ending": ask.ending?.kind ?? null,
-      "aria-label": `Ask from ${message.authorHandle || "an agent"}`,
+      "aria-label": `Ask from ${ctx.model.nameOf(message.authorAccountId, message.authorHandle)}`,
       "aria-busy": busy ? "true" : "false",
       novalidate: true,
       onsubmit: (e) => {
@@ -529,8 +529,8 @@ function closedNow(ctx, askId) {
 /** The ask_answer message: who answered what. */
 export function renderAskAnswer(block, message, ctx) {
   const asked = ctx.model.findMessage(block.askMessageId);
-  const askedBy = asked ? asked.authorHandle || ctx.model.handleOf(asked.authorAccountId) : null;
-  const who = message.authorHandle || ctx.model.handleOf(message.authorAccountId);
+  const askedBy = asked ? ctx.model.nameOf(asked.authorAccountId, asked.authorHandle) : null;
+  const who = ctx.model.nameOf(message.authorAccountId, message.authorHandle);
   return h(
     "section",
     { class: "block-ask-answer", "data-ask-id": block.askId },

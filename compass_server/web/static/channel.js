@@ -39,6 +39,23 @@ export class ChannelView {
     this.renderHeader();
     if (this.model.isLoaded(this.channelId)) this.renderAll();
     await this.reload();
+    this.focusAsk();
+  }
+
+  /** Brings the ask a link named into view (its message is added if the page lacks it). */
+  focusAsk() {
+    const focus = this.app.focus;
+    if (!focus || focus.message.channelId !== this.channelId) return;
+    this.app.focus = null;
+    if (!this.model.findMessage(focus.message.messageId)) {
+      this.model.upsertMessage(focus.message, { quiet: true });
+      this.renderAll();
+    }
+    const el = this.elementOf(focus.message.messageId);
+    if (!el) return;
+    el.classList.add("focused");
+    // After any scroll to the newest that the frame still makes.
+    requestAnimationFrame(() => el.scrollIntoView({ block: "center" }));
   }
 
   close() {
@@ -84,7 +101,25 @@ export class ChannelView {
         if (block.askAnswer) this.refreshMessage(block.askAnswer.askMessageId);
       }
     } else if (change.kind === "presence") refreshBadges(this.model, this.root, change.accountId);
-    else if (change.kind === "handles") this.renderHeader();
+    else if (change.kind === "handles") {
+      this.renderHeader();
+      this.renameAuthors();
+    }
+  }
+
+  /** Names read since the messages were drawn (a sub-agent's chain) go in place. */
+  renameAuthors() {
+    for (const el of this.list.querySelectorAll(".message")) {
+      const message = this.model.findMessage(el.dataset.messageId);
+      if (!message) continue;
+      const name = this.model.nameOf(message.authorAccountId, message.authorHandle);
+      const author = el.querySelector(".message-meta .author");
+      if (author) author.textContent = name;
+      // In place: a form being filled in keeps its picks and focus.
+      for (const form of el.querySelectorAll("form.block-ask")) form.setAttribute("aria-label", `Ask from ${name}`);
+      // An answer names whose ask it was; it holds nothing to keep, so it is drawn again.
+      if ((message.blocks ?? []).some((b) => b.askAnswer)) this.refreshMessage(message.messageId);
+    }
   }
 
   renderHeader() {
@@ -148,7 +183,7 @@ export class ChannelView {
   }
 
   renderMessage(message) {
-    const author = message.authorHandle || this.model.handleOf(message.authorAccountId);
+    const author = this.model.nameOf(message.authorAccountId, message.authorHandle);
     const blocks = (message.blocks ?? []).map((block) => {
       if (block.text) return h("p", { class: "block-text" }, block.text.text);
       if (block.ask) return renderAsk(block.ask, message, this.ctx);

@@ -182,6 +182,10 @@ export class InboxView {
         answerOf: (askId) => this.answerTo(askId),
         findMessage: (messageId) => this.entry(messageId)?.message,
         handleOf: (accountId) => this.handleOf(accountId) ?? "someone",
+        nameOf: (accountId, handle) => {
+          const own = handle || this.handleOf(accountId);
+          return own ? this.model.nameOf(accountId, own) : "someone";
+        },
       },
       comms: this.comms,
       refresh: (messageId) => this.refreshMessage(messageId),

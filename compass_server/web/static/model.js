@@ -34,6 +34,8 @@ export class Model {
     this.olderPage = new Map(); // channelId → next page token of ListMessages
     this.presence = new Map(); // agent accountId → { state, statusText }
     this.handles = new Map(); // accountId → handle
+    this.parents = new Map(); // accountId → the agent above it ("" for none), once GetAccounts read it
+    this.authors = new Set(); // accounts whose messages the page holds
     this.asks = new Map(); // askId → messageId
     this.answers = new Map(); // askId → the ask_answer message
     this.inboxOpen = new Set(); // ids of inbox items whose ask waits for an answer
@@ -70,7 +72,7 @@ export class Model {
 
   channelTitle(channel) {
     if (channel.kind === "CHANNEL_KIND_DM") {
-      const names = (channel.memberAccountIds ?? []).map((id) => this.handleOf(id));
+      const names = (channel.memberAccountIds ?? []).map((id) => this.nameOf(id));
       return names.join(", ");
     }
     return channel.name;
@@ -92,6 +94,7 @@ export class Model {
 
   upsertMessage(message, { quiet = false } = {}) {
     const channel = this.messages.get(message.channelId);
+    this.authors.add(message.authorAccountId);
     if (message.authorHandle && this.handles.get(message.authorAccountId) !== message.authorHandle) {
       this.handles.set(message.authorAccountId, message.authorHandle);
       if (!quiet) this.emit({ kind: "handles" });
@@ -152,21 +155,38 @@ export class Model {
     return this.handles.get(accountId) ?? `account ${accountId.slice(0, 8)}`;
   }
 
-  /** Accounts the page shows by name (agents, channel members) whose handle it hasn't read. */
+  /** How the page names an account: a sub-agent through the agents above it, "scout › planner". */
+  nameOf(accountId, handle) {
+    const names = [handle || this.handleOf(accountId)];
+    const seen = new Set([accountId]);
+    for (let up = this.parents.get(accountId); up && !seen.has(up); up = this.parents.get(up)) {
+      seen.add(up);
+      names.unshift(this.handleOf(up));
+    }
+    return names.join(" › ");
+  }
+
+  /** Accounts the page shows by name (agents, channel members, the agents above them) it hasn't read. */
   unnamed() {
-    const shown = new Set(this.presence.keys());
+    const shown = new Set([...this.presence.keys(), ...this.authors]);
     for (const channel of this.channels.values()) {
       for (const id of channel.memberAccountIds ?? []) shown.add(id);
     }
-    return [...shown].filter((id) => !this.handles.has(id));
+    for (const parent of this.parents.values()) if (parent) shown.add(parent);
+    return [...shown].filter((id) => !this.parents.has(id));
   }
 
-  /** Accounts as GetAccounts returns them. */
+  /** Accounts as GetAccounts returns them: handles, and the agent above each. */
   setAccounts(accounts) {
     let changed = false;
     for (const account of accounts) {
       if (account.handle && this.handles.get(account.accountId) !== account.handle) {
         this.handles.set(account.accountId, account.handle);
+        changed = true;
+      }
+      const parent = account.parentAccountId ?? "";
+      if (this.parents.get(account.accountId) !== parent) {
+        this.parents.set(account.accountId, parent);
         changed = true;
       }
     }

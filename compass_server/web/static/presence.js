@@ -32,16 +32,16 @@ export function refreshBadges(model, root, accountId) {
   }
 }
 
-/** The sidebar's agent list, sorted by handle. */
+/** The sidebar's agent list, sorted by name: a sub-agent right under the agent above it. */
 export function renderAgents(model, list) {
-  const agents = [...model.presence.keys()].sort((a, b) => model.handleOf(a).localeCompare(model.handleOf(b)));
+  const agents = [...model.presence.keys()].sort((a, b) => model.nameOf(a).localeCompare(model.nameOf(b)));
   list.replaceChildren(
     ...agents.map((id) => {
       const p = model.presence.get(id);
       return h(
         "li",
         { class: "agent", "data-account-id": id },
-        h("span", { class: "agent-name" }, model.handleOf(id)),
+        h("span", { class: "agent-name" }, model.nameOf(id)),
         presenceBadge(model, id),
         p.statusText ? h("span", { class: "agent-status" }, p.statusText) : null,
       );

@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .admin_pb2 import AssignAgentRequest, AssignAgentResponse, CreateAccountRequest, CreateAccountResponse, CreateRunnerRequest, CreateRunnerResponse, CreateTokenRequest, CreateTokenResponse, ListAccountsRequest, ListAccountsResponse, ListRunnersRequest, ListRunnersResponse, ListTokensRequest, ListTokensResponse, RevokeTokenRequest, RevokeTokenResponse, RotateTokenRequest, RotateTokenResponse, SetAccountRoleRequest, SetAccountRoleResponse, UnassignAgentRequest, UnassignAgentResponse, WhoAmIRequest, WhoAmIResponse
+from .admin_pb2 import AssignAgentRequest, AssignAgentResponse, CreateAccountRequest, CreateAccountResponse, CreateRunnerRequest, CreateRunnerResponse, CreateTokenRequest, CreateTokenResponse, CreateWebhookRequest, CreateWebhookResponse, DeleteWebhookRequest, DeleteWebhookResponse, DisableWebhookRequest, DisableWebhookResponse, EnableWebhookRequest, EnableWebhookResponse, GetWebhookDeliveryRequest, GetWebhookDeliveryResponse, ListAccountsRequest, ListAccountsResponse, ListRunnersRequest, ListRunnersResponse, ListTokensRequest, ListTokensResponse, ListWebhookDeliveriesRequest, ListWebhookDeliveriesResponse, ListWebhooksRequest, ListWebhooksResponse, RedeliverWebhookDeliveryRequest, RedeliverWebhookDeliveryResponse, ReparentAgentRequest, ReparentAgentResponse, RevokeTokenRequest, RevokeTokenResponse, RotateTokenRequest, RotateTokenResponse, RotateWebhookSecretRequest, RotateWebhookSecretResponse, SetAccountRoleRequest, SetAccountRoleResponse, UnassignAgentRequest, UnassignAgentResponse, WhoAmIRequest, WhoAmIResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Iterable, Mapping
@@ -92,6 +92,17 @@ class AdminService(Protocol):
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
+    async def reparent_agent(self, request: ReparentAgentRequest, ctx: RequestContext[ReparentAgentRequest, ReparentAgentResponse], /) -> ReparentAgentResponse:
+        """
+        Put an agent, with every agent below it, under another agent of the
+        same owner (or, with no parent, make it a root). From then on it takes
+        part in the new chain's channels and no longer in the old one's, open
+        streams included. A cycle or an agent with open channel asks in its
+        subtree is FAILED_PRECONDITION; a tree over its depth or size,
+        RESOURCE_EXHAUSTED; another owner's agent, INVALID_ARGUMENT.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
     async def list_tokens(self, request: ListTokensRequest, ctx: RequestContext[ListTokensRequest, ListTokensResponse], /) -> ListTokensResponse:
         """
         Tokens, newest first; never their secrets.
@@ -118,6 +129,69 @@ class AdminService(Protocol):
         old token is revoked at once, or, with a grace period, keeps working
         until the grace ends and then is refused like an expired one. A revoked
         or expired token can't be rotated (FAILED_PRECONDITION).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def create_webhook(self, request: CreateWebhookRequest, ctx: RequestContext[CreateWebhookRequest, CreateWebhookResponse], /) -> CreateWebhookResponse:
+        """
+        A webhook endpoint of the workspace, and its signing secret (shown this
+        once). Its URL must be http(s) to a public address (an operator may allow
+        other networks); the endpoint gets the events from now on. At most 50 a
+        workspace (FAILED_PRECONDITION past it). A server with no webhook key
+        can't keep the secret: FAILED_PRECONDITION.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def list_webhooks(self, request: ListWebhooksRequest, ctx: RequestContext[ListWebhooksRequest, ListWebhooksResponse], /) -> ListWebhooksResponse:
+        """
+        The workspace's webhooks, oldest first; never their secrets.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def disable_webhook(self, request: DisableWebhookRequest, ctx: RequestContext[DisableWebhookRequest, DisableWebhookResponse], /) -> DisableWebhookResponse:
+        """
+        Stops making deliveries for it; those made already wait. Twice changes
+        nothing.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def enable_webhook(self, request: EnableWebhookRequest, ctx: RequestContext[EnableWebhookRequest, EnableWebhookResponse], /) -> EnableWebhookResponse:
+        """
+        It takes the events from now on (none from while it was disabled), and
+        the deliveries that waited are sent. Twice changes nothing.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def delete_webhook(self, request: DeleteWebhookRequest, ctx: RequestContext[DeleteWebhookRequest, DeleteWebhookResponse], /) -> DeleteWebhookResponse:
+        """
+        The endpoint goes, with its deliveries and their attempts.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def rotate_webhook_secret(self, request: RotateWebhookSecretRequest, ctx: RequestContext[RotateWebhookSecretRequest, RotateWebhookSecretResponse], /) -> RotateWebhookSecretResponse:
+        """
+        A new signing secret (shown this once). For the grace period both the
+        new and the old secret sign every delivery, so receivers can switch.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def list_webhook_deliveries(self, request: ListWebhookDeliveriesRequest, ctx: RequestContext[ListWebhookDeliveriesRequest, ListWebhookDeliveriesResponse], /) -> ListWebhookDeliveriesResponse:
+        """
+        A webhook's deliveries, newest first, each with how its last attempt went.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def get_webhook_delivery(self, request: GetWebhookDeliveryRequest, ctx: RequestContext[GetWebhookDeliveryRequest, GetWebhookDeliveryResponse], /) -> GetWebhookDeliveryResponse:
+        """
+        One delivery, every attempt at it (status, latency, error) and its body.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def redeliver_webhook_delivery(self, request: RedeliverWebhookDeliveryRequest, ctx: RequestContext[RedeliverWebhookDeliveryRequest, RedeliverWebhookDeliveryResponse], /) -> RedeliverWebhookDeliveryResponse:
+        """
+        Sends a delivery again now, with the same webhook-id and body, its
+        retry schedule from the start. FAILED_PRECONDITION while an attempt at it
+        is under way or its webhook is disabled.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -212,6 +286,17 @@ class AdminServiceASGIApplication(ConnectASGIApplication[AdminService]):
                     ),
                     function=svc.unassign_agent,
                 ),
+                "/compass.v1.AdminService/ReparentAgent": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ReparentAgent",
+                        service_name="compass.v1.AdminService",
+                        input=ReparentAgentRequest,
+                        output=ReparentAgentResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.reparent_agent,
+                ),
                 "/compass.v1.AdminService/ListTokens": Endpoint.unary(
                     method=MethodInfo(
                         name="ListTokens",
@@ -255,6 +340,105 @@ class AdminServiceASGIApplication(ConnectASGIApplication[AdminService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.rotate_token,
+                ),
+                "/compass.v1.AdminService/CreateWebhook": Endpoint.unary(
+                    method=MethodInfo(
+                        name="CreateWebhook",
+                        service_name="compass.v1.AdminService",
+                        input=CreateWebhookRequest,
+                        output=CreateWebhookResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.create_webhook,
+                ),
+                "/compass.v1.AdminService/ListWebhooks": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListWebhooks",
+                        service_name="compass.v1.AdminService",
+                        input=ListWebhooksRequest,
+                        output=ListWebhooksResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.list_webhooks,
+                ),
+                "/compass.v1.AdminService/DisableWebhook": Endpoint.unary(
+                    method=MethodInfo(
+                        name="DisableWebhook",
+                        service_name="compass.v1.AdminService",
+                        input=DisableWebhookRequest,
+                        output=DisableWebhookResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.disable_webhook,
+                ),
+                "/compass.v1.AdminService/EnableWebhook": Endpoint.unary(
+                    method=MethodInfo(
+                        name="EnableWebhook",
+                        service_name="compass.v1.AdminService",
+                        input=EnableWebhookRequest,
+                        output=EnableWebhookResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.enable_webhook,
+                ),
+                "/compass.v1.AdminService/DeleteWebhook": Endpoint.unary(
+                    method=MethodInfo(
+                        name="DeleteWebhook",
+                        service_name="compass.v1.AdminService",
+                        input=DeleteWebhookRequest,
+                        output=DeleteWebhookResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.delete_webhook,
+                ),
+                "/compass.v1.AdminService/RotateWebhookSecret": Endpoint.unary(
+                    method=MethodInfo(
+                        name="RotateWebhookSecret",
+                        service_name="compass.v1.AdminService",
+                        input=RotateWebhookSecretRequest,
+                        output=RotateWebhookSecretResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.rotate_webhook_secret,
+                ),
+                "/compass.v1.AdminService/ListWebhookDeliveries": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListWebhookDeliveries",
+                        service_name="compass.v1.AdminService",
+                        input=ListWebhookDeliveriesRequest,
+                        output=ListWebhookDeliveriesResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.list_webhook_deliveries,
+                ),
+                "/compass.v1.AdminService/GetWebhookDelivery": Endpoint.unary(
+                    method=MethodInfo(
+                        name="GetWebhookDelivery",
+                        service_name="compass.v1.AdminService",
+                        input=GetWebhookDeliveryRequest,
+                        output=GetWebhookDeliveryResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.get_webhook_delivery,
+                ),
+                "/compass.v1.AdminService/RedeliverWebhookDelivery": Endpoint.unary(
+                    method=MethodInfo(
+                        name="RedeliverWebhookDelivery",
+                        service_name="compass.v1.AdminService",
+                        input=RedeliverWebhookDeliveryRequest,
+                        output=RedeliverWebhookDeliveryResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.redeliver_webhook_delivery,
                 ),
             },
             interceptors=interceptors,
@@ -467,6 +651,34 @@ class AdminServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def reparent_agent(
+        self,
+        request: ReparentAgentRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ReparentAgentResponse:
+        """
+        Put an agent, with every agent below it, under another agent of the
+        same owner (or, with no parent, make it a root). From then on it takes
+        part in the new chain's channels and no longer in the old one's, open
+        streams included. A cycle or an agent with open channel asks in its
+        subtree is FAILED_PRECONDITION; a tree over its depth or size,
+        RESOURCE_EXHAUSTED; another owner's agent, INVALID_ARGUMENT.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ReparentAgent",
+                service_name="compass.v1.AdminService",
+                input=ReparentAgentRequest,
+                output=ReparentAgentResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
     async def list_tokens(
         self,
         request: ListTokensRequest,
@@ -564,6 +776,222 @@ class AdminServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def create_webhook(
+        self,
+        request: CreateWebhookRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> CreateWebhookResponse:
+        """
+        A webhook endpoint of the workspace, and its signing secret (shown this
+        once). Its URL must be http(s) to a public address (an operator may allow
+        other networks); the endpoint gets the events from now on. At most 50 a
+        workspace (FAILED_PRECONDITION past it). A server with no webhook key
+        can't keep the secret: FAILED_PRECONDITION.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="CreateWebhook",
+                service_name="compass.v1.AdminService",
+                input=CreateWebhookRequest,
+                output=CreateWebhookResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def list_webhooks(
+        self,
+        request: ListWebhooksRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ListWebhooksResponse:
+        """
+        The workspace's webhooks, oldest first; never their secrets.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListWebhooks",
+                service_name="compass.v1.AdminService",
+                input=ListWebhooksRequest,
+                output=ListWebhooksResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def disable_webhook(
+        self,
+        request: DisableWebhookRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> DisableWebhookResponse:
+        """
+        Stops making deliveries for it; those made already wait. Twice changes
+        nothing.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DisableWebhook",
+                service_name="compass.v1.AdminService",
+                input=DisableWebhookRequest,
+                output=DisableWebhookResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def enable_webhook(
+        self,
+        request: EnableWebhookRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> EnableWebhookResponse:
+        """
+        It takes the events from now on (none from while it was disabled), and
+        the deliveries that waited are sent. Twice changes nothing.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="EnableWebhook",
+                service_name="compass.v1.AdminService",
+                input=EnableWebhookRequest,
+                output=EnableWebhookResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def delete_webhook(
+        self,
+        request: DeleteWebhookRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> DeleteWebhookResponse:
+        """
+        The endpoint goes, with its deliveries and their attempts.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DeleteWebhook",
+                service_name="compass.v1.AdminService",
+                input=DeleteWebhookRequest,
+                output=DeleteWebhookResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def rotate_webhook_secret(
+        self,
+        request: RotateWebhookSecretRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> RotateWebhookSecretResponse:
+        """
+        A new signing secret (shown this once). For the grace period both the
+        new and the old secret sign every delivery, so receivers can switch.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RotateWebhookSecret",
+                service_name="compass.v1.AdminService",
+                input=RotateWebhookSecretRequest,
+                output=RotateWebhookSecretResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def list_webhook_deliveries(
+        self,
+        request: ListWebhookDeliveriesRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ListWebhookDeliveriesResponse:
+        """
+        A webhook's deliveries, newest first, each with how its last attempt went.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListWebhookDeliveries",
+                service_name="compass.v1.AdminService",
+                input=ListWebhookDeliveriesRequest,
+                output=ListWebhookDeliveriesResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def get_webhook_delivery(
+        self,
+        request: GetWebhookDeliveryRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> GetWebhookDeliveryResponse:
+        """
+        One delivery, every attempt at it (status, latency, error) and its body.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetWebhookDelivery",
+                service_name="compass.v1.AdminService",
+                input=GetWebhookDeliveryRequest,
+                output=GetWebhookDeliveryResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def redeliver_webhook_delivery(
+        self,
+        request: RedeliverWebhookDeliveryRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> RedeliverWebhookDeliveryResponse:
+        """
+        Sends a delivery again now, with the same webhook-id and body, its
+        retry schedule from the start. FAILED_PRECONDITION while an attempt at it
+        is under way or its webhook is disabled.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RedeliverWebhookDelivery",
+                service_name="compass.v1.AdminService",
+                input=RedeliverWebhookDeliveryRequest,
+                output=RedeliverWebhookDeliveryResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
 
 class AdminServiceSync(Protocol):
     """
@@ -620,6 +1048,17 @@ class AdminServiceSync(Protocol):
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
+    def reparent_agent(self, request: ReparentAgentRequest, ctx: RequestContext[ReparentAgentRequest, ReparentAgentResponse], /) -> ReparentAgentResponse:
+        """
+        Put an agent, with every agent below it, under another agent of the
+        same owner (or, with no parent, make it a root). From then on it takes
+        part in the new chain's channels and no longer in the old one's, open
+        streams included. A cycle or an agent with open channel asks in its
+        subtree is FAILED_PRECONDITION; a tree over its depth or size,
+        RESOURCE_EXHAUSTED; another owner's agent, INVALID_ARGUMENT.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
     def list_tokens(self, request: ListTokensRequest, ctx: RequestContext[ListTokensRequest, ListTokensResponse], /) -> ListTokensResponse:
         """
         Tokens, newest first; never their secrets.
@@ -646,6 +1085,69 @@ class AdminServiceSync(Protocol):
         old token is revoked at once, or, with a grace period, keeps working
         until the grace ends and then is refused like an expired one. A revoked
         or expired token can't be rotated (FAILED_PRECONDITION).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def create_webhook(self, request: CreateWebhookRequest, ctx: RequestContext[CreateWebhookRequest, CreateWebhookResponse], /) -> CreateWebhookResponse:
+        """
+        A webhook endpoint of the workspace, and its signing secret (shown this
+        once). Its URL must be http(s) to a public address (an operator may allow
+        other networks); the endpoint gets the events from now on. At most 50 a
+        workspace (FAILED_PRECONDITION past it). A server with no webhook key
+        can't keep the secret: FAILED_PRECONDITION.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def list_webhooks(self, request: ListWebhooksRequest, ctx: RequestContext[ListWebhooksRequest, ListWebhooksResponse], /) -> ListWebhooksResponse:
+        """
+        The workspace's webhooks, oldest first; never their secrets.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def disable_webhook(self, request: DisableWebhookRequest, ctx: RequestContext[DisableWebhookRequest, DisableWebhookResponse], /) -> DisableWebhookResponse:
+        """
+        Stops making deliveries for it; those made already wait. Twice changes
+        nothing.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def enable_webhook(self, request: EnableWebhookRequest, ctx: RequestContext[EnableWebhookRequest, EnableWebhookResponse], /) -> EnableWebhookResponse:
+        """
+        It takes the events from now on (none from while it was disabled), and
+        the deliveries that waited are sent. Twice changes nothing.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def delete_webhook(self, request: DeleteWebhookRequest, ctx: RequestContext[DeleteWebhookRequest, DeleteWebhookResponse], /) -> DeleteWebhookResponse:
+        """
+        The endpoint goes, with its deliveries and their attempts.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def rotate_webhook_secret(self, request: RotateWebhookSecretRequest, ctx: RequestContext[RotateWebhookSecretRequest, RotateWebhookSecretResponse], /) -> RotateWebhookSecretResponse:
+        """
+        A new signing secret (shown this once). For the grace period both the
+        new and the old secret sign every delivery, so receivers can switch.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def list_webhook_deliveries(self, request: ListWebhookDeliveriesRequest, ctx: RequestContext[ListWebhookDeliveriesRequest, ListWebhookDeliveriesResponse], /) -> ListWebhookDeliveriesResponse:
+        """
+        A webhook's deliveries, newest first, each with how its last attempt went.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def get_webhook_delivery(self, request: GetWebhookDeliveryRequest, ctx: RequestContext[GetWebhookDeliveryRequest, GetWebhookDeliveryResponse], /) -> GetWebhookDeliveryResponse:
+        """
+        One delivery, every attempt at it (status, latency, error) and its body.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def redeliver_webhook_delivery(self, request: RedeliverWebhookDeliveryRequest, ctx: RequestContext[RedeliverWebhookDeliveryRequest, RedeliverWebhookDeliveryResponse], /) -> RedeliverWebhookDeliveryResponse:
+        """
+        Sends a delivery again now, with the same webhook-id and body, its
+        retry schedule from the start. FAILED_PRECONDITION while an attempt at it
+        is under way or its webhook is disabled.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -738,6 +1240,17 @@ class AdminServiceWSGIApplication(ConnectWSGIApplication):
                     ),
                     function=service.unassign_agent,
                 ),
+                "/compass.v1.AdminService/ReparentAgent": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ReparentAgent",
+                        service_name="compass.v1.AdminService",
+                        input=ReparentAgentRequest,
+                        output=ReparentAgentResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.reparent_agent,
+                ),
                 "/compass.v1.AdminService/ListTokens": EndpointSync.unary(
                     method=MethodInfo(
                         name="ListTokens",
@@ -781,6 +1294,105 @@ class AdminServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.rotate_token,
+                ),
+                "/compass.v1.AdminService/CreateWebhook": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="CreateWebhook",
+                        service_name="compass.v1.AdminService",
+                        input=CreateWebhookRequest,
+                        output=CreateWebhookResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.create_webhook,
+                ),
+                "/compass.v1.AdminService/ListWebhooks": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListWebhooks",
+                        service_name="compass.v1.AdminService",
+                        input=ListWebhooksRequest,
+                        output=ListWebhooksResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.list_webhooks,
+                ),
+                "/compass.v1.AdminService/DisableWebhook": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="DisableWebhook",
+                        service_name="compass.v1.AdminService",
+                        input=DisableWebhookRequest,
+                        output=DisableWebhookResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.disable_webhook,
+                ),
+                "/compass.v1.AdminService/EnableWebhook": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="EnableWebhook",
+                        service_name="compass.v1.AdminService",
+                        input=EnableWebhookRequest,
+                        output=EnableWebhookResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.enable_webhook,
+                ),
+                "/compass.v1.AdminService/DeleteWebhook": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="DeleteWebhook",
+                        service_name="compass.v1.AdminService",
+                        input=DeleteWebhookRequest,
+                        output=DeleteWebhookResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.delete_webhook,
+                ),
+                "/compass.v1.AdminService/RotateWebhookSecret": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="RotateWebhookSecret",
+                        service_name="compass.v1.AdminService",
+                        input=RotateWebhookSecretRequest,
+                        output=RotateWebhookSecretResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.rotate_webhook_secret,
+                ),
+                "/compass.v1.AdminService/ListWebhookDeliveries": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListWebhookDeliveries",
+                        service_name="compass.v1.AdminService",
+                        input=ListWebhookDeliveriesRequest,
+                        output=ListWebhookDeliveriesResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.list_webhook_deliveries,
+                ),
+                "/compass.v1.AdminService/GetWebhookDelivery": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="GetWebhookDelivery",
+                        service_name="compass.v1.AdminService",
+                        input=GetWebhookDeliveryRequest,
+                        output=GetWebhookDeliveryResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.get_webhook_delivery,
+                ),
+                "/compass.v1.AdminService/RedeliverWebhookDelivery": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="RedeliverWebhookDelivery",
+                        service_name="compass.v1.AdminService",
+                        input=RedeliverWebhookDeliveryRequest,
+                        output=RedeliverWebhookDeliveryResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.redeliver_webhook_delivery,
                 ),
             },
             interceptors=interceptors,
@@ -993,6 +1605,34 @@ class AdminServiceClientSync(ConnectClientSync):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    def reparent_agent(
+        self,
+        request: ReparentAgentRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ReparentAgentResponse:
+        """
+        Put an agent, with every agent below it, under another agent of the
+        same owner (or, with no parent, make it a root). From then on it takes
+        part in the new chain's channels and no longer in the old one's, open
+        streams included. A cycle or an agent with open channel asks in its
+        subtree is FAILED_PRECONDITION; a tree over its depth or size,
+        RESOURCE_EXHAUSTED; another owner's agent, INVALID_ARGUMENT.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ReparentAgent",
+                service_name="compass.v1.AdminService",
+                input=ReparentAgentRequest,
+                output=ReparentAgentResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
     def list_tokens(
         self,
         request: ListTokensRequest,
@@ -1084,6 +1724,222 @@ class AdminServiceClientSync(ConnectClientSync):
                 service_name="compass.v1.AdminService",
                 input=RotateTokenRequest,
                 output=RotateTokenResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def create_webhook(
+        self,
+        request: CreateWebhookRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> CreateWebhookResponse:
+        """
+        A webhook endpoint of the workspace, and its signing secret (shown this
+        once). Its URL must be http(s) to a public address (an operator may allow
+        other networks); the endpoint gets the events from now on. At most 50 a
+        workspace (FAILED_PRECONDITION past it). A server with no webhook key
+        can't keep the secret: FAILED_PRECONDITION.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="CreateWebhook",
+                service_name="compass.v1.AdminService",
+                input=CreateWebhookRequest,
+                output=CreateWebhookResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def list_webhooks(
+        self,
+        request: ListWebhooksRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ListWebhooksResponse:
+        """
+        The workspace's webhooks, oldest first; never their secrets.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListWebhooks",
+                service_name="compass.v1.AdminService",
+                input=ListWebhooksRequest,
+                output=ListWebhooksResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def disable_webhook(
+        self,
+        request: DisableWebhookRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> DisableWebhookResponse:
+        """
+        Stops making deliveries for it; those made already wait. Twice changes
+        nothing.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DisableWebhook",
+                service_name="compass.v1.AdminService",
+                input=DisableWebhookRequest,
+                output=DisableWebhookResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def enable_webhook(
+        self,
+        request: EnableWebhookRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> EnableWebhookResponse:
+        """
+        It takes the events from now on (none from while it was disabled), and
+        the deliveries that waited are sent. Twice changes nothing.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="EnableWebhook",
+                service_name="compass.v1.AdminService",
+                input=EnableWebhookRequest,
+                output=EnableWebhookResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def delete_webhook(
+        self,
+        request: DeleteWebhookRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> DeleteWebhookResponse:
+        """
+        The endpoint goes, with its deliveries and their attempts.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DeleteWebhook",
+                service_name="compass.v1.AdminService",
+                input=DeleteWebhookRequest,
+                output=DeleteWebhookResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def rotate_webhook_secret(
+        self,
+        request: RotateWebhookSecretRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> RotateWebhookSecretResponse:
+        """
+        A new signing secret (shown this once). For the grace period both the
+        new and the old secret sign every delivery, so receivers can switch.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RotateWebhookSecret",
+                service_name="compass.v1.AdminService",
+                input=RotateWebhookSecretRequest,
+                output=RotateWebhookSecretResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def list_webhook_deliveries(
+        self,
+        request: ListWebhookDeliveriesRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ListWebhookDeliveriesResponse:
+        """
+        A webhook's deliveries, newest first, each with how its last attempt went.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListWebhookDeliveries",
+                service_name="compass.v1.AdminService",
+                input=ListWebhookDeliveriesRequest,
+                output=ListWebhookDeliveriesResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def get_webhook_delivery(
+        self,
+        request: GetWebhookDeliveryRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> GetWebhookDeliveryResponse:
+        """
+        One delivery, every attempt at it (status, latency, error) and its body.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetWebhookDelivery",
+                service_name="compass.v1.AdminService",
+                input=GetWebhookDeliveryRequest,
+                output=GetWebhookDeliveryResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def redeliver_webhook_delivery(
+        self,
+        request: RedeliverWebhookDeliveryRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> RedeliverWebhookDeliveryResponse:
+        """
+        Sends a delivery again now, with the same webhook-id and body, its
+        retry schedule from the start. FAILED_PRECONDITION while an attempt at it
+        is under way or its webhook is disabled.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RedeliverWebhookDelivery",
+                service_name="compass.v1.AdminService",
+                input=RedeliverWebhookDeliveryRequest,
+                output=RedeliverWebhookDeliveryResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

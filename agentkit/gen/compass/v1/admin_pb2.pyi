@@ -23,6 +23,19 @@ class WorkspaceRole(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     WORKSPACE_ROLE_UNSPECIFIED: _ClassVar[WorkspaceRole]
     WORKSPACE_ROLE_MEMBER: _ClassVar[WorkspaceRole]
     WORKSPACE_ROLE_ADMIN: _ClassVar[WorkspaceRole]
+
+class WebhookKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    WEBHOOK_KIND_UNSPECIFIED: _ClassVar[WebhookKind]
+    WEBHOOK_KIND_STANDARD: _ClassVar[WebhookKind]
+    WEBHOOK_KIND_SLACK: _ClassVar[WebhookKind]
+
+class WebhookDeliveryState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    WEBHOOK_DELIVERY_STATE_UNSPECIFIED: _ClassVar[WebhookDeliveryState]
+    WEBHOOK_DELIVERY_STATE_PENDING: _ClassVar[WebhookDeliveryState]
+    WEBHOOK_DELIVERY_STATE_DELIVERED: _ClassVar[WebhookDeliveryState]
+    WEBHOOK_DELIVERY_STATE_FAILED: _ClassVar[WebhookDeliveryState]
 PRINCIPAL_KIND_UNSPECIFIED: PrincipalKind
 PRINCIPAL_KIND_HUMAN: PrincipalKind
 PRINCIPAL_KIND_AGENT: PrincipalKind
@@ -30,22 +43,31 @@ PRINCIPAL_KIND_RUNNER: PrincipalKind
 WORKSPACE_ROLE_UNSPECIFIED: WorkspaceRole
 WORKSPACE_ROLE_MEMBER: WorkspaceRole
 WORKSPACE_ROLE_ADMIN: WorkspaceRole
+WEBHOOK_KIND_UNSPECIFIED: WebhookKind
+WEBHOOK_KIND_STANDARD: WebhookKind
+WEBHOOK_KIND_SLACK: WebhookKind
+WEBHOOK_DELIVERY_STATE_UNSPECIFIED: WebhookDeliveryState
+WEBHOOK_DELIVERY_STATE_PENDING: WebhookDeliveryState
+WEBHOOK_DELIVERY_STATE_DELIVERED: WebhookDeliveryState
+WEBHOOK_DELIVERY_STATE_FAILED: WebhookDeliveryState
 
 class AccountInfo(_message.Message):
-    __slots__ = ("account_id", "handle", "kind", "role", "owner_account_id", "created_at")
+    __slots__ = ("account_id", "handle", "kind", "role", "owner_account_id", "created_at", "parent_account_id")
     ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
     HANDLE_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     OWNER_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
     account_id: str
     handle: str
     kind: PrincipalKind
     role: WorkspaceRole
     owner_account_id: str
     created_at: _timestamp_pb2.Timestamp
-    def __init__(self, account_id: _Optional[str] = ..., handle: _Optional[str] = ..., kind: _Optional[_Union[PrincipalKind, str]] = ..., role: _Optional[_Union[WorkspaceRole, str]] = ..., owner_account_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    parent_account_id: str
+    def __init__(self, account_id: _Optional[str] = ..., handle: _Optional[str] = ..., kind: _Optional[_Union[PrincipalKind, str]] = ..., role: _Optional[_Union[WorkspaceRole, str]] = ..., owner_account_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., parent_account_id: _Optional[str] = ...) -> None: ...
 
 class RunnerInfo(_message.Message):
     __slots__ = ("runner_id", "name", "agent_account_ids", "created_at")
@@ -102,20 +124,22 @@ class ListAccountsResponse(_message.Message):
     def __init__(self, accounts: _Optional[_Iterable[_Union[AccountInfo, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class CreateAccountRequest(_message.Message):
-    __slots__ = ("handle", "kind", "owner_account_id", "role", "token_label", "token_expires_in")
+    __slots__ = ("handle", "kind", "owner_account_id", "role", "token_label", "token_expires_in", "parent_account_id")
     HANDLE_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     OWNER_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     TOKEN_LABEL_FIELD_NUMBER: _ClassVar[int]
     TOKEN_EXPIRES_IN_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
     handle: str
     kind: PrincipalKind
     owner_account_id: str
     role: WorkspaceRole
     token_label: str
     token_expires_in: _duration_pb2.Duration
-    def __init__(self, handle: _Optional[str] = ..., kind: _Optional[_Union[PrincipalKind, str]] = ..., owner_account_id: _Optional[str] = ..., role: _Optional[_Union[WorkspaceRole, str]] = ..., token_label: _Optional[str] = ..., token_expires_in: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    parent_account_id: str
+    def __init__(self, handle: _Optional[str] = ..., kind: _Optional[_Union[PrincipalKind, str]] = ..., owner_account_id: _Optional[str] = ..., role: _Optional[_Union[WorkspaceRole, str]] = ..., token_label: _Optional[str] = ..., token_expires_in: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., parent_account_id: _Optional[str] = ...) -> None: ...
 
 class CreateAccountResponse(_message.Message):
     __slots__ = ("account", "token", "token_info")
@@ -206,6 +230,20 @@ class UnassignAgentResponse(_message.Message):
     runner: RunnerInfo
     sessions_unbound: int
     def __init__(self, runner: _Optional[_Union[RunnerInfo, _Mapping]] = ..., sessions_unbound: _Optional[int] = ...) -> None: ...
+
+class ReparentAgentRequest(_message.Message):
+    __slots__ = ("agent_account_id", "parent_account_id")
+    AGENT_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    agent_account_id: str
+    parent_account_id: str
+    def __init__(self, agent_account_id: _Optional[str] = ..., parent_account_id: _Optional[str] = ...) -> None: ...
+
+class ReparentAgentResponse(_message.Message):
+    __slots__ = ("account",)
+    ACCOUNT_FIELD_NUMBER: _ClassVar[int]
+    account: AccountInfo
+    def __init__(self, account: _Optional[_Union[AccountInfo, _Mapping]] = ...) -> None: ...
 
 class ListTokensRequest(_message.Message):
     __slots__ = ("account_id", "runner_id", "include_inactive", "page_size", "page_token")
@@ -298,3 +336,209 @@ class WhoAmIResponse(_message.Message):
     runner: RunnerInfo
     token_info: TokenInfo
     def __init__(self, workspace_id: _Optional[str] = ..., workspace_name: _Optional[str] = ..., account: _Optional[_Union[AccountInfo, _Mapping]] = ..., runner: _Optional[_Union[RunnerInfo, _Mapping]] = ..., token_info: _Optional[_Union[TokenInfo, _Mapping]] = ...) -> None: ...
+
+class WebhookInfo(_message.Message):
+    __slots__ = ("webhook_id", "kind", "url", "event_types", "enabled", "disabled_reason", "disabled_at", "created_at", "previous_secret_until", "pending_deliveries", "failed_deliveries")
+    WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    URL_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TYPES_FIELD_NUMBER: _ClassVar[int]
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    DISABLED_REASON_FIELD_NUMBER: _ClassVar[int]
+    DISABLED_AT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_SECRET_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    PENDING_DELIVERIES_FIELD_NUMBER: _ClassVar[int]
+    FAILED_DELIVERIES_FIELD_NUMBER: _ClassVar[int]
+    webhook_id: str
+    kind: WebhookKind
+    url: str
+    event_types: _containers.RepeatedScalarFieldContainer[str]
+    enabled: bool
+    disabled_reason: str
+    disabled_at: _timestamp_pb2.Timestamp
+    created_at: _timestamp_pb2.Timestamp
+    previous_secret_until: _timestamp_pb2.Timestamp
+    pending_deliveries: int
+    failed_deliveries: int
+    def __init__(self, webhook_id: _Optional[str] = ..., kind: _Optional[_Union[WebhookKind, str]] = ..., url: _Optional[str] = ..., event_types: _Optional[_Iterable[str]] = ..., enabled: _Optional[bool] = ..., disabled_reason: _Optional[str] = ..., disabled_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., previous_secret_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., pending_deliveries: _Optional[int] = ..., failed_deliveries: _Optional[int] = ...) -> None: ...
+
+class WebhookDelivery(_message.Message):
+    __slots__ = ("delivery_id", "webhook_id", "event_type", "event_id", "subject", "state", "attempts", "next_attempt_at", "created_at", "finished_at", "last_status_code", "last_error")
+    DELIVERY_ID_FIELD_NUMBER: _ClassVar[int]
+    WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    SUBJECT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_ATTEMPT_AT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_STATUS_CODE_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    delivery_id: str
+    webhook_id: str
+    event_type: str
+    event_id: int
+    subject: str
+    state: WebhookDeliveryState
+    attempts: int
+    next_attempt_at: _timestamp_pb2.Timestamp
+    created_at: _timestamp_pb2.Timestamp
+    finished_at: _timestamp_pb2.Timestamp
+    last_status_code: int
+    last_error: str
+    def __init__(self, delivery_id: _Optional[str] = ..., webhook_id: _Optional[str] = ..., event_type: _Optional[str] = ..., event_id: _Optional[int] = ..., subject: _Optional[str] = ..., state: _Optional[_Union[WebhookDeliveryState, str]] = ..., attempts: _Optional[int] = ..., next_attempt_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_status_code: _Optional[int] = ..., last_error: _Optional[str] = ...) -> None: ...
+
+class WebhookAttempt(_message.Message):
+    __slots__ = ("attempt", "server_id", "started_at", "finished_at", "status_code", "latency", "error", "response")
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    SERVER_ID_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    STATUS_CODE_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    attempt: int
+    server_id: str
+    started_at: _timestamp_pb2.Timestamp
+    finished_at: _timestamp_pb2.Timestamp
+    status_code: int
+    latency: _duration_pb2.Duration
+    error: str
+    response: str
+    def __init__(self, attempt: _Optional[int] = ..., server_id: _Optional[str] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status_code: _Optional[int] = ..., latency: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., error: _Optional[str] = ..., response: _Optional[str] = ...) -> None: ...
+
+class CreateWebhookRequest(_message.Message):
+    __slots__ = ("url", "kind", "event_types")
+    URL_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TYPES_FIELD_NUMBER: _ClassVar[int]
+    url: str
+    kind: WebhookKind
+    event_types: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, url: _Optional[str] = ..., kind: _Optional[_Union[WebhookKind, str]] = ..., event_types: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class CreateWebhookResponse(_message.Message):
+    __slots__ = ("webhook", "secret")
+    WEBHOOK_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    webhook: WebhookInfo
+    secret: str
+    def __init__(self, webhook: _Optional[_Union[WebhookInfo, _Mapping]] = ..., secret: _Optional[str] = ...) -> None: ...
+
+class ListWebhooksRequest(_message.Message):
+    __slots__ = ("page_size", "page_token")
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    page_size: int
+    page_token: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListWebhooksResponse(_message.Message):
+    __slots__ = ("webhooks", "next_page_token")
+    WEBHOOKS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    webhooks: _containers.RepeatedCompositeFieldContainer[WebhookInfo]
+    next_page_token: str
+    def __init__(self, webhooks: _Optional[_Iterable[_Union[WebhookInfo, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class DisableWebhookRequest(_message.Message):
+    __slots__ = ("webhook_id",)
+    WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    webhook_id: str
+    def __init__(self, webhook_id: _Optional[str] = ...) -> None: ...
+
+class DisableWebhookResponse(_message.Message):
+    __slots__ = ("webhook",)
+    WEBHOOK_FIELD_NUMBER: _ClassVar[int]
+    webhook: WebhookInfo
+    def __init__(self, webhook: _Optional[_Union[WebhookInfo, _Mapping]] = ...) -> None: ...
+
+class EnableWebhookRequest(_message.Message):
+    __slots__ = ("webhook_id",)
+    WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    webhook_id: str
+    def __init__(self, webhook_id: _Optional[str] = ...) -> None: ...
+
+class EnableWebhookResponse(_message.Message):
+    __slots__ = ("webhook",)
+    WEBHOOK_FIELD_NUMBER: _ClassVar[int]
+    webhook: WebhookInfo
+    def __init__(self, webhook: _Optional[_Union[WebhookInfo, _Mapping]] = ...) -> None: ...
+
+class DeleteWebhookRequest(_message.Message):
+    __slots__ = ("webhook_id",)
+    WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    webhook_id: str
+    def __init__(self, webhook_id: _Optional[str] = ...) -> None: ...
+
+class DeleteWebhookResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RotateWebhookSecretRequest(_message.Message):
+    __slots__ = ("webhook_id", "grace")
+    WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    GRACE_FIELD_NUMBER: _ClassVar[int]
+    webhook_id: str
+    grace: _duration_pb2.Duration
+    def __init__(self, webhook_id: _Optional[str] = ..., grace: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class RotateWebhookSecretResponse(_message.Message):
+    __slots__ = ("webhook", "secret")
+    WEBHOOK_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    webhook: WebhookInfo
+    secret: str
+    def __init__(self, webhook: _Optional[_Union[WebhookInfo, _Mapping]] = ..., secret: _Optional[str] = ...) -> None: ...
+
+class ListWebhookDeliveriesRequest(_message.Message):
+    __slots__ = ("webhook_id", "states", "page_size", "page_token")
+    WEBHOOK_ID_FIELD_NUMBER: _ClassVar[int]
+    STATES_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    webhook_id: str
+    states: _containers.RepeatedScalarFieldContainer[WebhookDeliveryState]
+    page_size: int
+    page_token: str
+    def __init__(self, webhook_id: _Optional[str] = ..., states: _Optional[_Iterable[_Union[WebhookDeliveryState, str]]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListWebhookDeliveriesResponse(_message.Message):
+    __slots__ = ("deliveries", "next_page_token")
+    DELIVERIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    deliveries: _containers.RepeatedCompositeFieldContainer[WebhookDelivery]
+    next_page_token: str
+    def __init__(self, deliveries: _Optional[_Iterable[_Union[WebhookDelivery, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class GetWebhookDeliveryRequest(_message.Message):
+    __slots__ = ("delivery_id",)
+    DELIVERY_ID_FIELD_NUMBER: _ClassVar[int]
+    delivery_id: str
+    def __init__(self, delivery_id: _Optional[str] = ...) -> None: ...
+
+class GetWebhookDeliveryResponse(_message.Message):
+    __slots__ = ("delivery", "attempts", "body")
+    DELIVERY_FIELD_NUMBER: _ClassVar[int]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    BODY_FIELD_NUMBER: _ClassVar[int]
+    delivery: WebhookDelivery
+    attempts: _containers.RepeatedCompositeFieldContainer[WebhookAttempt]
+    body: str
+    def __init__(self, delivery: _Optional[_Union[WebhookDelivery, _Mapping]] = ..., attempts: _Optional[_Iterable[_Union[WebhookAttempt, _Mapping]]] = ..., body: _Optional[str] = ...) -> None: ...
+
+class RedeliverWebhookDeliveryRequest(_message.Message):
+    __slots__ = ("delivery_id",)
+    DELIVERY_ID_FIELD_NUMBER: _ClassVar[int]
+    delivery_id: str
+    def __init__(self, delivery_id: _Optional[str] = ...) -> None: ...
+
+class RedeliverWebhookDeliveryResponse(_message.Message):
+    __slots__ = ("delivery",)
+    DELIVERY_FIELD_NUMBER: _ClassVar[int]
+    delivery: WebhookDelivery
+    def __init__(self, delivery: _Optional[_Union[WebhookDelivery, _Mapping]] = ...) -> None: ...

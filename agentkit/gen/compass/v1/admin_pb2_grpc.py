@@ -74,6 +74,11 @@ class AdminServiceStub:
                 request_serializer=compass_dot_v1_dot_admin__pb2.UnassignAgentRequest.SerializeToString,
                 response_deserializer=compass_dot_v1_dot_admin__pb2.UnassignAgentResponse.FromString,
                 _registered_method=True)
+        self.ReparentAgent = channel.unary_unary(
+                '/compass.v1.AdminService/ReparentAgent',
+                request_serializer=compass_dot_v1_dot_admin__pb2.ReparentAgentRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.ReparentAgentResponse.FromString,
+                _registered_method=True)
         self.ListTokens = channel.unary_unary(
                 '/compass.v1.AdminService/ListTokens',
                 request_serializer=compass_dot_v1_dot_admin__pb2.ListTokensRequest.SerializeToString,
@@ -93,6 +98,51 @@ class AdminServiceStub:
                 '/compass.v1.AdminService/RotateToken',
                 request_serializer=compass_dot_v1_dot_admin__pb2.RotateTokenRequest.SerializeToString,
                 response_deserializer=compass_dot_v1_dot_admin__pb2.RotateTokenResponse.FromString,
+                _registered_method=True)
+        self.CreateWebhook = channel.unary_unary(
+                '/compass.v1.AdminService/CreateWebhook',
+                request_serializer=compass_dot_v1_dot_admin__pb2.CreateWebhookRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.CreateWebhookResponse.FromString,
+                _registered_method=True)
+        self.ListWebhooks = channel.unary_unary(
+                '/compass.v1.AdminService/ListWebhooks',
+                request_serializer=compass_dot_v1_dot_admin__pb2.ListWebhooksRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.ListWebhooksResponse.FromString,
+                _registered_method=True)
+        self.DisableWebhook = channel.unary_unary(
+                '/compass.v1.AdminService/DisableWebhook',
+                request_serializer=compass_dot_v1_dot_admin__pb2.DisableWebhookRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.DisableWebhookResponse.FromString,
+                _registered_method=True)
+        self.EnableWebhook = channel.unary_unary(
+                '/compass.v1.AdminService/EnableWebhook',
+                request_serializer=compass_dot_v1_dot_admin__pb2.EnableWebhookRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.EnableWebhookResponse.FromString,
+                _registered_method=True)
+        self.DeleteWebhook = channel.unary_unary(
+                '/compass.v1.AdminService/DeleteWebhook',
+                request_serializer=compass_dot_v1_dot_admin__pb2.DeleteWebhookRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.DeleteWebhookResponse.FromString,
+                _registered_method=True)
+        self.RotateWebhookSecret = channel.unary_unary(
+                '/compass.v1.AdminService/RotateWebhookSecret',
+                request_serializer=compass_dot_v1_dot_admin__pb2.RotateWebhookSecretRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.RotateWebhookSecretResponse.FromString,
+                _registered_method=True)
+        self.ListWebhookDeliveries = channel.unary_unary(
+                '/compass.v1.AdminService/ListWebhookDeliveries',
+                request_serializer=compass_dot_v1_dot_admin__pb2.ListWebhookDeliveriesRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.ListWebhookDeliveriesResponse.FromString,
+                _registered_method=True)
+        self.GetWebhookDelivery = channel.unary_unary(
+                '/compass.v1.AdminService/GetWebhookDelivery',
+                request_serializer=compass_dot_v1_dot_admin__pb2.GetWebhookDeliveryRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.GetWebhookDeliveryResponse.FromString,
+                _registered_method=True)
+        self.RedeliverWebhookDelivery = channel.unary_unary(
+                '/compass.v1.AdminService/RedeliverWebhookDelivery',
+                request_serializer=compass_dot_v1_dot_admin__pb2.RedeliverWebhookDeliveryRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.RedeliverWebhookDeliveryResponse.FromString,
                 _registered_method=True)
 
 
@@ -158,6 +208,18 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReparentAgent(self, request, context):
+        """Put an agent, with every agent below it, under another agent of the
+        same owner (or, with no parent, make it a root). From then on it takes
+        part in the new chain's channels and no longer in the old one's, open
+        streams included. A cycle or an agent with open channel asks in its
+        subtree is FAILED_PRECONDITION; a tree over its depth or size,
+        RESOURCE_EXHAUSTED; another owner's agent, INVALID_ARGUMENT.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListTokens(self, request, context):
         """Tokens, newest first; never their secrets.
         """
@@ -186,6 +248,78 @@ class AdminServiceServicer:
         old token is revoked at once, or, with a grace period, keeps working
         until the grace ends and then is refused like an expired one. A revoked
         or expired token can't be rotated (FAILED_PRECONDITION).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateWebhook(self, request, context):
+        """A webhook endpoint of the workspace, and its signing secret (shown this
+        once). Its URL must be http(s) to a public address (an operator may allow
+        other networks); the endpoint gets the events from now on. At most 50 a
+        workspace (FAILED_PRECONDITION past it). A server with no webhook key
+        can't keep the secret: FAILED_PRECONDITION.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListWebhooks(self, request, context):
+        """The workspace's webhooks, oldest first; never their secrets.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DisableWebhook(self, request, context):
+        """Stops making deliveries for it; those made already wait. Twice changes
+        nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EnableWebhook(self, request, context):
+        """It takes the events from now on (none from while it was disabled), and
+        the deliveries that waited are sent. Twice changes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteWebhook(self, request, context):
+        """The endpoint goes, with its deliveries and their attempts.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RotateWebhookSecret(self, request, context):
+        """A new signing secret (shown this once). For the grace period both the
+        new and the old secret sign every delivery, so receivers can switch.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListWebhookDeliveries(self, request, context):
+        """A webhook's deliveries, newest first, each with how its last attempt went.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetWebhookDelivery(self, request, context):
+        """One delivery, every attempt at it (status, latency, error) and its body.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RedeliverWebhookDelivery(self, request, context):
+        """Sends a delivery again now, with the same webhook-id and body, its
+        retry schedule from the start. FAILED_PRECONDITION while an attempt at it
+        is under way or its webhook is disabled.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -229,6 +363,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     request_deserializer=compass_dot_v1_dot_admin__pb2.UnassignAgentRequest.FromString,
                     response_serializer=compass_dot_v1_dot_admin__pb2.UnassignAgentResponse.SerializeToString,
             ),
+            'ReparentAgent': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReparentAgent,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.ReparentAgentRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.ReparentAgentResponse.SerializeToString,
+            ),
             'ListTokens': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTokens,
                     request_deserializer=compass_dot_v1_dot_admin__pb2.ListTokensRequest.FromString,
@@ -248,6 +387,51 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.RotateToken,
                     request_deserializer=compass_dot_v1_dot_admin__pb2.RotateTokenRequest.FromString,
                     response_serializer=compass_dot_v1_dot_admin__pb2.RotateTokenResponse.SerializeToString,
+            ),
+            'CreateWebhook': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateWebhook,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.CreateWebhookRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.CreateWebhookResponse.SerializeToString,
+            ),
+            'ListWebhooks': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListWebhooks,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.ListWebhooksRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.ListWebhooksResponse.SerializeToString,
+            ),
+            'DisableWebhook': grpc.unary_unary_rpc_method_handler(
+                    servicer.DisableWebhook,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.DisableWebhookRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.DisableWebhookResponse.SerializeToString,
+            ),
+            'EnableWebhook': grpc.unary_unary_rpc_method_handler(
+                    servicer.EnableWebhook,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.EnableWebhookRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.EnableWebhookResponse.SerializeToString,
+            ),
+            'DeleteWebhook': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteWebhook,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.DeleteWebhookRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.DeleteWebhookResponse.SerializeToString,
+            ),
+            'RotateWebhookSecret': grpc.unary_unary_rpc_method_handler(
+                    servicer.RotateWebhookSecret,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.RotateWebhookSecretRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.RotateWebhookSecretResponse.SerializeToString,
+            ),
+            'ListWebhookDeliveries': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListWebhookDeliveries,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.ListWebhookDeliveriesRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.ListWebhookDeliveriesResponse.SerializeToString,
+            ),
+            'GetWebhookDelivery': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetWebhookDelivery,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.GetWebhookDeliveryRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.GetWebhookDeliveryResponse.SerializeToString,
+            ),
+            'RedeliverWebhookDelivery': grpc.unary_unary_rpc_method_handler(
+                    servicer.RedeliverWebhookDelivery,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.RedeliverWebhookDeliveryRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.RedeliverWebhookDeliveryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -455,6 +639,33 @@ class AdminService:
             _registered_method=True)
 
     @staticmethod
+    def ReparentAgent(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/ReparentAgent',
+            compass_dot_v1_dot_admin__pb2.ReparentAgentRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.ReparentAgentResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def ListTokens(request,
             target,
             options=(),
@@ -552,6 +763,249 @@ class AdminService:
             '/compass.v1.AdminService/RotateToken',
             compass_dot_v1_dot_admin__pb2.RotateTokenRequest.SerializeToString,
             compass_dot_v1_dot_admin__pb2.RotateTokenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateWebhook(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/CreateWebhook',
+            compass_dot_v1_dot_admin__pb2.CreateWebhookRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.CreateWebhookResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListWebhooks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/ListWebhooks',
+            compass_dot_v1_dot_admin__pb2.ListWebhooksRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.ListWebhooksResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DisableWebhook(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/DisableWebhook',
+            compass_dot_v1_dot_admin__pb2.DisableWebhookRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.DisableWebhookResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EnableWebhook(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/EnableWebhook',
+            compass_dot_v1_dot_admin__pb2.EnableWebhookRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.EnableWebhookResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteWebhook(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/DeleteWebhook',
+            compass_dot_v1_dot_admin__pb2.DeleteWebhookRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.DeleteWebhookResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RotateWebhookSecret(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/RotateWebhookSecret',
+            compass_dot_v1_dot_admin__pb2.RotateWebhookSecretRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.RotateWebhookSecretResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListWebhookDeliveries(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/ListWebhookDeliveries',
+            compass_dot_v1_dot_admin__pb2.ListWebhookDeliveriesRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.ListWebhookDeliveriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetWebhookDelivery(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/GetWebhookDelivery',
+            compass_dot_v1_dot_admin__pb2.GetWebhookDeliveryRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.GetWebhookDeliveryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RedeliverWebhookDelivery(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/RedeliverWebhookDelivery',
+            compass_dot_v1_dot_admin__pb2.RedeliverWebhookDeliveryRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.RedeliverWebhookDeliveryResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -60,6 +60,14 @@ class AdminServiceStub:
     saying why, then SessionUnbound) and later binds are NOT_FOUND.
     Unassigning an agent that isn't assigned changes nothing.
     """
+    ReparentAgent: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ReparentAgentRequest, _admin_pb2.ReparentAgentResponse]
+    """Put an agent, with every agent below it, under another agent of the
+    same owner (or, with no parent, make it a root). From then on it takes
+    part in the new chain's channels and no longer in the old one's, open
+    streams included. A cycle or an agent with open channel asks in its
+    subtree is FAILED_PRECONDITION; a tree over its depth or size,
+    RESOURCE_EXHAUSTED; another owner's agent, INVALID_ARGUMENT.
+    """
     ListTokens: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListTokensRequest, _admin_pb2.ListTokensResponse]
     """Tokens, newest first; never their secrets."""
     CreateToken: _grpc.UnaryUnaryMultiCallable[_admin_pb2.CreateTokenRequest, _admin_pb2.CreateTokenResponse]
@@ -74,6 +82,38 @@ class AdminServiceStub:
     old token is revoked at once, or, with a grace period, keeps working
     until the grace ends and then is refused like an expired one. A revoked
     or expired token can't be rotated (FAILED_PRECONDITION).
+    """
+    CreateWebhook: _grpc.UnaryUnaryMultiCallable[_admin_pb2.CreateWebhookRequest, _admin_pb2.CreateWebhookResponse]
+    """A webhook endpoint of the workspace, and its signing secret (shown this
+    once). Its URL must be http(s) to a public address (an operator may allow
+    other networks); the endpoint gets the events from now on. At most 50 a
+    workspace (FAILED_PRECONDITION past it). A server with no webhook key
+    can't keep the secret: FAILED_PRECONDITION.
+    """
+    ListWebhooks: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListWebhooksRequest, _admin_pb2.ListWebhooksResponse]
+    """The workspace's webhooks, oldest first; never their secrets."""
+    DisableWebhook: _grpc.UnaryUnaryMultiCallable[_admin_pb2.DisableWebhookRequest, _admin_pb2.DisableWebhookResponse]
+    """Stops making deliveries for it; those made already wait. Twice changes
+    nothing.
+    """
+    EnableWebhook: _grpc.UnaryUnaryMultiCallable[_admin_pb2.EnableWebhookRequest, _admin_pb2.EnableWebhookResponse]
+    """It takes the events from now on (none from while it was disabled), and
+    the deliveries that waited are sent. Twice changes nothing.
+    """
+    DeleteWebhook: _grpc.UnaryUnaryMultiCallable[_admin_pb2.DeleteWebhookRequest, _admin_pb2.DeleteWebhookResponse]
+    """The endpoint goes, with its deliveries and their attempts."""
+    RotateWebhookSecret: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RotateWebhookSecretRequest, _admin_pb2.RotateWebhookSecretResponse]
+    """A new signing secret (shown this once). For the grace period both the
+    new and the old secret sign every delivery, so receivers can switch.
+    """
+    ListWebhookDeliveries: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListWebhookDeliveriesRequest, _admin_pb2.ListWebhookDeliveriesResponse]
+    """A webhook's deliveries, newest first, each with how its last attempt went."""
+    GetWebhookDelivery: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GetWebhookDeliveryRequest, _admin_pb2.GetWebhookDeliveryResponse]
+    """One delivery, every attempt at it (status, latency, error) and its body."""
+    RedeliverWebhookDelivery: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RedeliverWebhookDeliveryRequest, _admin_pb2.RedeliverWebhookDeliveryResponse]
+    """Sends a delivery again now, with the same webhook-id and body, its
+    retry schedule from the start. FAILED_PRECONDITION while an attempt at it
+    is under way or its webhook is disabled.
     """
 
 @_typing.type_check_only
@@ -108,6 +148,14 @@ class AdminServiceAsyncStub(AdminServiceStub):
     saying why, then SessionUnbound) and later binds are NOT_FOUND.
     Unassigning an agent that isn't assigned changes nothing.
     """
+    ReparentAgent: _aio.UnaryUnaryMultiCallable[_admin_pb2.ReparentAgentRequest, _admin_pb2.ReparentAgentResponse]  # type: ignore[assignment]
+    """Put an agent, with every agent below it, under another agent of the
+    same owner (or, with no parent, make it a root). From then on it takes
+    part in the new chain's channels and no longer in the old one's, open
+    streams included. A cycle or an agent with open channel asks in its
+    subtree is FAILED_PRECONDITION; a tree over its depth or size,
+    RESOURCE_EXHAUSTED; another owner's agent, INVALID_ARGUMENT.
+    """
     ListTokens: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListTokensRequest, _admin_pb2.ListTokensResponse]  # type: ignore[assignment]
     """Tokens, newest first; never their secrets."""
     CreateToken: _aio.UnaryUnaryMultiCallable[_admin_pb2.CreateTokenRequest, _admin_pb2.CreateTokenResponse]  # type: ignore[assignment]
@@ -122,6 +170,38 @@ class AdminServiceAsyncStub(AdminServiceStub):
     old token is revoked at once, or, with a grace period, keeps working
     until the grace ends and then is refused like an expired one. A revoked
     or expired token can't be rotated (FAILED_PRECONDITION).
+    """
+    CreateWebhook: _aio.UnaryUnaryMultiCallable[_admin_pb2.CreateWebhookRequest, _admin_pb2.CreateWebhookResponse]  # type: ignore[assignment]
+    """A webhook endpoint of the workspace, and its signing secret (shown this
+    once). Its URL must be http(s) to a public address (an operator may allow
+    other networks); the endpoint gets the events from now on. At most 50 a
+    workspace (FAILED_PRECONDITION past it). A server with no webhook key
+    can't keep the secret: FAILED_PRECONDITION.
+    """
+    ListWebhooks: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListWebhooksRequest, _admin_pb2.ListWebhooksResponse]  # type: ignore[assignment]
+    """The workspace's webhooks, oldest first; never their secrets."""
+    DisableWebhook: _aio.UnaryUnaryMultiCallable[_admin_pb2.DisableWebhookRequest, _admin_pb2.DisableWebhookResponse]  # type: ignore[assignment]
+    """Stops making deliveries for it; those made already wait. Twice changes
+    nothing.
+    """
+    EnableWebhook: _aio.UnaryUnaryMultiCallable[_admin_pb2.EnableWebhookRequest, _admin_pb2.EnableWebhookResponse]  # type: ignore[assignment]
+    """It takes the events from now on (none from while it was disabled), and
+    the deliveries that waited are sent. Twice changes nothing.
+    """
+    DeleteWebhook: _aio.UnaryUnaryMultiCallable[_admin_pb2.DeleteWebhookRequest, _admin_pb2.DeleteWebhookResponse]  # type: ignore[assignment]
+    """The endpoint goes, with its deliveries and their attempts."""
+    RotateWebhookSecret: _aio.UnaryUnaryMultiCallable[_admin_pb2.RotateWebhookSecretRequest, _admin_pb2.RotateWebhookSecretResponse]  # type: ignore[assignment]
+    """A new signing secret (shown this once). For the grace period both the
+    new and the old secret sign every delivery, so receivers can switch.
+    """
+    ListWebhookDeliveries: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListWebhookDeliveriesRequest, _admin_pb2.ListWebhookDeliveriesResponse]  # type: ignore[assignment]
+    """A webhook's deliveries, newest first, each with how its last attempt went."""
+    GetWebhookDelivery: _aio.UnaryUnaryMultiCallable[_admin_pb2.GetWebhookDeliveryRequest, _admin_pb2.GetWebhookDeliveryResponse]  # type: ignore[assignment]
+    """One delivery, every attempt at it (status, latency, error) and its body."""
+    RedeliverWebhookDelivery: _aio.UnaryUnaryMultiCallable[_admin_pb2.RedeliverWebhookDeliveryRequest, _admin_pb2.RedeliverWebhookDeliveryResponse]  # type: ignore[assignment]
+    """Sends a delivery again now, with the same webhook-id and body, its
+    retry schedule from the start. FAILED_PRECONDITION while an attempt at it
+    is under way or its webhook is disabled.
     """
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -197,6 +277,20 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         """
 
     @_abc_1.abstractmethod
+    def ReparentAgent(
+        self,
+        request: _admin_pb2.ReparentAgentRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ReparentAgentResponse, _abc.Awaitable[_admin_pb2.ReparentAgentResponse]]:
+        """Put an agent, with every agent below it, under another agent of the
+        same owner (or, with no parent, make it a root). From then on it takes
+        part in the new chain's channels and no longer in the old one's, open
+        streams included. A cycle or an agent with open channel asks in its
+        subtree is FAILED_PRECONDITION; a tree over its depth or size,
+        RESOURCE_EXHAUSTED; another owner's agent, INVALID_ARGUMENT.
+        """
+
+    @_abc_1.abstractmethod
     def ListTokens(
         self,
         request: _admin_pb2.ListTokensRequest,
@@ -233,6 +327,92 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         old token is revoked at once, or, with a grace period, keeps working
         until the grace ends and then is refused like an expired one. A revoked
         or expired token can't be rotated (FAILED_PRECONDITION).
+        """
+
+    @_abc_1.abstractmethod
+    def CreateWebhook(
+        self,
+        request: _admin_pb2.CreateWebhookRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.CreateWebhookResponse, _abc.Awaitable[_admin_pb2.CreateWebhookResponse]]:
+        """A webhook endpoint of the workspace, and its signing secret (shown this
+        once). Its URL must be http(s) to a public address (an operator may allow
+        other networks); the endpoint gets the events from now on. At most 50 a
+        workspace (FAILED_PRECONDITION past it). A server with no webhook key
+        can't keep the secret: FAILED_PRECONDITION.
+        """
+
+    @_abc_1.abstractmethod
+    def ListWebhooks(
+        self,
+        request: _admin_pb2.ListWebhooksRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ListWebhooksResponse, _abc.Awaitable[_admin_pb2.ListWebhooksResponse]]:
+        """The workspace's webhooks, oldest first; never their secrets."""
+
+    @_abc_1.abstractmethod
+    def DisableWebhook(
+        self,
+        request: _admin_pb2.DisableWebhookRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.DisableWebhookResponse, _abc.Awaitable[_admin_pb2.DisableWebhookResponse]]:
+        """Stops making deliveries for it; those made already wait. Twice changes
+        nothing.
+        """
+
+    @_abc_1.abstractmethod
+    def EnableWebhook(
+        self,
+        request: _admin_pb2.EnableWebhookRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.EnableWebhookResponse, _abc.Awaitable[_admin_pb2.EnableWebhookResponse]]:
+        """It takes the events from now on (none from while it was disabled), and
+        the deliveries that waited are sent. Twice changes nothing.
+        """
+
+    @_abc_1.abstractmethod
+    def DeleteWebhook(
+        self,
+        request: _admin_pb2.DeleteWebhookRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.DeleteWebhookResponse, _abc.Awaitable[_admin_pb2.DeleteWebhookResponse]]:
+        """The endpoint goes, with its deliveries and their attempts."""
+
+    @_abc_1.abstractmethod
+    def RotateWebhookSecret(
+        self,
+        request: _admin_pb2.RotateWebhookSecretRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.RotateWebhookSecretResponse, _abc.Awaitable[_admin_pb2.RotateWebhookSecretResponse]]:
+        """A new signing secret (shown this once). For the grace period both the
+        new and the old secret sign every delivery, so receivers can switch.
+        """
+
+    @_abc_1.abstractmethod
+    def ListWebhookDeliveries(
+        self,
+        request: _admin_pb2.ListWebhookDeliveriesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ListWebhookDeliveriesResponse, _abc.Awaitable[_admin_pb2.ListWebhookDeliveriesResponse]]:
+        """A webhook's deliveries, newest first, each with how its last attempt went."""
+
+    @_abc_1.abstractmethod
+    def GetWebhookDelivery(
+        self,
+        request: _admin_pb2.GetWebhookDeliveryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.GetWebhookDeliveryResponse, _abc.Awaitable[_admin_pb2.GetWebhookDeliveryResponse]]:
+        """One delivery, every attempt at it (status, latency, error) and its body."""
+
+    @_abc_1.abstractmethod
+    def RedeliverWebhookDelivery(
+        self,
+        request: _admin_pb2.RedeliverWebhookDeliveryRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.RedeliverWebhookDeliveryResponse, _abc.Awaitable[_admin_pb2.RedeliverWebhookDeliveryResponse]]:
+        """Sends a delivery again now, with the same webhook-id and body, its
+        retry schedule from the start. FAILED_PRECONDITION while an attempt at it
+        is under way or its webhook is disabled.
         """
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -109,7 +109,7 @@ class RelayCommsCallResult(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., call_id: _Optional[str] = ..., result: _Optional[_Union[CommsCallResult, _Mapping]] = ...) -> None: ...
 
 class CommsCallRequest(_message.Message):
-    __slots__ = ("post_message", "post_ask", "list_messages", "list_channels", "get_message", "search_messages", "open_dm", "create_channel", "add_channel_member", "update_topic", "set_status", "cancel_ask", "inbox_post", "inbox_reply", "inbox_close", "get_ask", "trigger_traceparent")
+    __slots__ = ("post_message", "post_ask", "list_messages", "list_channels", "get_message", "search_messages", "open_dm", "create_channel", "add_channel_member", "update_topic", "set_status", "cancel_ask", "inbox_post", "inbox_reply", "inbox_close", "get_ask", "spawn_agent", "trigger_traceparent")
     POST_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     POST_ASK_FIELD_NUMBER: _ClassVar[int]
     LIST_MESSAGES_FIELD_NUMBER: _ClassVar[int]
@@ -126,6 +126,7 @@ class CommsCallRequest(_message.Message):
     INBOX_REPLY_FIELD_NUMBER: _ClassVar[int]
     INBOX_CLOSE_FIELD_NUMBER: _ClassVar[int]
     GET_ASK_FIELD_NUMBER: _ClassVar[int]
+    SPAWN_AGENT_FIELD_NUMBER: _ClassVar[int]
     TRIGGER_TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
     post_message: _comms_pb2.PostMessageRequest
     post_ask: PostAskRequest
@@ -143,11 +144,12 @@ class CommsCallRequest(_message.Message):
     inbox_reply: InboxReplyRequest
     inbox_close: InboxCloseRequest
     get_ask: GetAskRequest
+    spawn_agent: SpawnAgentRequest
     trigger_traceparent: str
-    def __init__(self, post_message: _Optional[_Union[_comms_pb2.PostMessageRequest, _Mapping]] = ..., post_ask: _Optional[_Union[PostAskRequest, _Mapping]] = ..., list_messages: _Optional[_Union[_comms_pb2.ListMessagesRequest, _Mapping]] = ..., list_channels: _Optional[_Union[_comms_pb2.ListChannelsRequest, _Mapping]] = ..., get_message: _Optional[_Union[_comms_pb2.GetMessageRequest, _Mapping]] = ..., search_messages: _Optional[_Union[_comms_pb2.SearchMessagesRequest, _Mapping]] = ..., open_dm: _Optional[_Union[_comms_pb2.OpenDMRequest, _Mapping]] = ..., create_channel: _Optional[_Union[_comms_pb2.CreateChannelRequest, _Mapping]] = ..., add_channel_member: _Optional[_Union[_comms_pb2.AddChannelMemberRequest, _Mapping]] = ..., update_topic: _Optional[_Union[_comms_pb2.UpdateTopicRequest, _Mapping]] = ..., set_status: _Optional[_Union[SetAgentStatusRequest, _Mapping]] = ..., cancel_ask: _Optional[_Union[CancelAskRequest, _Mapping]] = ..., inbox_post: _Optional[_Union[InboxPostRequest, _Mapping]] = ..., inbox_reply: _Optional[_Union[InboxReplyRequest, _Mapping]] = ..., inbox_close: _Optional[_Union[InboxCloseRequest, _Mapping]] = ..., get_ask: _Optional[_Union[GetAskRequest, _Mapping]] = ..., trigger_traceparent: _Optional[str] = ...) -> None: ...
+    def __init__(self, post_message: _Optional[_Union[_comms_pb2.PostMessageRequest, _Mapping]] = ..., post_ask: _Optional[_Union[PostAskRequest, _Mapping]] = ..., list_messages: _Optional[_Union[_comms_pb2.ListMessagesRequest, _Mapping]] = ..., list_channels: _Optional[_Union[_comms_pb2.ListChannelsRequest, _Mapping]] = ..., get_message: _Optional[_Union[_comms_pb2.GetMessageRequest, _Mapping]] = ..., search_messages: _Optional[_Union[_comms_pb2.SearchMessagesRequest, _Mapping]] = ..., open_dm: _Optional[_Union[_comms_pb2.OpenDMRequest, _Mapping]] = ..., create_channel: _Optional[_Union[_comms_pb2.CreateChannelRequest, _Mapping]] = ..., add_channel_member: _Optional[_Union[_comms_pb2.AddChannelMemberRequest, _Mapping]] = ..., update_topic: _Optional[_Union[_comms_pb2.UpdateTopicRequest, _Mapping]] = ..., set_status: _Optional[_Union[SetAgentStatusRequest, _Mapping]] = ..., cancel_ask: _Optional[_Union[CancelAskRequest, _Mapping]] = ..., inbox_post: _Optional[_Union[InboxPostRequest, _Mapping]] = ..., inbox_reply: _Optional[_Union[InboxReplyRequest, _Mapping]] = ..., inbox_close: _Optional[_Union[InboxCloseRequest, _Mapping]] = ..., get_ask: _Optional[_Union[GetAskRequest, _Mapping]] = ..., spawn_agent: _Optional[_Union[SpawnAgentRequest, _Mapping]] = ..., trigger_traceparent: _Optional[str] = ...) -> None: ...
 
 class CommsCallResult(_message.Message):
-    __slots__ = ("post_message", "post_ask", "list_messages", "list_channels", "get_message", "search_messages", "open_dm", "create_channel", "add_channel_member", "error", "update_topic", "set_status", "cancel_ask", "inbox_post", "inbox_reply", "inbox_close", "get_ask")
+    __slots__ = ("post_message", "post_ask", "list_messages", "list_channels", "get_message", "search_messages", "open_dm", "create_channel", "add_channel_member", "error", "update_topic", "set_status", "cancel_ask", "inbox_post", "inbox_reply", "inbox_close", "get_ask", "spawn_agent")
     POST_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     POST_ASK_FIELD_NUMBER: _ClassVar[int]
     LIST_MESSAGES_FIELD_NUMBER: _ClassVar[int]
@@ -165,6 +167,7 @@ class CommsCallResult(_message.Message):
     INBOX_REPLY_FIELD_NUMBER: _ClassVar[int]
     INBOX_CLOSE_FIELD_NUMBER: _ClassVar[int]
     GET_ASK_FIELD_NUMBER: _ClassVar[int]
+    SPAWN_AGENT_FIELD_NUMBER: _ClassVar[int]
     post_message: _comms_pb2.PostMessageResponse
     post_ask: PostAskResponse
     list_messages: _comms_pb2.ListMessagesResponse
@@ -182,7 +185,8 @@ class CommsCallResult(_message.Message):
     inbox_reply: InboxReplyResponse
     inbox_close: InboxCloseResponse
     get_ask: GetAskResponse
-    def __init__(self, post_message: _Optional[_Union[_comms_pb2.PostMessageResponse, _Mapping]] = ..., post_ask: _Optional[_Union[PostAskResponse, _Mapping]] = ..., list_messages: _Optional[_Union[_comms_pb2.ListMessagesResponse, _Mapping]] = ..., list_channels: _Optional[_Union[_comms_pb2.ListChannelsResponse, _Mapping]] = ..., get_message: _Optional[_Union[_comms_pb2.GetMessageResponse, _Mapping]] = ..., search_messages: _Optional[_Union[_comms_pb2.SearchMessagesResponse, _Mapping]] = ..., open_dm: _Optional[_Union[_comms_pb2.OpenDMResponse, _Mapping]] = ..., create_channel: _Optional[_Union[_comms_pb2.CreateChannelResponse, _Mapping]] = ..., add_channel_member: _Optional[_Union[_comms_pb2.AddChannelMemberResponse, _Mapping]] = ..., error: _Optional[_Union[CommsCallError, _Mapping]] = ..., update_topic: _Optional[_Union[_comms_pb2.UpdateTopicResponse, _Mapping]] = ..., set_status: _Optional[_Union[SetAgentStatusResponse, _Mapping]] = ..., cancel_ask: _Optional[_Union[CancelAskResponse, _Mapping]] = ..., inbox_post: _Optional[_Union[InboxPostResponse, _Mapping]] = ..., inbox_reply: _Optional[_Union[InboxReplyResponse, _Mapping]] = ..., inbox_close: _Optional[_Union[InboxCloseResponse, _Mapping]] = ..., get_ask: _Optional[_Union[GetAskResponse, _Mapping]] = ...) -> None: ...
+    spawn_agent: SpawnAgentResponse
+    def __init__(self, post_message: _Optional[_Union[_comms_pb2.PostMessageResponse, _Mapping]] = ..., post_ask: _Optional[_Union[PostAskResponse, _Mapping]] = ..., list_messages: _Optional[_Union[_comms_pb2.ListMessagesResponse, _Mapping]] = ..., list_channels: _Optional[_Union[_comms_pb2.ListChannelsResponse, _Mapping]] = ..., get_message: _Optional[_Union[_comms_pb2.GetMessageResponse, _Mapping]] = ..., search_messages: _Optional[_Union[_comms_pb2.SearchMessagesResponse, _Mapping]] = ..., open_dm: _Optional[_Union[_comms_pb2.OpenDMResponse, _Mapping]] = ..., create_channel: _Optional[_Union[_comms_pb2.CreateChannelResponse, _Mapping]] = ..., add_channel_member: _Optional[_Union[_comms_pb2.AddChannelMemberResponse, _Mapping]] = ..., error: _Optional[_Union[CommsCallError, _Mapping]] = ..., update_topic: _Optional[_Union[_comms_pb2.UpdateTopicResponse, _Mapping]] = ..., set_status: _Optional[_Union[SetAgentStatusResponse, _Mapping]] = ..., cancel_ask: _Optional[_Union[CancelAskResponse, _Mapping]] = ..., inbox_post: _Optional[_Union[InboxPostResponse, _Mapping]] = ..., inbox_reply: _Optional[_Union[InboxReplyResponse, _Mapping]] = ..., inbox_close: _Optional[_Union[InboxCloseResponse, _Mapping]] = ..., get_ask: _Optional[_Union[GetAskResponse, _Mapping]] = ..., spawn_agent: _Optional[_Union[SpawnAgentResponse, _Mapping]] = ...) -> None: ...
 
 class CommsCallError(_message.Message):
     __slots__ = ("code", "message")
@@ -247,6 +251,18 @@ class GetAskResponse(_message.Message):
     message: _comms_pb2.Message
     ask: _comms_pb2.Ask
     def __init__(self, message: _Optional[_Union[_comms_pb2.Message, _Mapping]] = ..., ask: _Optional[_Union[_comms_pb2.Ask, _Mapping]] = ...) -> None: ...
+
+class SpawnAgentRequest(_message.Message):
+    __slots__ = ("handle",)
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    handle: str
+    def __init__(self, handle: _Optional[str] = ...) -> None: ...
+
+class SpawnAgentResponse(_message.Message):
+    __slots__ = ("agent",)
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    agent: _comms_pb2.Account
+    def __init__(self, agent: _Optional[_Union[_comms_pb2.Account, _Mapping]] = ...) -> None: ...
 
 class InboxPostRequest(_message.Message):
     __slots__ = ("key", "title", "body", "ask", "pictures")

@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .comms_pb2 import AddChannelMemberRequest, AddChannelMemberResponse, CreateChannelRequest, CreateChannelResponse, DeclineAskRequest, DeclineAskResponse, Event, GetAccountsRequest, GetAccountsResponse, GetAskHistoryRequest, GetAskHistoryResponse, GetMessageRequest, GetMessageResponse, GetPresenceRequest, GetPresenceResponse, ListChannelsRequest, ListChannelsResponse, ListMessagesRequest, ListMessagesResponse, OpenDMRequest, OpenDMResponse, PostMessageRequest, PostMessageResponse, RespondToAskRequest, RespondToAskResponse, SearchMessagesRequest, SearchMessagesResponse, SubscribeRequest, UpdateTopicRequest, UpdateTopicResponse, WithdrawAskRequest, WithdrawAskResponse
+from .comms_pb2 import AddChannelMemberRequest, AddChannelMemberResponse, CreateChannelRequest, CreateChannelResponse, DeclineAskRequest, DeclineAskResponse, Event, GetAccountsRequest, GetAccountsResponse, GetAskHistoryRequest, GetAskHistoryResponse, GetAskMessageRequest, GetAskMessageResponse, GetMessageRequest, GetMessageResponse, GetPresenceRequest, GetPresenceResponse, ListChannelsRequest, ListChannelsResponse, ListMessagesRequest, ListMessagesResponse, OpenDMRequest, OpenDMResponse, PostMessageRequest, PostMessageResponse, RespondToAskRequest, RespondToAskResponse, SearchMessagesRequest, SearchMessagesResponse, SubscribeRequest, UpdateTopicRequest, UpdateTopicResponse, WithdrawAskRequest, WithdrawAskResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
@@ -125,6 +125,13 @@ class CommsService(Protocol):
         """
         Who did what to an ask and through which surface, oldest first, for
         anyone who can see it; and what the caller may do with it now.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def get_ask_message(self, request: GetAskMessageRequest, ctx: RequestContext[GetAskMessageRequest, GetAskMessageResponse], /) -> GetAskMessageResponse:
+        """
+        The message holding an ask, for anyone who can see it (NOT_FOUND
+        otherwise): how a link to an ask finds its channel.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -304,6 +311,17 @@ class CommsServiceASGIApplication(ConnectASGIApplication[CommsService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.get_ask_history,
+                ),
+                "/compass.v1.CommsService/GetAskMessage": Endpoint.unary(
+                    method=MethodInfo(
+                        name="GetAskMessage",
+                        service_name="compass.v1.CommsService",
+                        input=GetAskMessageRequest,
+                        output=GetAskMessageResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.get_ask_message,
                 ),
                 "/compass.v1.CommsService/Subscribe": Endpoint.server_stream(
                     method=MethodInfo(
@@ -687,6 +705,30 @@ class CommsServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def get_ask_message(
+        self,
+        request: GetAskMessageRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> GetAskMessageResponse:
+        """
+        The message holding an ask, for anyone who can see it (NOT_FOUND
+        otherwise): how a link to an ask finds its channel.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetAskMessage",
+                service_name="compass.v1.CommsService",
+                input=GetAskMessageRequest,
+                output=GetAskMessageResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
     def subscribe(
         self,
         request: SubscribeRequest,
@@ -847,6 +889,13 @@ class CommsServiceSync(Protocol):
         """
         Who did what to an ask and through which surface, oldest first, for
         anyone who can see it; and what the caller may do with it now.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def get_ask_message(self, request: GetAskMessageRequest, ctx: RequestContext[GetAskMessageRequest, GetAskMessageResponse], /) -> GetAskMessageResponse:
+        """
+        The message holding an ask, for anyone who can see it (NOT_FOUND
+        otherwise): how a link to an ask finds its channel.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -1024,6 +1073,17 @@ class CommsServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.get_ask_history,
+                ),
+                "/compass.v1.CommsService/GetAskMessage": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="GetAskMessage",
+                        service_name="compass.v1.CommsService",
+                        input=GetAskMessageRequest,
+                        output=GetAskMessageResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.get_ask_message,
                 ),
                 "/compass.v1.CommsService/Subscribe": EndpointSync.server_stream(
                     method=MethodInfo(
@@ -1401,6 +1461,30 @@ class CommsServiceClientSync(ConnectClientSync):
                 service_name="compass.v1.CommsService",
                 input=GetAskHistoryRequest,
                 output=GetAskHistoryResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def get_ask_message(
+        self,
+        request: GetAskMessageRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> GetAskMessageResponse:
+        """
+        The message holding an ask, for anyone who can see it (NOT_FOUND
+        otherwise): how a link to an ask finds its channel.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetAskMessage",
+                service_name="compass.v1.CommsService",
+                input=GetAskMessageRequest,
+                output=GetAskMessageResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

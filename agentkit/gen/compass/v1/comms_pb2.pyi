@@ -485,14 +485,16 @@ class GetPresenceResponse(_message.Message):
     def __init__(self, presences: _Optional[_Iterable[_Union[Presence, _Mapping]]] = ...) -> None: ...
 
 class Account(_message.Message):
-    __slots__ = ("account_id", "handle", "kind")
+    __slots__ = ("account_id", "handle", "kind", "parent_account_id")
     ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
     HANDLE_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
+    PARENT_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
     account_id: str
     handle: str
     kind: AccountKind
-    def __init__(self, account_id: _Optional[str] = ..., handle: _Optional[str] = ..., kind: _Optional[_Union[AccountKind, str]] = ...) -> None: ...
+    parent_account_id: str
+    def __init__(self, account_id: _Optional[str] = ..., handle: _Optional[str] = ..., kind: _Optional[_Union[AccountKind, str]] = ..., parent_account_id: _Optional[str] = ...) -> None: ...
 
 class GetAccountsRequest(_message.Message):
     __slots__ = ("account_ids",)
@@ -569,3 +571,15 @@ class InboxItemChanged(_message.Message):
     actor_account_id: str
     message: Message
     def __init__(self, item_id: _Optional[str] = ..., agent_account_id: _Optional[str] = ..., key: _Optional[str] = ..., revision: _Optional[int] = ..., status: _Optional[_Union[InboxItemStatus, str]] = ..., actor_account_id: _Optional[str] = ..., message: _Optional[_Union[Message, _Mapping]] = ...) -> None: ...
+
+class GetAskMessageRequest(_message.Message):
+    __slots__ = ("ask_id",)
+    ASK_ID_FIELD_NUMBER: _ClassVar[int]
+    ask_id: str
+    def __init__(self, ask_id: _Optional[str] = ...) -> None: ...
+
+class GetAskMessageResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: Message
+    def __init__(self, message: _Optional[_Union[Message, _Mapping]] = ...) -> None: ...

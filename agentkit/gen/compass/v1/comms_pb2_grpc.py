@@ -101,6 +101,11 @@ class CommsServiceStub:
                 request_serializer=compass_dot_v1_dot_comms__pb2.GetAskHistoryRequest.SerializeToString,
                 response_deserializer=compass_dot_v1_dot_comms__pb2.GetAskHistoryResponse.FromString,
                 _registered_method=True)
+        self.GetAskMessage = channel.unary_unary(
+                '/compass.v1.CommsService/GetAskMessage',
+                request_serializer=compass_dot_v1_dot_comms__pb2.GetAskMessageRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_comms__pb2.GetAskMessageResponse.FromString,
+                _registered_method=True)
         self.Subscribe = channel.unary_stream(
                 '/compass.v1.CommsService/Subscribe',
                 request_serializer=compass_dot_v1_dot_comms__pb2.SubscribeRequest.SerializeToString,
@@ -226,6 +231,14 @@ class CommsServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetAskMessage(self, request, context):
+        """The message holding an ask, for anyone who can see it (NOT_FOUND
+        otherwise): how a link to an ask finds its channel.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Subscribe(self, request, context):
         """The caller's events from the event log after after_event_id: first a
         ready frame with the current cursor, then events in order.
@@ -316,6 +329,11 @@ def add_CommsServiceServicer_to_server(servicer, server):
                     servicer.GetAskHistory,
                     request_deserializer=compass_dot_v1_dot_comms__pb2.GetAskHistoryRequest.FromString,
                     response_serializer=compass_dot_v1_dot_comms__pb2.GetAskHistoryResponse.SerializeToString,
+            ),
+            'GetAskMessage': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetAskMessage,
+                    request_deserializer=compass_dot_v1_dot_comms__pb2.GetAskMessageRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_comms__pb2.GetAskMessageResponse.SerializeToString,
             ),
             'Subscribe': grpc.unary_stream_rpc_method_handler(
                     servicer.Subscribe,
@@ -686,6 +704,33 @@ class CommsService:
             '/compass.v1.CommsService/GetAskHistory',
             compass_dot_v1_dot_comms__pb2.GetAskHistoryRequest.SerializeToString,
             compass_dot_v1_dot_comms__pb2.GetAskHistoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetAskMessage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.CommsService/GetAskMessage',
+            compass_dot_v1_dot_comms__pb2.GetAskMessageRequest.SerializeToString,
+            compass_dot_v1_dot_comms__pb2.GetAskMessageResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -80,6 +80,10 @@ class CommsServiceStub:
     """Who did what to an ask and through which surface, oldest first, for
     anyone who can see it; and what the caller may do with it now.
     """
+    GetAskMessage: _grpc.UnaryUnaryMultiCallable[_comms_pb2.GetAskMessageRequest, _comms_pb2.GetAskMessageResponse]
+    """The message holding an ask, for anyone who can see it (NOT_FOUND
+    otherwise): how a link to an ask finds its channel.
+    """
     Subscribe: _grpc.UnaryStreamMultiCallable[_comms_pb2.SubscribeRequest, _comms_pb2.Event]
     """The caller's events from the event log after after_event_id: first a
     ready frame with the current cursor, then events in order.
@@ -142,6 +146,10 @@ class CommsServiceAsyncStub(CommsServiceStub):
     GetAskHistory: _aio.UnaryUnaryMultiCallable[_comms_pb2.GetAskHistoryRequest, _comms_pb2.GetAskHistoryResponse]  # type: ignore[assignment]
     """Who did what to an ask and through which surface, oldest first, for
     anyone who can see it; and what the caller may do with it now.
+    """
+    GetAskMessage: _aio.UnaryUnaryMultiCallable[_comms_pb2.GetAskMessageRequest, _comms_pb2.GetAskMessageResponse]  # type: ignore[assignment]
+    """The message holding an ask, for anyone who can see it (NOT_FOUND
+    otherwise): how a link to an ask finds its channel.
     """
     Subscribe: _aio.UnaryStreamMultiCallable[_comms_pb2.SubscribeRequest, _comms_pb2.Event]  # type: ignore[assignment]
     """The caller's events from the event log after after_event_id: first a
@@ -280,6 +288,16 @@ class CommsServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_comms_pb2.GetAskHistoryResponse, _abc.Awaitable[_comms_pb2.GetAskHistoryResponse]]:
         """Who did what to an ask and through which surface, oldest first, for
         anyone who can see it; and what the caller may do with it now.
+        """
+
+    @_abc_1.abstractmethod
+    def GetAskMessage(
+        self,
+        request: _comms_pb2.GetAskMessageRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_comms_pb2.GetAskMessageResponse, _abc.Awaitable[_comms_pb2.GetAskMessageResponse]]:
+        """The message holding an ask, for anyone who can see it (NOT_FOUND
+        otherwise): how a link to an ask finds its channel.
         """
 
     @_abc_1.abstractmethod

@@ -1,0 +1,313 @@
+"""What a webhook says about an event of the log.
+
+An ask posted in a channel, its ending (answered, declined, withdrawn by its
+agent or the agent's owner, expired), and an inbox item opened, answered or
+closed each make one notice: a type, the event's time and sequence number,
+and the data a receiver needs without calling back (the ask's questions and
+options, channel, asker, state, the page's link). A notice is sent as a
+Standard Webhooks JSON body, or as a Slack message (slack.py).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from compass_server.store.types import (
+    Ask,
+    AskAnswerBlock,
+    AskEnding,
+    AskQuestion,
+    ChannelKind,
+    DeliveryDraft,
+    Directory,
+    EndingKind,
+    Event,
+    EventKind,
+    InboxChange,
+    InboxStatus,
+    Message,
+    WebhookEventType,
+    WebhookKind,
+)
+from compass_server.webhooks import slack
+
+T = WebhookEventType
+
+_ENDED = {
+    EndingKind.ANSWERED: T.ASK_ANSWERED,
+    EndingKind.DECLINED: T.ASK_DECLINED,
+    EndingKind.WITHDRAWN_BY_AGENT: T.ASK_WITHDRAWN,
+    EndingKind.WITHDRAWN_BY_OWNER: T.ASK_WITHDRAWN,
+    EndingKind.EXPIRED: T.ASK_EXPIRED,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    type: WebhookEventType
+    event_id: int
+    at: datetime.datetime
+    # The ask or inbox item it is about.
+    subject: str
+    # One delivery per endpoint per key.
+    dedupe_key: str
+    data: dict[str, Any]
+
+
+def time(value: datetime.datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")
+
+
+def ask_link(public_url: str, ask_id: str) -> str:
+    return f"{public_url.rstrip('/')}/#/ask/{ask_id}"
+
+
+def item_link(public_url: str, item_id: uuid.UUID) -> str:
+    return f"{public_url.rstrip('/')}/#/inbox/{item_id}"
+
+
+def _who(account_id: uuid.UUID | None, handle: str) -> dict[str, Any] | None:
+    return None if account_id is None else {"account_id": str(account_id), "handle": handle}
+
+
+def _question(q: AskQuestion, answered: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "question_id": q.question_id,
+        "question": q.question,
+        "header": q.header,
+        "allow_multiple": q.allow_multiple,
+        "recommended": q.recommended
+        if q.recommended is not None and 0 <= q.recommended < len(q.options)
+        else None,
+        "options": [
+            {"id": o.id, "label": o.label, "description": o.description} for o in q.options
+        ],
+    }
+    if answered:
+        labels = {o.id: o.label for o in q.options}
+        out["answer"] = {
+            "chosen_option_ids": list(q.chosen_option_ids),
+            "chosen_labels": [labels.get(i, i) for i in q.chosen_option_ids],
+            "custom_text": q.custom_text,
+            "timed_out": q.timed_out,
+        }
+    return out
+
+
+def _ending(e: AskEnding | None) -> dict[str, Any] | None:
+    if e is None:
+        return None
+    return {
+        "kind": e.kind.value,
+        "at": time(e.at),
+        "by": _who(e.actor_id, e.actor_handle),
+        "surface": e.surface.value if e.surface else None,
+        "reason": e.reason,
+    }
+
+
+def _state(ask: Ask) -> str:
+    if ask.ending is not None:
+        return ask.ending.kind.value
+    if ask.answered:
+        return EndingKind.ANSWERED.value
+    if ask.cancelled:
+        return EndingKind.WITHDRAWN_BY_AGENT.value
+    return "open"
+
+
+def ask_data(
+    ask: Ask, state: str, url: str, ending: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    answered = state in (EndingKind.ANSWERED.value, EndingKind.EXPIRED.value)
+    return {
+        "ask_id": ask.ask_id,
+        "state": state,
+        "url": url,
+        "questions": [_question(q, answered) for q in ask.questions],
+        "deadline": time(ask.deadline),
+        "answerers": [
+            {"account_id": str(a), "handle": h}
+            for a, h in zip(ask.answerer_ids, ask.answerer_handles, strict=False)
+        ],
+        "ending": ending if ending is not None else _ending(ask.ending),
+    }
+
+
+def _ended_now(message: Message, at: datetime.datetime | None) -> list[Ask]:
+    """The asks of an updated message that this event ended: an ending is
+    written in the transaction of its event, so at the event's time; when no
+    time matches (an ask that ended before endings were timed), every ended
+    ask of the message, which a delivery's key makes once each."""
+    ended = [b for b in message.blocks if isinstance(b, Ask) and not b.is_open]
+    now = [a for a in ended if a.ending is not None and a.ending.at == at]
+    return now or ended
+
+
+def _channel_notices(event: Event, message: Message, d: Directory, public_url: str) -> list[Notice]:
+    name, kind = d.channels.get(message.channel_id, ("", ChannelKind.CHANNEL))
+    base = {
+        "sequence": event.event_id,
+        "workspace_id": str(d.workspace_id),
+        "message_id": str(message.message_id),
+        "channel": {"channel_id": str(message.channel_id), "name": name, "kind": kind.value},
+        "asker": _who(message.author_id, message.author_handle),
+    }
+    at = event.created_at or message.created_at
+    if event.kind is EventKind.MESSAGE_POSTED:
+        asks = [b for b in message.blocks if isinstance(b, Ask)]
+        return [
+            Notice(
+                T.ASK_POSTED,
+                event.event_id,
+                at,
+                a.ask_id,
+                f"ask.posted:{a.ask_id}",
+                {**base, "ask": ask_data(a, _state(a), ask_link(public_url, a.ask_id))},
+            )
+            for a in asks
+        ]
+    out = []
+    for a in _ended_now(message, event.created_at):
+        kind_of_end = a.ending.kind if a.ending else EndingKind(_state(a))
+        out.append(
+            Notice(
+                _ENDED[kind_of_end],
+                event.event_id,
+                at,
+                a.ask_id,
+                f"ask.ended:{a.ask_id}",
+                {**base, "ask": ask_data(a, _state(a), ask_link(public_url, a.ask_id))},
+            )
+        )
+    return out
+
+
+def _answered(block: AskAnswerBlock) -> Ask:
+    return Ask(questions=block.questions, ask_id=block.ask_id, answered=True)
+
+
+def _inbox_notice(
+    event: Event, change: InboxChange, d: Directory, public_url: str
+) -> Notice | None:
+    message = change.message
+    item = d.items.get(change.item_id)
+    handle = d.handles.get
+    by = _who(change.actor_id, handle(change.actor_id, ""))
+    at = event.created_at or datetime.datetime.now(datetime.UTC)
+    ask: Ask | None = None
+    state = "open"
+    ending: dict[str, Any] | None = None
+    if change.status is InboxStatus.OPEN:
+        if message is not None and message.ask is not None:
+            ask = message.ask  # the agent asked
+        elif message is None and item is not None and item.ask is not None:
+            ask = item.ask  # taken back or reopened: the same ask waits again
+        else:
+            return None  # a message that asks nothing
+        kind = T.INBOX_ITEM_OPENED
+    elif change.status is InboxStatus.ANSWERED:
+        if message is None or message.answer is None:
+            return None
+        ask, state = _answered(message.answer), "answered"
+        ending = {"kind": "answered", "at": time(at), "by": by, "surface": None, "reason": ""}
+        kind = T.INBOX_ITEM_ANSWERED
+    elif change.status is InboxStatus.CLOSED:
+        if message is not None and message.ask is not None and message.ask.ending is not None:
+            ask, state = message.ask, "declined"
+            ending = _ending(message.ask.ending)
+        elif message is None:
+            ask = item.ask if item is not None else None
+            by_agent = change.actor_id == change.agent_id
+            state = "withdrawn_by_agent" if by_agent else "withdrawn_by_person"
+            reason = item.close_reason if item is not None and by_agent else ""
+            ending = {"kind": state, "at": time(at), "by": by, "surface": None, "reason": reason}
+        else:
+            return None  # a reply on a closed item
+        kind = T.INBOX_ITEM_CLOSED
+    else:
+        return None  # a note waits on nobody
+    url = item_link(public_url, change.item_id)
+    data = {
+        "sequence": event.event_id,
+        "workspace_id": str(d.workspace_id),
+        "item": {
+            "item_id": str(change.item_id),
+            "key": change.key,
+            "title": item.title if item is not None else change.key,
+            "revision": change.revision,
+            "status": change.status.value,
+            "url": url,
+        },
+        "agent": _who(change.agent_id, handle(change.agent_id, "")),
+        "actor": by,
+        "ask": ask_data(ask, state, url, ending) if ask is not None else None,
+    }
+    key = f"{kind.value}:{change.item_id}:{event.event_id}"
+    return Notice(kind, event.event_id, at, str(change.item_id), key, data)
+
+
+def notices(event: Event, d: Directory, public_url: str) -> list[Notice]:
+    """The notices one event of the log makes: none for most."""
+    if event.message is not None and event.kind in (
+        EventKind.MESSAGE_POSTED,
+        EventKind.MESSAGE_UPDATED,
+    ):
+        return _channel_notices(event, event.message, d, public_url)
+    if event.inbox is not None:
+        notice = _inbox_notice(event, event.inbox, d, public_url)
+        return [notice] if notice is not None else []
+    return []
+
+
+def standard_body(notice: Notice) -> str:
+    """The Standard Webhooks payload: type, timestamp, data."""
+    return json.dumps(
+        {"type": notice.type.value, "timestamp": time(notice.at), "data": notice.data},
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def body(kind: WebhookKind, notice: Notice) -> str:
+    if kind is WebhookKind.SLACK:
+        return json.dumps(slack.message(notice.type, notice.data), ensure_ascii=False)
+    return standard_body(notice)
+
+
+class Drafts:
+    """Makes an endpoint's deliveries from a page of its log (the store's
+    `Derive`)."""
+
+    def __init__(self, public_url: str) -> None:
+        self.public_url = public_url
+
+    def __call__(
+        self,
+        kind: WebhookKind,
+        types: frozenset[WebhookEventType],
+        events: Sequence[Event],
+        directory: Directory,
+    ) -> list[DeliveryDraft]:
+        out = []
+        for event in events:
+            for notice in notices(event, directory, self.public_url):
+                if types and notice.type not in types:
+                    continue
+                out.append(
+                    DeliveryDraft(
+                        notice.event_id,
+                        notice.type,
+                        notice.subject,
+                        notice.dedupe_key,
+                        body(kind, notice),
+                    )
+                )
+        return out
