@@ -372,10 +372,17 @@ async def test_one_answer_is_enough_to_submit_without_confirming(
 
 
 async def option_look(option: Any) -> list[str]:
-    return await option.evaluate(  # type: ignore[no-any-return]
-        """o => { const s = getComputedStyle(o);
-                  return [s.borderTopColor, s.borderTopStyle, s.backgroundColor]; }"""
-    )
+    # An element redrawn between finding and reading it has no style (it left
+    # the document): read the one drawn now.
+    for _ in range(20):
+        look: list[str] = await option.evaluate(
+            """o => { if (!o.isConnected) return null; const s = getComputedStyle(o);
+                      return [s.borderTopColor, s.borderTopStyle, s.backgroundColor]; }"""
+        )
+        if look is not None:
+            return look
+        await asyncio.sleep(0.1)
+    raise AssertionError("the option never stayed in the page long enough to be read")
 
 
 async def test_an_unchosen_recommendation_does_not_look_chosen_once_answered(
