@@ -522,6 +522,9 @@ class CompassServer:
             open_asks, unnumbered = await self.store.counts()
             m.open_asks.set(open_asks)
             m.numbering_lag.set(unnumbered)
+            pending, oldest = await self.webhooks.pending()
+            m.webhook_pending.set(pending)
+            m.webhook_oldest.set(oldest)
 
         m.samplers += [process, database]
 

@@ -165,3 +165,49 @@ async def test_metrics_on_a_port_of_their_own(database_url: str, tmp_path: pathl
             ready = await http.get(f"http://127.0.0.1:{srv.metrics_port}/readyz", timeout=10)
         assert gone.status_code == 404 and page.status_code == 404
         assert ready.status_code == 200
+
+
+async def test_webhook_deliveries_still_to_send_show_as_backlog(
+    database_url: str, tmp_path: pathlib.Path
+) -> None:
+    from compass.v1 import admin_pb2 as ad
+    from compass_server.store.vault import new_key
+    from tests.receiver import Receiver, Reply
+
+    receiver = await Receiver(lambda _: Reply(503, b"down")).start()
+    async with running_server(
+        database_url,
+        tmp_path,
+        webhook_key=new_key(),
+        webhook_allowed_networks="127.0.0.0/8",
+        # A failed first attempt waits an hour for its retry: pending all test long.
+        webhook_retry_schedule="1h",
+        webhook_poll_seconds=0.1,
+    ) as srv:
+        client = GrpcClient(srv.grpc_port)
+        try:
+            w = await World.create(srv.store)
+            before = value(await scrape(srv.http_port), "compass_webhook_deliveries_pending")
+            made = await client.call(
+                "CreateWebhook",
+                ad.CreateWebhookRequest(url=receiver.url()),
+                w.tokens[w.human.account_id],
+            )
+            await w.post_ask()
+            await w.post_ask()
+            await receiver.wait_for(2)
+            await asyncio.sleep(1.0)
+            samples = await scrape(srv.http_port)
+            assert value(samples, "compass_webhook_deliveries_pending") == before + 2
+            assert value(samples, "compass_webhook_oldest_pending_seconds") >= 1.0
+
+            await client.call(
+                "DeleteWebhook",
+                ad.DeleteWebhookRequest(webhook_id=made.webhook.webhook_id),
+                w.tokens[w.human.account_id],
+            )
+            after = await scrape(srv.http_port)
+            assert value(after, "compass_webhook_deliveries_pending") == before
+        finally:
+            await client.close()
+            await receiver.close()

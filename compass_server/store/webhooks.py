@@ -358,6 +358,18 @@ class WebhookStore:
 
     # --- the servers' side ------------------------------------------------------------------
 
+    async def pending(self) -> tuple[int, float]:
+        """Deliveries of every workspace still to be sent, and the age in
+        seconds of the oldest of them (0 when none)."""
+        async with self.db.maintenance() as conn:
+            cur = await conn.execute("SELECT * FROM compass_webhook_metrics()")
+            row = await cur.fetchone()
+        return (
+            (int(row["pending_deliveries"]), float(row["oldest_pending_seconds"]))
+            if row
+            else (0, 0.0)
+        )
+
     async def backlog(self, limit: int) -> list[tuple[uuid.UUID, uuid.UUID]]:
         """(workspace, endpoint) of enabled endpoints behind their log."""
         async with self.db.deliveries() as conn:

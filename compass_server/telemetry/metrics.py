@@ -61,6 +61,16 @@ class Metrics:
             "Events committed and not yet numbered, in the database.",
             registry=r,
         )
+        self.webhook_pending = Gauge(
+            "compass_webhook_deliveries_pending",
+            "Webhook deliveries still to be sent (due or waiting for a retry), in the database.",
+            registry=r,
+        )
+        self.webhook_oldest = Gauge(
+            "compass_webhook_oldest_pending_seconds",
+            "How long the oldest webhook delivery still to be sent has waited, in the database.",
+            registry=r,
+        )
         self.pool_in_use = Gauge(
             "compass_db_pool_in_use", "Database connections in use, by pool.", ["pool"], registry=r
         )
