@@ -20,8 +20,10 @@ doesn't slow the load generator sharing its event loop.
    endpoints.
 3. The write path: the ask lifecycle (an agent posts a one-question ask over
    gRPC, a person answers it), K = 1 and 16 closed-loop workers, on a server
-   without webhooks and on a server sending every change of the lifecycle's
-   workspace to 1 endpoint, alternating, `--rounds` times, pooled.
+   without webhooks, on a server sending every change of the lifecycle's
+   workspace to 1 endpoint, and on a server with its courier off while a
+   second server, serving no clients, sends them; alternating, `--rounds`
+   times, pooled; with the machine's idle CPU over the part (/proc/stat).
 """
 
 from __future__ import annotations
@@ -178,7 +180,10 @@ async def lifecycle(
     receiver_url: str | None,
     k: int,
     seconds: float,
+    courier: dict[str, str] | None = None,
 ) -> LoadResult:
+    """`courier`: the settings of a second server, serving no clients, that
+    sends the deliveries (the served one then has its courier off)."""
     async with Provisioner(url) as prov:
         pairs = []
         ws = await prov.workspace(name)
@@ -187,7 +192,10 @@ async def lifecycle(
             pairs.append((await prov.agent(ws, f"agent-{i}", human), human))
         if receiver_url is not None:
             await endpoints(prov, ws, receiver_url, 1)
-    async with server_process(url, settings) as server:
+    async with contextlib.AsyncExitStack() as stack:
+        server = await stack.enter_async_context(server_process(url, settings))
+        if courier is not None:
+            await stack.enter_async_context(server_process(url, courier))
         async with grpc.aio.insecure_channel(server.grpc_target) as ch:
             stub = comms_pb2_grpc.CommsServiceStub(ch)
             channels = [
@@ -265,24 +273,49 @@ async def receive() -> None:
     await asyncio.Event().wait()
 
 
+def cpu_idle() -> tuple[int, int]:
+    """The machine's idle and total CPU ticks so far (/proc/stat)."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:]]
+    return ticks[3] + ticks[4], sum(ticks)
+
+
 async def write_path(url: str, args: argparse.Namespace) -> None:
     print("\n### The ask lifecycle's write path, webhooks off and on\n")
     print(
-        "| K | off: lifecycles/s, p50, p99 | on (1 endpoint): lifecycles/s, p50, p99 | on / off |"
+        "| K | off: lifecycles/s, p50, p99 | on (1 endpoint): lifecycles/s, p50, p99 | on / off "
+        "| on, sent by a second process: lifecycles/s, p50, p99 | that / off | machine idle |"
     )
-    print("| --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    # The served server has no courier; another process, serving no one, sends.
+    served = {**ON, "COMPASS_WEBHOOK_COURIER": "false"}
     for k in (1, 16):
         off: list[LoadResult] = []
         on: list[LoadResult] = []
+        apart: list[LoadResult] = []
+        idle = cpu_idle()
         for r in range(args.rounds):
             off.append(await lifecycle(url, OFF, f"off {k} {r}", None, k, args.seconds))
             async with receiver_process() as receiver_url:
                 on.append(await lifecycle(url, ON, f"on {k} {r}", receiver_url, k, args.seconds))
-            log(f"K={k} round {r}: off {off[-1].summary()} / on {on[-1].summary()}")
-        a, b = pooled(off), pooled(on)
+            async with receiver_process() as receiver_url:
+                apart.append(
+                    await lifecycle(
+                        url, served, f"apart {k} {r}", receiver_url, k, args.seconds, ON
+                    )
+                )
+            log(
+                f"K={k} round {r}: off {off[-1].summary()} / on {on[-1].summary()}"
+                f" / apart {apart[-1].summary()}"
+            )
+        now = cpu_idle()
+        idle_share = (now[0] - idle[0]) / max(1, now[1] - idle[1])
+        a, b, c = pooled(off), pooled(on), pooled(apart)
         row = (
             f"| {k} | {a[0]:,.0f}/s, {a[1]:.1f} ms, {a[2]:.1f} ms "
-            f"| {b[0]:,.0f}/s, {b[1]:.1f} ms, {b[2]:.1f} ms | {b[0] / a[0]:.2f} |"
+            f"| {b[0]:,.0f}/s, {b[1]:.1f} ms, {b[2]:.1f} ms | {b[0] / a[0]:.2f} "
+            f"| {c[0]:,.0f}/s, {c[1]:.1f} ms, {c[2]:.1f} ms | {c[0] / a[0]:.2f} "
+            f"| {idle_share:.0%} |"
         )
         log(row)
         print(row)

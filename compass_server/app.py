@@ -537,6 +537,9 @@ class CompassServer:
                 "COMPASS_WEBHOOK_KEY_FILE)"
             )
             return None
+        if not settings.webhook_courier:
+            log.info("webhooks are sent by other processes: webhooks.courier is off")
+            return None
         return Courier(
             self.webhooks,
             Sender(

@@ -485,6 +485,13 @@ class Settings:
     webhook_key_file: pathlib.Path | None = _s(
         None, "webhooks", Path(optional=True), "a file holding that key"
     )
+    webhook_courier: bool = _s(
+        True,
+        "webhooks",
+        Switch(),
+        "send webhook deliveries from this process; off, its changes are still recorded "
+        "for the servers that have it on to send",
+    )
     webhook_allowed_networks: str = _s(
         "",
         "webhooks",

@@ -114,6 +114,41 @@ async def test_two_servers_share_the_deliveries_and_never_send_one_at_once(
         assert a.stop() == 0 and b.stop() == 0
 
 
+async def test_a_server_without_the_courier_sends_nothing_and_one_with_it_sends_all(
+    database_url: str, store: Store
+) -> None:
+    receiver = await Receiver(lambda _: Reply()).start()
+    quiet = ServerProcess(database_url, env={**env(), "COMPASS_WEBHOOK_COURIER": "false"}).start()
+    client = GrpcClient(quiet.grpc_port)
+    sender: ServerProcess | None = None
+    try:
+        w = await World.create(store)
+        secret = await endpoint(client, w, receiver.url())
+        asks = await post_asks(w, 10)
+        # Ten of its polls: the server serves the endpoint but sends nothing.
+        await asyncio.sleep(1.0)
+        assert receiver.received == []
+        assert await states(database_url, w.workspace_id) == collections.Counter()
+        sender = ServerProcess(database_url, env=env()).start()
+        asks += await post_asks(w, 5)
+        await until_delivered(database_url, w, 15)
+        assert set(asks_heard(secret, receiver.received)) == set(asks)
+        async with await psycopg.AsyncConnection.connect(database_url) as conn:
+            cur = await conn.execute(
+                "SELECT count(DISTINCT server_id) FROM webhook_attempts WHERE workspace_id = %s",
+                (w.workspace_id,),
+            )
+            row = await cur.fetchone()
+        assert row == (1,), "only the server with the courier sent"
+        assert quiet.proc is not None and quiet.proc.poll() is None, "it still serves"
+    finally:
+        await client.close()
+        await receiver.close()
+        assert quiet.stop() == 0
+        if sender is not None:
+            assert sender.stop() == 0
+
+
 async def test_a_server_killed_mid_send_loses_no_delivery(database_url: str, store: Store) -> None:
     slow = True
     receiver = await Receiver(lambda _: Reply(delay=0.8) if slow else Reply()).start()

@@ -103,40 +103,42 @@ SELECT id, kind, event_types, event_cursor FROM webhook_endpoints
 WHERE id = %(id)s AND enabled FOR UPDATE SKIP LOCKED
 
 -- name: insert_deliveries
+-- Arrays go in binary: in text form psycopg escapes every element, bodies
+-- included, with a regular expression.
 INSERT INTO webhook_deliveries (
   id, workspace_id, endpoint_id, event_id, event_type, subject, dedupe_key, body)
 SELECT i, compass_workspace(), %(endpoint_id)s, e, t, s, k, b
-FROM unnest(%(ids)s::uuid[], %(event_ids)s::bigint[], %(types)s::text[], %(subjects)s::text[],
-            %(keys)s::text[], %(bodies)s::text[]) AS x (i, e, t, s, k, b)
+FROM unnest(%(ids)b::uuid[], %(event_ids)b::bigint[], %(types)b::text[], %(subjects)b::text[],
+            %(keys)b::text[], %(bodies)b::text[]) AS x (i, e, t, s, k, b)
 ON CONFLICT (endpoint_id, dedupe_key) DO NOTHING
 
 -- name: move_cursor
 UPDATE webhook_endpoints SET event_cursor = %(cursor)s WHERE id = %(id)s
 
 -- name: channel_names
-SELECT id, name, kind FROM channels WHERE id = ANY(%(ids)s::uuid[])
+SELECT id, name, kind FROM channels WHERE id = ANY(%(ids)b::uuid[])
 
 -- name: handles
-SELECT id, handle FROM accounts WHERE id = ANY(%(ids)s::uuid[])
+SELECT id, handle FROM accounts WHERE id = ANY(%(ids)b::uuid[])
 
 -- name: inbox_items
 SELECT i.id, i.key, i.title, m.blocks, m.ask_status, coalesce(m.withdrawn_reason, '') AS reason,
        m.ending
 FROM inbox_items i LEFT JOIN inbox_messages m ON m.id = i.ask_message_id
-WHERE i.id = ANY(%(ids)s::uuid[])
+WHERE i.id = ANY(%(ids)b::uuid[])
 
 -- name: claim
 SELECT delivery_id, workspace_id, endpoint_id, attempt, failures, event_type, body, kind,
        url_sealed, secret_sealed, previous_secret_sealed
 FROM compass_claim_webhook_deliveries(
-  %(server)s, %(lease)s, %(limit)s, %(per_endpoint)s, %(busy_ids)s::uuid[],
-  %(busy_counts)s::integer[])
+  %(server)s, %(lease)s, %(limit)s, %(per_endpoint)s, %(busy_ids)b::uuid[],
+  %(busy_counts)b::integer[])
 
 -- name: finish
 SELECT compass_finish_webhook_attempts(
-  %(deliveries)s::uuid[], %(attempts)s::integer[], %(delivered)s::boolean[],
-  %(retry_in)s::interval[], %(status_codes)s::integer[], %(latencies)s::double precision[],
-  %(errors)s::text[], %(responses)s::text[], %(disable)s::text[]) AS recorded
+  %(deliveries)b::uuid[], %(attempts)b::integer[], %(delivered)b::boolean[],
+  %(retry_in)b::interval[], %(status_codes)b::integer[], %(latencies)b::double precision[],
+  %(errors)b::text[], %(responses)b::text[], %(disable)b::text[]) AS recorded
 
 -- name: prune
 SELECT compass_prune_webhook_deliveries(%(age)s, %(batch)s) AS n
