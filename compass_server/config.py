@@ -10,6 +10,7 @@ environment, then a flag, each overriding the one before.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import difflib
 import math
@@ -58,14 +59,15 @@ class ConfigError(Exception):
 # --- kinds of value ------------------------------------------------------------------
 
 
-class Kind:
+class Kind(abc.ABC):
     """How a setting's value is read from TOML and from text (the environment
     and flags), and written back as TOML."""
 
     what = "a value"
 
+    @abc.abstractmethod
     def from_toml(self, value: object) -> Any:
-        raise NotImplementedError
+        """The value, or ValueError when the TOML value isn't one."""
 
     def from_text(self, text: str) -> Any:
         return self.from_toml(text)
