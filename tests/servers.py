@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import pathlib
+import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -144,3 +149,36 @@ class ConnectClient:
 
 
 Client = GrpcClient | ConnectClient
+
+
+BIN = pathlib.Path(sys.executable).parent
+
+
+def serve_process(database_url: str, *flags: str, **env: str) -> subprocess.Popen[str]:
+    """`compass-server serve` as its own process on free loopback ports, with
+    no COMPASS_ setting from the test's environment but `env` (log level INFO
+    unless given); it prints its ports as one JSON line when ready."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("COMPASS_")}
+    return subprocess.Popen(
+        [
+            BIN / "compass-server",
+            "serve",
+            *("--database-url", database_url, "--grpc-listen", "0", "--http-listen", "0"),
+            *flags,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**base, "COMPASS_LOG_LEVEL": "INFO", **env},
+    )
+
+
+def stop_process(proc: subprocess.Popen[str]) -> tuple[int, str]:
+    """SIGTERM, then its exit status and everything it wrote to stderr."""
+    proc.send_signal(signal.SIGTERM)
+    code = proc.wait(timeout=60)
+    err = proc.stderr.read() if proc.stderr else ""
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+    return code, err

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import pathlib
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 
@@ -20,9 +17,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.conftest import running_server
+from tests.servers import serve_process
 from tests.tcp_proxy import TcpProxy
 
-BIN = pathlib.Path(sys.executable).parent
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
@@ -89,27 +86,7 @@ async def _is(srv: object, status: int) -> bool:
 
 
 def test_sigterm_drains_not_serving_then_stops(database_url: str) -> None:
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("COMPASS_")},
-        "COMPASS_DRAIN_SECONDS": "3",
-        "COMPASS_LOG_LEVEL": "WARNING",
-    }
-    proc = subprocess.Popen(
-        [
-            BIN / "compass-server",
-            "serve",
-            "--database-url",
-            database_url,
-            "--grpc-listen",
-            "0",
-            "--http-listen",
-            "0",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    proc = serve_process(database_url, COMPASS_DRAIN_SECONDS="3", COMPASS_LOG_LEVEL="WARNING")
     try:
         assert proc.stdout is not None
         ready = json.loads(proc.stdout.readline())

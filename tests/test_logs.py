@@ -4,49 +4,19 @@ turned off, and never a token."""
 from __future__ import annotations
 
 import json
-import os
-import pathlib
-import signal
 import subprocess
-import sys
 
 import httpx
 
 from compass.v1 import comms_pb2 as pb
 from compass_server.store import Database, Store
-from tests.servers import CallError, GrpcClient
+from tests.servers import CallError, GrpcClient, serve_process, stop_process
 from tests.world import World
-
-BIN = pathlib.Path(sys.executable).parent
-
-
-def serve(database_url: str, **env: str) -> subprocess.Popen[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("COMPASS_")}
-    return subprocess.Popen(
-        [
-            BIN / "compass-server",
-            "serve",
-            "--database-url",
-            database_url,
-            "--grpc-listen",
-            "0",
-            "--http-listen",
-            "0",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**base, "COMPASS_LOG_LEVEL": "INFO", **env},
-    )
 
 
 def stop(proc: subprocess.Popen[str]) -> str:
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=60) == 0
-    assert proc.stderr is not None and proc.stdout is not None
-    err = proc.stderr.read()
-    proc.stderr.close()
-    proc.stdout.close()
+    code, err = stop_process(proc)
+    assert code == 0, err
     return err
 
 
@@ -94,7 +64,7 @@ async def work(database_url: str, grpc_port: int, http_port: int) -> tuple[World
 
 
 async def test_json_lines_with_method_and_actor_and_never_a_token(database_url: str) -> None:
-    proc = serve(database_url, COMPASS_LOG_FORMAT="json")
+    proc = serve_process(database_url, COMPASS_LOG_FORMAT="json")
     assert proc.stdout is not None
     ready = json.loads(proc.stdout.readline())
     world, tokens = await work(database_url, ready["grpc_port"], ready["http_port"])
@@ -120,7 +90,7 @@ async def test_json_lines_with_method_and_actor_and_never_a_token(database_url: 
 
 
 async def test_access_lines_can_be_turned_off(database_url: str) -> None:
-    proc = serve(database_url, COMPASS_LOG_ACCESS="false")
+    proc = serve_process(database_url, COMPASS_LOG_ACCESS="false")
     assert proc.stdout is not None
     ready = json.loads(proc.stdout.readline())
     _, tokens = await work(database_url, ready["grpc_port"], ready["http_port"])

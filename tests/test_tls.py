@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import pathlib
 import signal
 import ssl
@@ -31,6 +30,7 @@ from compass_agentkit.relay import Relay, tls_credentials
 from compass_server.store import Database, Store
 from tests.conftest import running_server
 from tests.relay_client import runner_for
+from tests.servers import serve_process, stop_process
 from tests.world import World
 
 BIN = pathlib.Path(sys.executable).parent
@@ -199,37 +199,7 @@ async def post(channel: grpc.aio.Channel, world: World, text: str) -> None:
 
 
 def serve_tls(database_url: str, cert: pathlib.Path, key: pathlib.Path) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COMPASS_")}
-    return subprocess.Popen(
-        [
-            BIN / "compass-server",
-            "serve",
-            "--database-url",
-            database_url,
-            "--grpc-listen",
-            "0",
-            "--http-listen",
-            "0",
-            "--tls-cert",
-            str(cert),
-            "--tls-key",
-            str(key),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**env, "COMPASS_LOG_LEVEL": "INFO"},
-    )
-
-
-def stop(proc: subprocess.Popen[str]) -> tuple[int, str]:
-    proc.send_signal(signal.SIGTERM)
-    code = proc.wait(timeout=60)
-    err = proc.stderr.read() if proc.stderr else ""
-    for pipe in (proc.stdout, proc.stderr):
-        if pipe is not None:
-            pipe.close()
-    return code, err
+    return serve_process(database_url, "--tls-cert", str(cert), "--tls-key", str(key))
 
 
 async def test_sighup_reloads_the_certificate_and_open_connections_stay(
@@ -306,7 +276,7 @@ async def test_sighup_reloads_the_certificate_and_open_connections_stay(
         stream.cancel()
         await old.close()
     finally:
-        code, err = stop(proc)
+        code, err = stop_process(proc)
     assert code == 0, err
     assert err.count("reloaded the TLS certificate") == 1
     assert "TLS reload failed" in err
