@@ -259,12 +259,14 @@ class CompassServer:
         self.store = Store(
             self.db,
             ask_cache_bytes=settings.ask_cache_bytes,
+            write_batch=settings.write_batch,
             deadline_bounds=DeadlineBounds(
                 datetime.timedelta(seconds=self.settings.ask_deadline_min_seconds),
                 datetime.timedelta(seconds=self.settings.ask_deadline_max_seconds),
             ),
         )
         self.store.ending_listeners.append(self.metrics.ended)
+        self.store.write_listeners.append(self.metrics.wrote)
         if self.tracer is not None:
             self.store.ending_listeners.append(traces.AskTraces(self.tracer).ended)
         # Each part is kept once it started, so a failed start stops only those.

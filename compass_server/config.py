@@ -34,6 +34,7 @@ from compass_server.relay.gateway import (
     WINDOW,
 )
 from compass_server.store.asks import ASK_CACHE_BYTES
+from compass_server.store.coalesce import WRITE_BATCH
 from compass_server.store.db import redacted_url
 from compass_server.transport.connect_app import COMPRESS_MIN_BYTES, DRAIN_BYTES, DRAIN_SECONDS
 from compass_server.webhooks.courier import POLL_SECONDS, RETRY_SCHEDULE, schedule
@@ -457,6 +458,13 @@ class Settings:
     )
     ask_cache_bytes: int = _s(
         ASK_CACHE_BYTES, "limits", Count(), "asks' content kept to check answers"
+    )
+    write_batch: int = _s(
+        WRITE_BATCH,
+        "limits",
+        Count(),
+        "posts (or ask endings) that waited while one was at the database, sent together as "
+        "one statement; 1 sends each alone",
     )
     wire_cache_bytes: int = _s(
         WIRE_CACHE_BYTES, "limits", Count(), "events kept encoded for a workspace's subscribers"

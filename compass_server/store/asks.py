@@ -21,6 +21,7 @@ from psycopg.types.json import Jsonb
 
 from compass_server.store import blocks as blockrules
 from compass_server.store.cache import SizedCache
+from compass_server.store.coalesce import Coalescer
 from compass_server.store.db import Database, queries, signed_out
 from compass_server.store.errors import (
     Conflict,
@@ -82,6 +83,17 @@ def refusal(status: str, ask_id: str) -> StoreError:
     return Corrupt(f"ask {quoted(ask_id)}: the change could not be applied ({status})")
 
 
+def ending_item(p: dict[str, Any]) -> dict[str, Any]:
+    """An ending's parameters as an item of compass_end_asks."""
+    item = {k: v for k, v in p.items() if k not in ("cred", "actor", "answered", "answer_id")}
+    item["cred"] = p["cred"].hex()
+    item["actor"] = str(p["actor"])
+    if "answered" in p:
+        item["answered"] = p["answered"].obj
+        item["answer_id"] = str(p["answer_id"])
+    return item
+
+
 def _check_ask_id(ask_id: str) -> None:
     if not ask_id:
         raise InvalidArgument("ask_id is required")
@@ -128,6 +140,7 @@ class AskEndings:
 
     db: Database
     _asks: AskCache
+    _endings: Coalescer
     deadline_bounds: blockrules.DeadlineBounds
     # Called with each deadline this process posts, so an expiry loop can wake for it.
     deadline_listeners: list[Callable[[datetime.datetime], None]]
@@ -236,19 +249,16 @@ class AskEndings:
         except InvalidArgument:
             await self._open_to_answer(actor, ask_id)
             raise
-        async with self.db.connection() as conn:
-            cur = await conn.execute(
-                ASKS["answer_ask"],
-                {
-                    "cred": actor.credential,
-                    "actor": actor.account_id,
-                    "ask_id": ask_id,
-                    "answered": Jsonb(blockrules.block_to_json(answered)["ask"]["questions"]),
-                    "answer_id": uuid.uuid4(),
-                    "surface": surface.value if surface else None,
-                },
-            )
-            row = await cur.fetchone()
+        row = await self._endings.write(
+            {
+                "cred": actor.credential,
+                "actor": actor.account_id,
+                "ask_id": ask_id,
+                "answered": Jsonb(blockrules.block_to_json(answered)["ask"]["questions"]),
+                "answer_id": uuid.uuid4(),
+                "surface": surface.value if surface else None,
+            }
+        )
         result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
         if result["status"] != "taken":
             raise refusal(result["status"], ask_id)
@@ -296,19 +306,16 @@ class AskEndings:
         reason: str = "",
     ) -> tuple[Message, bool]:
         _check_ask_id(ask_id)
-        async with self.db.connection() as conn:
-            cur = await conn.execute(
-                ASKS["end_ask"],
-                {
-                    "cred": actor.credential,
-                    "actor": actor.account_id,
-                    "ask_id": ask_id,
-                    "kind": kind.value,
-                    "surface": surface.value if surface else None,
-                    "reason": reason,
-                },
-            )
-            row = await cur.fetchone()
+        row = await self._endings.write(
+            {
+                "cred": actor.credential,
+                "actor": actor.account_id,
+                "ask_id": ask_id,
+                "kind": kind.value,
+                "surface": surface.value if surface else None,
+                "reason": reason,
+            }
+        )
         result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
         status = result["status"]
         if status not in ("changed", "unchanged"):

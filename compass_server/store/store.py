@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from psycopg.types.json import Jsonb
 
 from compass_server.store import blocks as blockrules
 from compass_server.store.admin import AdminStore
-from compass_server.store.asks import ASK_CACHE_BYTES, AskCache, AskEndings
+from compass_server.store.asks import ASK_CACHE_BYTES, ASKS, AskCache, AskEndings, ending_item
+from compass_server.store.coalesce import WRITE_BATCH, Coalescer
 from compass_server.store.db import Conn, Database, queries, signed_out
 from compass_server.store.errors import (
     Corrupt,
@@ -287,6 +288,21 @@ async def _refresh_presence(conn: Conn, agent_id: uuid.UUID) -> None:
         Database.appended()
 
 
+def _post_item(p: dict[str, Any]) -> dict[str, Any]:
+    """A post's parameters as an item of compass_post_messages."""
+    return {
+        "cred": p["cred"].hex(),
+        "id": str(p["id"]),
+        "channel_id": str(p["channel_id"]),
+        "author_id": str(p["author_id"]),
+        "blocks": p["blocks"].obj,
+        "search_text": p["search_text"],
+        "ask_ids": p["ask_ids"],
+        "due": [d.isoformat() if d is not None else None for d in p["due"]],
+        "surface": p["surface"],
+    }
+
+
 class Store(AskEndings):
     def __init__(
         self,
@@ -294,13 +310,39 @@ class Store(AskEndings):
         *,
         ask_cache_bytes: int = ASK_CACHE_BYTES,
         deadline_bounds: blockrules.DeadlineBounds = blockrules.DEADLINE_BOUNDS,
+        write_batch: int = WRITE_BATCH,
     ) -> None:
+        """`write_batch`: posts (or ask endings) sent as one statement at most;
+        1 sends each alone."""
         self.db = db
         self.admin = AdminStore(db)
         self._asks = AskCache(ask_cache_bytes)
         self.deadline_bounds = deadline_bounds
         self.deadline_listeners = []
         self.ending_listeners = []
+        self.write_listeners: list[Callable[[str, int], None]] = []
+        self._posts = Coalescer(
+            db,
+            single=lambda _: MESSAGES["post_message"],
+            batch=MESSAGES["post_messages"],
+            column="message",
+            encode=_post_item,
+            max_items=write_batch,
+            observe=lambda n: self._wrote("post", n),
+        )
+        self._endings = Coalescer(
+            db,
+            single=lambda p: ASKS["answer_ask"] if "answered" in p else ASKS["end_ask"],
+            batch=ASKS["end_asks"],
+            column="result",
+            encode=ending_item,
+            max_items=write_batch,
+            observe=lambda n: self._wrote("ending", n),
+        )
+
+    def _wrote(self, kind: str, count: int) -> None:
+        for listener in self.write_listeners:
+            listener(kind, count)
 
     # --- workspaces, accounts, runners, sign-in ----------------------------
 
@@ -542,22 +584,19 @@ class Store(AskEndings):
             for block in blocks_json:
                 if block["kind"] == "ask":
                     block["ask"]["trace"] = posted_in
-        async with self.db.connection() as conn:
-            cur = await conn.execute(
-                MESSAGES["post_message"],
-                {
-                    "cred": actor.credential,
-                    "id": uuid.uuid4(),
-                    "channel_id": channel_id,
-                    "author_id": actor.account_id,
-                    "blocks": Jsonb(blocks_json),
-                    "search_text": blockrules.search_text(stored),
-                    "ask_ids": ask_ids,
-                    "due": [b.deadline for b in stored if isinstance(b, Ask)],
-                    "surface": surface.value if surface else None,
-                },
-            )
-            row = await cur.fetchone()
+        row = await self._posts.write(
+            {
+                "cred": actor.credential,
+                "id": uuid.uuid4(),
+                "channel_id": channel_id,
+                "author_id": actor.account_id,
+                "blocks": Jsonb(blocks_json),
+                "search_text": blockrules.search_text(stored),
+                "ask_ids": ask_ids,
+                "due": [b.deadline for b in stored if isinstance(b, Ask)],
+                "surface": surface.value if surface else None,
+            }
+        )
         if row is None or row["message"] is None:
             raise NotFound(f"no channel {channel_id}")
         if row["message"].get("unscoped"):

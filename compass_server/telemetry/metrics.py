@@ -80,10 +80,21 @@ class Metrics:
             ["pool"],
             registry=r,
         )
+        self.writes = Histogram(
+            "compass_write_batch_writes",
+            "Statements that wrote posts or ask endings (kind: post, ending), by how many "
+            "writes each carried: 1 went alone, more waited and went together.",
+            ["kind"],
+            buckets=(1, 2, 4, 8, 16, 32, 64),
+            registry=r,
+        )
         self.samplers: list[Callable[[], Awaitable[None]]] = []
 
     def observe_call(self, transport: str, method: str, status: str, seconds: float) -> None:
         self.calls.labels(transport, method, status).observe(seconds)
+
+    def wrote(self, kind: str, count: int) -> None:
+        self.writes.labels(kind).observe(count)
 
     def ended(self, kind: str, count: int = 1, message: object = None) -> None:
         self.asks_ended.labels(kind).inc(count)

@@ -19,6 +19,11 @@ SELECT compass_answer_ask(
 SELECT compass_end_ask(
   %(cred)s, %(actor)s, %(ask_id)s, %(kind)s, %(surface)s, %(reason)s) AS result
 
+-- name: end_asks
+-- Answers and other endings written together (migration 0019): one result
+-- per item, in order.
+SELECT compass_end_asks(%(items)s) AS result
+
 -- name: ask_state
 -- The ask if the actor can see it (NULL state otherwise), whether the actor
 -- may answer it, and who owns its author.

@@ -50,3 +50,7 @@ SELECT * FROM (
 ) bounded
 WHERE running <= %(max_bytes)s OR running = size
 ORDER BY position DESC
+
+-- name: post_messages
+-- Posts written together (migration 0019): one result per item, in order.
+SELECT compass_post_messages(%(items)s) AS message
