@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
+import random
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -20,8 +22,9 @@ import psycopg
 import pytest
 
 from compass_server.store import Conflict, NotFound, PermissionDenied, Store
-from compass_server.store.coalesce import Coalescer
-from compass_server.store.types import Answer, Ask, Message, TextBlock
+from compass_server.store.coalesce import WRITE_BATCH, Coalescer
+from compass_server.store.db import Database
+from compass_server.store.types import AccountKind, Answer, Ask, Message, TextBlock
 from tests.world import World, two_question_ask
 
 GOOD = [Answer("db", ("pg",)), Answer("langs", ("py",))]
@@ -297,3 +300,45 @@ async def test_a_batch_that_fails_as_a_whole_is_retried_write_by_write(
     page = await store.list_messages(w.human, w.channel.channel_id, 50, "")
     texts = [b.text for m in page.items for b in m.blocks if isinstance(b, TextBlock)]
     assert "before" in texts and "after" in texts and marker not in texts
+
+
+async def test_batches_from_two_servers_on_the_same_agents_never_deadlock(
+    two: Two, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An ending locks its ask's message, then the asking agent's row. Two
+    servers' batches over asks of the same agents, released at the same
+    moment, must never wait on each other in a cycle: a deadlock would fail a
+    batch and send its writes again one by one, which the log says."""
+    w = two.world
+    other_db = Database(database_url, min_size=2, max_size=8)
+    await other_db.open()
+    try:
+        stores = [two.store, Store(other_db)]
+        # Many agents, so each batch takes their rows one by one as it goes.
+        agents = [await w.add_account(f"ag-{i}", AccountKind.AGENT) for i in range(32)]
+        for a in agents:
+            await two.store.add_channel_member(w.human, w.channel.channel_id, a.account_id)
+        plug = await w.post_ask(w.agent, two_question_ask(), two_question_ask())
+        plugs = [b.ask_id for b in plug.blocks if isinstance(b, Ask)]
+        rng = random.Random(7)
+        asks = [ask_of(await w.post_ask(agents[i % 32])).ask_id for i in range(2 * WRITE_BATCH)]
+        rng.shuffle(asks)
+        caplog.set_level(logging.INFO, logger="compass_server.store.coalesce")
+        async with lock_message(database_url, plug):
+            lone = [
+                asyncio.ensure_future(s.answer_ask(w.human, p, GOOD))
+                for s, p in zip(stores, plugs, strict=True)
+            ]
+            await asyncio.sleep(0.1)
+            rest = [
+                asyncio.ensure_future(stores[i % 2].answer_ask(two.grace, a, GOOD))
+                for i, a in enumerate(asks)
+            ]
+            for s in stores:
+                await until(lambda s=s: s._endings.waiting() == WRITE_BATCH, "both are queued")
+        results = await asyncio.wait_for(asyncio.gather(*lone, *rest, return_exceptions=True), 60)
+        assert [r for r in results if isinstance(r, BaseException)] == []
+        assert not [r for r in caplog.records if "failed together" in r.getMessage()]
+        assert [s._endings.most for s in stores] == [WRITE_BATCH, WRITE_BATCH]
+    finally:
+        await other_db.close()

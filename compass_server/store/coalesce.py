@@ -62,6 +62,8 @@ class Coalescer:
         # Called with the number of writes of each statement sent.
         self._observe = observe
         self._lanes: dict[asyncio.AbstractEventLoop, _Lane] = {}
+        # The most writes one statement carried.
+        self.most = 0
 
     async def write(self, params: Row) -> Row | None:
         """The row the single statement returns for these parameters."""
@@ -115,6 +117,7 @@ class Coalescer:
             return await cur.fetchone()
 
     async def _together(self, taken: list[tuple[Row, asyncio.Future[Row | None]]]) -> None:
+        self.most = max(self.most, len(taken))
         if self._observe is not None:
             self._observe(len(taken))
         items = Jsonb([self._encode(p) for p, _ in taken])
@@ -160,8 +163,8 @@ class Coalescer:
 
 
 def _lost(exc: psycopg.Error) -> bool:
-    """Whether the error is the connection's, not the statement's: retrying
-    each write alone would only fail each the same way."""
-    if isinstance(exc, psycopg.errors.TransactionRollback):
-        return False  # a deadlock or serialization failure: alone, each may pass
-    return isinstance(exc, psycopg.OperationalError)
+    """Whether the error is the connection's or the server's, not the
+    statement's: retrying each write alone would only fail each the same way.
+    A deadlock or a serialization failure (class 40) is the statement's."""
+    state = exc.sqlstate or ""
+    return not state or state[:2] in ("08", "53", "57", "58")
