@@ -22,7 +22,7 @@ import psycopg
 import pytest
 
 from compass_server.store import Conflict, NotFound, PermissionDenied, Store
-from compass_server.store.coalesce import WRITE_BATCH, Coalescer
+from compass_server.store.coalesce import WRITE_BATCH, WRITE_BATCH_BYTES, Coalescer
 from compass_server.store.db import Database
 from compass_server.store.types import AccountKind, Answer, Ask, Message, TextBlock
 from tests.world import World, two_question_ask
@@ -342,3 +342,32 @@ async def test_batches_from_two_servers_on_the_same_agents_never_deadlock(
         assert [s._endings.most for s in stores] == [WRITE_BATCH, WRITE_BATCH]
     finally:
         await other_db.close()
+
+
+async def test_large_posts_go_one_by_one_past_the_batch_bytes(two: Two, database_url: str) -> None:
+    w, store = two.world, two.store
+    # Over half the batch bytes each, in blocks under the text limit.
+    big = [TextBlock("x" * 30_000) for _ in range(WRITE_BATCH_BYTES // 2 // 30_000 + 1)]
+    small = [
+        lambda i=i: store.append_message(w.human, w.channel.channel_id, [TextBlock(f"s{i}")])
+        for i in range(3)
+    ]
+    large = [
+        lambda i=i: store.append_message(w.human, w.channel.channel_id, [*big, TextBlock(str(i))])
+        for i in range(3)
+    ]
+    _, results = await queued_behind(
+        store._posts,
+        lambda: store.append_message(w.agent, w.channel.channel_id, [TextBlock("held")]),
+        large + small,
+        holding(
+            database_url,
+            "SELECT 1 FROM accounts WHERE id = %s FOR UPDATE",
+            w.agent.account_id,
+        ),
+    )
+    assert all(isinstance(m, Message) for m in results), results
+    written = await xmins(database_url, [m.message_id for m in results])
+    # Two halves never fit together; the last large one takes the small ones along.
+    assert len(set(written[:3])) == 3
+    assert written[2] == written[3] == written[4] == written[5]

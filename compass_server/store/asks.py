@@ -257,7 +257,8 @@ class AskEndings:
                 "answered": Jsonb(blockrules.block_to_json(answered)["ask"]["questions"]),
                 "answer_id": uuid.uuid4(),
                 "surface": surface.value if surface else None,
-            }
+            },
+            sum(len(a.custom_text) + 64 * (1 + len(a.chosen_option_ids)) for a in answers),
         )
         result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
         if result["status"] != "taken":
@@ -314,7 +315,8 @@ class AskEndings:
                 "kind": kind.value,
                 "surface": surface.value if surface else None,
                 "reason": reason,
-            }
+            },
+            len(reason),
         )
         result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
         status = result["status"]

@@ -24,8 +24,11 @@ from compass_server.store.db import Database
 
 log = logging.getLogger(__name__)
 
-# Writes of one kind sent as one statement, at most.
+# Writes of one kind sent as one statement, at most; and their content's
+# bytes, past which the rest wait for the next (a larger write goes alone),
+# so a batch never holds much more memory than one large write does.
 WRITE_BATCH = 64
+WRITE_BATCH_BYTES = 256 << 10
 
 Row = dict[str, Any]
 
@@ -33,7 +36,9 @@ Row = dict[str, Any]
 @dataclasses.dataclass
 class _Lane:
     busy: bool = False
-    waiting: list[tuple[Row, asyncio.Future[Row | None]]] = dataclasses.field(default_factory=list)
+    waiting: list[tuple[Row, int, asyncio.Future[Row | None]]] = dataclasses.field(
+        default_factory=list
+    )
     drain: asyncio.Task[None] | None = None
 
 
@@ -65,15 +70,16 @@ class Coalescer:
         # The most writes one statement carried.
         self.most = 0
 
-    async def write(self, params: Row) -> Row | None:
-        """The row the single statement returns for these parameters."""
+    async def write(self, params: Row, size: int = 0) -> Row | None:
+        """The row the single statement returns for these parameters; `size`
+        is about how many bytes of content they carry."""
         loop = asyncio.get_running_loop()
         lane = self._lanes.get(loop)
         if lane is None:
             lane = self._lanes[loop] = _Lane()
         if lane.busy and self.max_items > 1:
             done: asyncio.Future[Row | None] = loop.create_future()
-            lane.waiting.append((params, done))
+            lane.waiting.append((params, size, done))
             return await done
         lane.busy = True
         try:
@@ -97,10 +103,14 @@ class Coalescer:
     async def _drain(self, loop: asyncio.AbstractEventLoop, lane: _Lane) -> None:
         try:
             while lane.waiting:
-                taken = lane.waiting[: self.max_items]
-                del lane.waiting[: self.max_items]
+                n, total = 0, 0
+                for _, size, _ in lane.waiting[: self.max_items]:
+                    if n and total + size > WRITE_BATCH_BYTES:
+                        break
+                    n, total = n + 1, total + size
                 # A caller that gave up before its write was sent sends nothing.
-                taken = [(p, f) for p, f in taken if not f.done()]
+                taken = [(p, f) for p, _, f in lane.waiting[:n] if not f.done()]
+                del lane.waiting[:n]
                 if len(taken) == 1:
                     params, done = taken[0]
                     await self._settle(done, self._alone(params))

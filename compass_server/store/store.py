@@ -595,7 +595,8 @@ class Store(AskEndings):
                 "ask_ids": ask_ids,
                 "due": [b.deadline for b in stored if isinstance(b, Ask)],
                 "surface": surface.value if surface else None,
-            }
+            },
+            sum(sizes),
         )
         if row is None or row["message"] is None:
             raise NotFound(f"no channel {channel_id}")
