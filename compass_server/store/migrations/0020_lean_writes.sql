@@ -12,12 +12,20 @@
 -- takes part in the channel. Every other statement of compass_app is held
 -- by the policies as before.
 --
--- 2. Participation (compass_participation's definition) costs one index
+-- 2. Under compass_writer the workspace's policy reads the workspace the
+-- function proved from its credential at entry (compass.writer_workspace),
+-- instead of proving it again for every table of every statement. Only
+-- those functions run as compass_writer, and each names the workspace
+-- before its first read; compass_app naming one changes nothing (its
+-- statements still prove theirs), as compass.operator_workspace is heard
+-- only from compass_maintenance.
+--
+-- 3. Participation (compass_participation's definition) costs one index
 -- probe when the account is a member of the channel itself, and reads its
 -- chain only otherwise. Written out where it is asked: a SQL function with a
 -- subquery is never inlined, so it would be planned again on every call.
 --
--- 3. A presence change updates the agent's row once.
+-- 4. A presence change updates the agent's row once.
 
 DO $$
 BEGIN
@@ -48,6 +56,35 @@ BEGIN
   END LOOP;
 END
 $$;
+
+CREATE OR REPLACE FUNCTION compass_workspace() RETURNS uuid
+LANGUAGE sql STABLE AS $$
+  SELECT CASE current_user
+    WHEN 'compass_maintenance'
+      THEN nullif(pg_catalog.current_setting('compass.operator_workspace', true), '')::uuid
+    WHEN 'compass_writer'
+      THEN nullif(pg_catalog.current_setting('compass.writer_workspace', true), '')::uuid
+    ELSE public.compass_credential_workspace()
+  END
+$$;
+
+-- What a write function does first: scopes the transaction to its caller's
+-- credential and the account it acts as, and names the workspace that
+-- credential proves (NULL: none) for the rest of the function.
+CREATE FUNCTION compass_writer_scope(cred bytea, actor uuid) RETURNS uuid
+LANGUAGE plpgsql AS $$
+DECLARE
+  ws uuid;
+BEGIN
+  PERFORM set_config('compass.credential', encode(cred, 'hex'), true);
+  PERFORM set_config('compass.actor', coalesce(actor::text, ''), true);
+  ws := compass_credential_workspace();
+  PERFORM set_config('compass.writer_workspace', coalesce(ws::text, ''), true);
+  RETURN ws;
+END
+$$;
+REVOKE ALL ON FUNCTION compass_writer_scope(bytea, uuid) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION compass_writer_scope(bytea, uuid) TO compass_writer;
 
 -- The account the transaction's credential vouches for, if it is `named`.
 CREATE FUNCTION compass_vouched(named uuid) RETURNS boolean
@@ -138,7 +175,7 @@ DECLARE
   msg jsonb;
   change jsonb;
 BEGIN
-  ws := compass_scope(cred, author);
+  ws := compass_writer_scope(cred, author);
   IF ws IS NULL THEN
     RETURN jsonb_build_object('unscoped', true);
   END IF;
@@ -196,7 +233,7 @@ DECLARE
   answer_msg jsonb;
   change jsonb;
 BEGIN
-  ws := compass_scope(cred, actor);
+  ws := compass_writer_scope(cred, actor);
   IF ws IS NULL THEN
     RETURN jsonb_build_object('status', 'unscoped');
   END IF;
@@ -251,7 +288,7 @@ BEGIN
   IF kind NOT IN ('declined', 'withdrawn_by_agent', 'withdrawn_by_owner') THEN
     RAISE EXCEPTION 'compass_end_ask does not end an ask as %', kind;
   END IF;
-  ws := compass_scope(cred, actor);
+  ws := compass_writer_scope(cred, actor);
   IF ws IS NULL THEN
     RETURN jsonb_build_object('status', 'unscoped');
   END IF;
