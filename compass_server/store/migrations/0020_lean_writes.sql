@@ -5,7 +5,7 @@
 -- asked again, up to twice per statement, whether the actor took part in the
 -- channel (each time proving the actor from its credential and the
 -- workspace of every table the view reads). The three hot writes now run as
--- compass_writer, a role that owns nothing and logs in as nobody: the
+-- compass_writer, a role that owns nothing and nothing logs in as: the
 -- workspace's policy holds it as it holds compass_app, the participation
 -- policies don't, and each function checks what they checked, once: that
 -- its credential vouches for the account it acts as, and that the account
@@ -86,7 +86,7 @@ $$;
 REVOKE ALL ON FUNCTION compass_writer_scope(bytea, uuid) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION compass_writer_scope(bytea, uuid) TO compass_writer;
 
--- The account the transaction's credential vouches for, if it is `named`.
+-- Whether the transaction's credential vouches for the account `named`.
 CREATE FUNCTION compass_vouched(named uuid) RETURNS boolean
 LANGUAGE sql STABLE AS $$
   SELECT named IS NOT NULL AND compass_actor() IS NOT DISTINCT FROM named
