@@ -14,7 +14,7 @@ import pytest
 from psycopg.rows import dict_row
 
 from compass_server.store import Database, Store
-from compass_server.store.types import AccountKind, Actor, RunnerPrincipal, TextBlock
+from compass_server.store.types import AccountKind, Actor, Ask, RunnerPrincipal, TextBlock
 from tests.relay_client import runner_for
 from tests.world import World
 
@@ -143,3 +143,46 @@ async def test_a_chain_is_written_only_by_the_tree(
         assert refused.value.sqlstate == "CT004"
         await app_conn.rollback()
         await act_as(app_conn, w.human.credential, w.human)
+
+
+async def test_the_write_functions_act_only_as_an_account_the_credential_vouches_for(
+    app_conn: psycopg.AsyncConnection[Any], store: Store
+) -> None:
+    """Each write names its credential and the account it acts as: a name the
+    credential does not vouch for writes nothing, even into a channel that
+    account takes part in."""
+    w, planner, beta, own = await tree(store)
+    asked = await w.post_ask(planner, channel=w.channel)
+    ask_id = next(b.ask_id for b in asked.blocks if isinstance(b, Ask))
+    await app_conn.execute("SET ROLE compass_app")
+
+    async def call(sql: str, *args: Any) -> Any:
+        row = await (await app_conn.execute(f"SELECT {sql} AS r", args)).fetchone()
+        assert row is not None
+        return row["r"]
+
+    post = (
+        "compass_post_message(%s, %s, %s, %s, '[]'::jsonb, '', ARRAY[]::text[],"
+        " ARRAY[]::timestamptz[], NULL)"
+    )
+    # beta's token naming planner, in planner's own channel.
+    assert await call(post, beta.credential, uuid.uuid4(), own, planner.account_id) is None
+    # grace's token naming ada (a member of general) answering, declining.
+    answer = "compass_answer_ask(%s, %s, %s, '[]'::jsonb, %s, NULL)"
+    result = await call(answer, w.other_human.credential, w.human.account_id, ask_id, uuid.uuid4())
+    assert result["status"] == "not_found"
+    end = "compass_end_ask(%s, %s, %s, %s, NULL, '')"
+    for cred, actor, kind in (
+        (w.other_human.credential, w.human.account_id, "declined"),
+        (w.other_human.credential, w.human.account_id, "withdrawn_by_owner"),
+        (beta.credential, planner.account_id, "withdrawn_by_agent"),
+    ):
+        assert (await call(end, cred, actor, ask_id, kind))["status"] == "not_found"
+    # The same calls with a vouching credential do land.
+    posted = await call(post, planner.credential, uuid.uuid4(), own, planner.account_id)
+    assert posted["message"]["author_id"] == str(planner.account_id)
+    ended = await call(end, w.human.credential, w.human.account_id, ask_id, "declined")
+    assert ended["status"] == "changed"
+    await app_conn.rollback()
+    stored = await store.get_message(w.human, asked.message_id)
+    assert stored.blocks == asked.blocks

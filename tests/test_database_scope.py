@@ -67,6 +67,27 @@ async def test_the_request_role_cannot_name_another_workspace(
         await app_conn.execute("SELECT token_hash FROM credentials")
 
 
+async def test_the_request_role_cannot_name_the_write_functions_workspace(
+    app_conn: psycopg.AsyncConnection[Any], store: Store
+) -> None:
+    """The write functions run as compass_writer, whose workspace they name
+    after proving it; naming one as compass_app reaches nothing, and
+    compass_app is no member of compass_writer."""
+    a, b = await World.create(store), await World.create(store)
+    await a.post_text(a.human, "of a")
+    await b.post_text(b.human, "of b")
+    await scope(app_conn, a)
+    await app_conn.execute(
+        "SELECT set_config('compass.writer_workspace', %s, false)", (str(b.workspace_id),)
+    )
+    rows = await (await app_conn.execute("SELECT workspace_id FROM messages")).fetchall()
+    assert {r["workspace_id"] for r in rows} == {a.workspace_id}
+    member = await (
+        await app_conn.execute("SELECT pg_has_role('compass_app', 'compass_writer', 'MEMBER') AS m")
+    ).fetchone()
+    assert member == {"m": False}
+
+
 async def test_a_write_call_with_a_credential_it_was_not_given_writes_nothing(
     app_conn: psycopg.AsyncConnection[Any], store: Store
 ) -> None:

@@ -180,7 +180,8 @@ WRITES_MESSAGES = re.compile(
 DYNAMIC_SQL = re.compile(r"\bexecute\s+(?!function\b|procedure\b)", re.IGNORECASE)
 
 # Post writes a message; only answer and cancel rewrite one, and only its
-# server-owned ask state. The app role writes through these functions.
+# server-owned ask state. The app role writes through these functions, which
+# run as compass_writer (a role nothing logs in as).
 MESSAGE_WRITERS = {
     "function compass_answer_ask",
     "function compass_write_ending",
@@ -188,6 +189,8 @@ MESSAGE_WRITERS = {
     "compass_app may DELETE messages",
     "compass_app may INSERT messages",
     "compass_app may UPDATE messages",
+    "compass_writer may INSERT messages",
+    "compass_writer may UPDATE messages",
 }
 
 
