@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -66,7 +67,10 @@ class Coalescer:
         self.max_items = max_items
         # Called with the number of writes of each statement sent.
         self._observe = observe
-        self._lanes: dict[asyncio.AbstractEventLoop, _Lane] = {}
+        # Per event loop (tests run several), forgotten with the loop.
+        self._lanes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Lane] = (
+            weakref.WeakKeyDictionary()
+        )
         # The most writes one statement carried.
         self.most = 0
 
