@@ -235,19 +235,24 @@ async def last_position(url: str) -> int:
 
 async def trim(url: str, seeded_up_to: int) -> None:
     """Back to the seeded store: what the windows wrote goes (messages past the
-    seeded history, their asks, the event log, which was never seeded), and a
+    seeded history, their asks and their records, the event log, which was never seeded), and a
     VACUUM clears the dead rows a scan would still read. The statistics stay
     those of the seeded store (no ANALYZE). Every window's asks are answered
     by then, so the agents' presence is as it was."""
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         async with conn.transaction():
             await conn.execute(
+                "DELETE FROM ask_history h USING asks a, messages m"
+                " WHERE h.ask_id = a.ask_id AND m.id = a.message_id AND m.position > %s",
+                (seeded_up_to,),
+            )
+            await conn.execute(
                 "DELETE FROM asks a USING messages m WHERE m.id = a.message_id AND m.position > %s",
                 (seeded_up_to,),
             )
             await conn.execute("DELETE FROM messages WHERE position > %s", (seeded_up_to,))
             await conn.execute("DELETE FROM events")
-        await conn.execute("VACUUM messages, asks, events")
+        await conn.execute("VACUUM messages, asks, ask_history, events")
 
 
 def open_store(n: int) -> RowOpener:
