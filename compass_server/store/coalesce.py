@@ -3,7 +3,7 @@
 A write whose kind has nothing at the database goes straight through, as
 its own statement. Writes that arrive while one of their kind is at the
 database wait for it, then go together as one statement and one commit
-(migration 0019): under load one round trip and one commit carry many
+(migration 0020): under load one round trip and one commit carry many
 writes, and a lone caller pays nothing. Each write keeps its own outcome.
 If the statement fails as a whole, each of its writes is retried alone, so
 one write's error never becomes its neighbours'.

@@ -20,7 +20,7 @@ SELECT compass_end_ask(
   %(cred)s, %(actor)s, %(ask_id)s, %(kind)s, %(surface)s, %(reason)s) AS result
 
 -- name: end_asks
--- Answers and other endings written together (migration 0019): one result
+-- Answers and other endings written together (migration 0020): one result
 -- per item, in order.
 SELECT compass_end_asks(%(items)s) AS result
 

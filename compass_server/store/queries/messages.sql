@@ -52,5 +52,5 @@ WHERE running <= %(max_bytes)s OR running = size
 ORDER BY position DESC
 
 -- name: post_messages
--- Posts written together (migration 0019): one result per item, in order.
+-- Posts written together (migration 0020): one result per item, in order.
 SELECT compass_post_messages(%(items)s) AS message

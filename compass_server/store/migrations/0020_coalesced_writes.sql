@@ -7,7 +7,8 @@
 -- Lock order, so batches can't deadlock with each other, with lone writes
 -- or with the expiry sweep: asks' messages first (in ask id order), then
 -- agents' rows in id order. A post locks only its author's row; an ending
--- locks its ask's message, then the asking agent's row.
+-- locks its ask's message, then the asking agent's row. Locking the messages
+-- runs as compass_writer, as the endings themselves do (0019).
 
 -- Items: [{cred (hex), id, channel_id, author_id, blocks, search_text,
 -- ask_ids, due, surface}]; returns each item's compass_post_message result,
@@ -34,6 +35,23 @@ BEGIN
 END
 $$;
 
+-- The ask's message locked for `actor`, if its credential vouches for it and
+-- it takes part in the channel; returns the asking agent (NULL: none of that).
+CREATE FUNCTION compass_lock_ask_for(cred bytea, actor uuid, ask text) RETURNS uuid
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+BEGIN
+  IF compass_writer_scope(cred, actor) IS NULL OR NOT compass_vouched(actor) THEN
+    RETURN NULL;
+  END IF;
+  RETURN (SELECT (l.m).author_id FROM compass_lock_ask(ask, actor) l);
+END
+$$;
+GRANT CREATE ON SCHEMA public TO compass_writer;
+ALTER FUNCTION compass_lock_ask_for(bytea, uuid, text) OWNER TO compass_writer;
+REVOKE CREATE ON SCHEMA public FROM compass_writer;
+REVOKE ALL ON FUNCTION compass_lock_ask_for(bytea, uuid, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION compass_lock_ask_for(bytea, uuid, text) TO compass_app;
+
 -- Items: [{cred (hex), actor, ask_id, surface} with either {answered,
 -- answer_id} (an answer) or {kind, reason} (any other ending)]; returns each
 -- item's compass_answer_ask or compass_end_ask result, in the items' order.
@@ -47,15 +65,13 @@ DECLARE
   cred bytea;
   actor uuid;
 BEGIN
-  -- Every message first, as each item's actor may see it.
+  -- Every message first, in ask id order.
   FOR it IN
     SELECT x.item, x.n FROM jsonb_array_elements(items) WITH ORDINALITY AS x (item, n)
     ORDER BY x.item ->> 'ask_id', x.n
   LOOP
-    actor := (it.item ->> 'actor')::uuid;
-    IF compass_scope(decode(it.item ->> 'cred', 'hex'), actor) IS NOT NULL THEN
-      askers[it.n] := (SELECT (l.m).author_id FROM compass_lock_ask(it.item ->> 'ask_id', actor) l);
-    END IF;
+    askers[it.n] := compass_lock_ask_for(
+      decode(it.item ->> 'cred', 'hex'), (it.item ->> 'actor')::uuid, it.item ->> 'ask_id');
   END LOOP;
   -- Then the endings, in the order of the agents' rows they update.
   FOR it IN
