@@ -71,8 +71,6 @@ class Coalescer:
         self._lanes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Lane] = (
             weakref.WeakKeyDictionary()
         )
-        # The most writes one statement carried.
-        self.most = 0
 
     async def write(self, params: Row, size: int = 0) -> Row | None:
         """The row the single statement returns for these parameters; `size`
@@ -131,7 +129,6 @@ class Coalescer:
             return await cur.fetchone()
 
     async def _together(self, taken: list[tuple[Row, asyncio.Future[Row | None]]]) -> None:
-        self.most = max(self.most, len(taken))
         if self._observe is not None:
             self._observe(len(taken))
         items = Jsonb([self._encode(p) for p, _ in taken])
