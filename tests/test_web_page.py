@@ -24,6 +24,7 @@ from tests.world import World
 pytestmark = pytest.mark.browser
 
 WITHDRAWN = "Withdrawn by the asker — no longer taking answers."
+REFUSED = "Your answers weren't recorded: the ask had already ended."
 RESPOND = "**/compass.v1.CommsService/RespondToAsk"
 SUBSCRIBE = "**/compass.v1.CommsService/Subscribe"
 
@@ -163,6 +164,7 @@ async def test_withdrawn_while_the_answer_is_in_flight(page: Any, api_world: Wor
         await respond.continue_()
     assert (await refused.value).status == 409
     await expect_withdrawn_and_empty(page, form)
+    await expect(form.locator(".ask-dropped")).to_have_text(REFUSED)
 
     stored = (await world.store.get_message(world.human, message.message_id)).ask(ask_id)
     assert stored is not None and stored.cancelled and not stored.answered
@@ -234,6 +236,7 @@ async def test_withdrawn_before_the_push_arrives(page: Any, api_world: World, se
     assert response.status == 409
     assert (await response.json())["message"] == f"ask {ask_id!r} is already withdrawn"
     await expect_withdrawn_and_empty(page, form)
+    await expect(form.locator(".ask-dropped")).to_have_text(REFUSED)
     # Nothing pushed yet: the presence change comes with the resumed stream.
     await expect(presence_badge(page, world.agent.account_id)).to_have_text("WAITING")
 

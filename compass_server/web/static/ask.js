@@ -8,6 +8,7 @@ import { isClosed } from "./model.js";
 export const WITHDRAWN = "Withdrawn by the asker — no longer taking answers.";
 export const EXPIRED = "Expired — no answer was given in time";
 const DROPPED = "Your unsent answers were cleared.";
+const REFUSED = "Your answers weren't recorded: the ask had already ended.";
 
 const ENDING = {
   answered: "ASK_ENDING_KIND_ANSWERED",
@@ -41,8 +42,8 @@ const SURFACE = {
 const drafts = new Map();
 // Asks with a RespondToAsk, DeclineAsk or WithdrawAsk on the wire: askId → what it says meanwhile.
 const sending = new Map();
-// Asks whose staged input an ending cleared, so the form can say so.
-const dropped = new Set();
+// Asks whose staged or sent input an ending made moot: askId → what the ask says about it.
+const dropped = new Map();
 // GetAskHistory per ask, read again when the ask ends: askId → { state, data }.
 const histories = new Map();
 const MAX_HISTORIES = 500;
@@ -121,9 +122,11 @@ export function renderAsk(ask, message, ctx) {
   const closed = isClosed(ask);
   // Asks in channels have a history and the actions beside answering; the inbox sends its own way.
   const inChannel = !ctx.send;
-  if (closed) {
+  // While this person's own answer, decline or withdraw is on the wire, the
+  // ending may be theirs: its reply decides, not the update that lands first.
+  if (closed && !sending.has(ask.askId)) {
     if (staged(drafts.get(ask.askId))) {
-      dropped.add(ask.askId);
+      dropped.set(ask.askId, DROPPED);
       ctx.reportQuiet(`Unsent answers to ${ask.askId} were cleared: the ask ended.`);
     }
     drafts.delete(ask.askId);
@@ -175,7 +178,7 @@ export function renderAsk(ask, message, ctx) {
     !closed && ask.deadline ? countdown(ask.deadline) : null,
     questions,
     status,
-    closed && dropped.has(ask.askId) ? h("p", { class: "ask-dropped" }, DROPPED) : null,
+    closed && dropped.has(ask.askId) ? h("p", { class: "ask-dropped" }, dropped.get(ask.askId)) : null,
     closed
       ? null
       : draft.confirmSkip && !busy
@@ -511,8 +514,9 @@ async function submit(askId, ctx, { skipAll = false } = {}) {
     }
     sending.delete(askId);
     if (closedNow(ctx, askId)) {
-      // Withdrawn or answered meanwhile: the status line says so; the refusal is only logged.
+      // Ended another way meanwhile: the status line says how, the note that these answers weren't taken.
       drafts.delete(askId);
+      dropped.set(askId, REFUSED);
       ctx.reportQuiet(`Answer to ${askId} not recorded: ${err.message}`);
     } else {
       draftOf(askId).error = describe(err, "Your answers weren't sent");
