@@ -4,6 +4,7 @@ context (own sessionStorage) per test, and helpers to use the page."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import pathlib
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -21,7 +22,8 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-ARTIFACTS = pathlib.Path(__file__).resolve().parents[1] / "test-artifacts"
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
 
 
 def _require_chromium() -> None:
@@ -45,19 +47,36 @@ async def browser_fixture() -> AsyncIterator[Any]:
         await launched.close()
 
 
-@pytest.fixture(name="page")
-async def page_fixture(browser: Any, server: Any) -> AsyncIterator[Any]:
-    """A page on the test server's HTTP port; fails the test on an uncaught page error."""
+@contextlib.asynccontextmanager
+async def new_tab(
+    browser: Any, server: Any, viewport: dict[str, int] = DESKTOP, **options: Any
+) -> AsyncIterator[Any]:
+    """A tab of a fresh context on the test server's HTTP port; fails the test
+    on an uncaught page error."""
     context = await browser.new_context(
-        base_url=f"http://127.0.0.1:{server.http_port}", viewport={"width": 1200, "height": 900}
+        base_url=f"http://127.0.0.1:{server.http_port}", viewport=viewport, **options
     )
     context.set_default_timeout(10_000)
     tab = await context.new_page()
     crashes: list[str] = []
     tab.on("pageerror", lambda exc: crashes.append(str(exc)))
-    yield tab
-    await context.close()
+    try:
+        yield tab
+    finally:
+        await context.close()
     assert not crashes, f"uncaught errors on the page: {crashes}"
+
+
+@pytest.fixture(name="page")
+async def page_fixture(browser: Any, server: Any) -> AsyncIterator[Any]:
+    async with new_tab(browser, server) as tab:
+        yield tab
+
+
+@pytest.fixture(scope="session", name="shots")
+def shots_fixture(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """Where the tests save screenshots: the run's temporary folder, not the repository."""
+    return tmp_path_factory.mktemp("screenshots")
 
 
 async def sign_in(page: Any, token: str) -> None:
@@ -71,8 +90,27 @@ async def sign_in(page: Any, token: str) -> None:
     await expect(page.locator("#live-status")).to_have_attribute("data-state", "live")
 
 
-def ask_form(page: Any, ask_id: str) -> Any:
-    return page.locator(f'form[data-ask-id="{ask_id}"]')
+def ask_block(page: Any, ask_id: str) -> Any:
+    """An ask as the page shows it: its form while open, its summary once ended."""
+    return page.locator(f'.block-ask[data-ask-id="{ask_id}"]')
+
+
+async def open_ended(block: Any) -> None:
+    """Checks that an ended ask is a summary with nothing to answer, then opens
+    it: its questions show as they were left, none of them can be changed."""
+    from playwright.async_api import expect
+
+    await expect(block.locator("input, fieldset")).to_have_count(0)
+    for name in ("Submit answers", "Decline…", "Withdraw ask"):
+        await expect(block.get_by_role("button", name=name)).to_have_count(0)
+    await block.get_by_role("button", name="Show the questions").click()
+    await expect(block.get_by_role("button", name="Hide the questions")).to_have_attribute(
+        "aria-expanded", "true"
+    )
+    choices = block.locator("input")
+    assert await choices.count() > 0
+    for i in range(await choices.count()):
+        await expect(choices.nth(i)).to_be_disabled()
 
 
 def question(form: Any, question_id: str) -> Any:

@@ -15,7 +15,7 @@ import pytest
 
 from compass_server.store import Database, Store, migrate
 from compass_server.store.embedded import EmbeddedPostgres
-from tests.browser import browser_fixture, page_fixture  # noqa: F401  (`browser`, `page`)
+from tests.browser import browser_fixture, page_fixture, shots_fixture  # noqa: F401  (fixtures)
 from tests.world import World
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ import pytest
 from playwright.async_api import expect
 
 from compass_server.store.types import Ask, TextBlock
-from tests.browser import ask_form, question, sign_in
+from tests.browser import ask_block, question, sign_in
 from tests.test_web_page import design_ask, stage_picks
 from tests.world import World
 
@@ -38,7 +38,7 @@ async def test_the_page_names_a_subagent_through_its_chain(page: Any, api_world:
 
     await page.route(GET_ACCOUNTS, hold)
     await sign_in(page, w.tokens[w.human.account_id])
-    form = ask_form(page, ask.ask_id)
+    form = ask_block(page, ask.ask_id)
     await expect(form).to_have_attribute("aria-label", "Ask from planner")
     released.set()
     for route in held:
@@ -60,7 +60,7 @@ async def test_the_page_names_a_subagent_through_its_chain(page: Any, api_world:
     late = await w.store.append_message(checker, general, [design_ask()])
     (late_ask,) = late.blocks
     assert isinstance(late_ask, Ask)
-    await expect(ask_form(page, late_ask.ask_id)).to_have_attribute(
+    await expect(ask_block(page, late_ask.ask_id)).to_have_attribute(
         "aria-label", "Ask from scout › planner › checker"
     )
 

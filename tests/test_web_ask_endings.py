@@ -9,13 +9,14 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.async_api import expect
 
 from compass_server.store.types import Ask, EndingKind, Surface
-from tests.browser import ARTIFACTS, ask_form, question, sign_in
+from tests.browser import ask_block, open_ended, question, sign_in
 from tests.test_web_page import design_ask, messages_in, stage_picks
 from tests.world import World
 
@@ -39,22 +40,25 @@ async def stored(world: World, message: Any, ask_id: str) -> Ask:
     return ask
 
 
-async def expect_locked(form: Any) -> None:
+async def expect_read_only(form: Any) -> None:
+    """An open ask the reader may not answer: every field shown, none usable."""
     choices = form.locator("input[type=radio], input[type=checkbox], input[type=text]")
+    assert await choices.count() > 0
     for i in range(await choices.count()):
         await expect(choices.nth(i)).to_be_disabled()
     await expect(form.get_by_role("button", name="Submit answers")).to_have_count(0)
     await expect(form.get_by_role("button", name="Decline…")).to_have_count(0)
 
 
-async def test_declining_with_a_reason(page: Any, api_world: World) -> None:
+async def test_declining_with_a_reason(page: Any, api_world: World, shots: Path) -> None:
     world = api_world
     message, ask_id = await post(world)
     await sign_in(page, world.tokens[world.human.account_id])
-    form = ask_form(page, ask_id)
+    form = ask_block(page, ask_id)
     history = form.get_by_role("list", name="History")
-    await expect(history.locator("li")).to_have_count(1)
-    await expect(history.locator("li").first).to_contain_text("Posted by scout")
+    # An open ask's record holds only its posting, which the message itself says.
+    await expect(form.get_by_role("button", name="Decline…")).to_be_visible()
+    await expect(history).to_have_count(0)
 
     await form.get_by_role("button", name="Decline…").click()
     reason = form.get_by_label("Reason (optional)")
@@ -63,14 +67,14 @@ async def test_declining_with_a_reason(page: Any, api_world: World) -> None:
     await form.get_by_role("button", name="Decline", exact=True).click()
 
     await expect(form.get_by_role("status")).to_have_text("Declined by ada: not before the audit")
-    await expect_locked(form)
+    await open_ended(form)
     await expect(history.locator("li")).to_have_count(2)
+    await expect(history.locator("li").first).to_contain_text("Posted by scout")
     await expect(history.locator("li").nth(1)).to_contain_text(
         re.compile(r"^Declined by ada through the web page · .+: not before the audit$")
     )
     await expect(page.get_by_role("alert")).to_have_count(0)
-    ARTIFACTS.mkdir(exist_ok=True)
-    await page.screenshot(path=str(ARTIFACTS / "web-ask-declined.png"), full_page=True)
+    await page.screenshot(path=str(shots / "web-ask-declined.png"), full_page=True)
 
     ask = await stored(world, message, ask_id)
     assert ask.ending is not None and ask.ending.kind is EndingKind.DECLINED
@@ -85,7 +89,7 @@ async def test_the_countdown_runs_and_an_expiry_lands_on_an_open_form(
     world = api_world
     message, ask_id = await post(world, timeout=datetime.timedelta(seconds=4))
     await sign_in(page, world.tokens[world.human.account_id])
-    form = ask_form(page, ask_id)
+    form = ask_block(page, ask_id)
     countdown = form.locator(".ask-deadline")
     await expect(countdown).to_have_text(re.compile(r"^Expires in [1-4]s$"))
     first = await countdown.text_content()
@@ -95,7 +99,7 @@ async def test_the_countdown_runs_and_an_expiry_lands_on_an_open_form(
     await expect(form.get_by_role("status")).to_have_text(EXPIRED, timeout=15_000)
     await expect(countdown).to_have_count(0)
     await expect(form.locator(".ask-dropped")).to_have_text(DROPPED)
-    await expect_locked(form)
+    await open_ended(form)
     for qid in ("db", "langs"):
         await expect(question(form, qid).locator("input[type=text]")).to_have_value("")
     await expect(form.locator("input:checked")).to_have_count(0)
@@ -108,7 +112,7 @@ async def test_the_countdown_runs_and_an_expiry_lands_on_an_open_form(
 
 
 async def test_an_ask_for_named_people_is_read_only_for_others_and_the_owner_withdraws_it(
-    page: Any, api_world: World, browser: Any, server: Any
+    page: Any, api_world: World, browser: Any, server: Any, shots: Path
 ) -> None:
     world = api_world
     grace = world.other_human
@@ -120,7 +124,7 @@ async def test_an_ask_for_named_people_is_read_only_for_others_and_the_owner_wit
     try:
         graces = await other.new_page()
         await sign_in(graces, world.tokens[grace.account_id])
-        theirs = ask_form(graces, ask_id)
+        theirs = ask_block(graces, ask_id)
         await expect(theirs.locator(".ask-answerers")).to_have_text("Asked of grace")
         await expect(theirs.get_by_role("button", name="Decline…")).to_be_visible()
         await expect(theirs.get_by_role("button", name="Submit answers")).to_be_enabled()
@@ -128,23 +132,27 @@ async def test_an_ask_for_named_people_is_read_only_for_others_and_the_owner_wit
 
         # ada isn't: read-only, but she owns the agent and may withdraw its ask.
         await sign_in(page, world.tokens[world.human.account_id])
-        form = ask_form(page, ask_id)
+        form = ask_block(page, ask_id)
         await expect(form.locator(".ask-answerers")).to_have_text("Asked of grace")
         await expect(form.get_by_role("button", name="Withdraw ask")).to_be_visible()
-        await expect_locked(form)
-        ARTIFACTS.mkdir(exist_ok=True)
-        await page.screenshot(path=str(ARTIFACTS / "web-ask-named.png"), full_page=True)
+        await expect_read_only(form)
+        await page.screenshot(path=str(shots / "web-ask-named.png"), full_page=True)
 
         await stage_nothing_possible(form)
         await form.get_by_role("button", name="Withdraw ask").click()
+        await (
+            form.get_by_role("group", name="Confirm withdrawing")
+            .get_by_role("button", name="Withdraw", exact=True)
+            .click()
+        )
         await expect(form.get_by_role("status")).to_have_text("Withdrawn by ada (owner)")
         await expect(form.get_by_role("button", name="Withdraw ask")).to_have_count(0)
         # grace's open form hears it live.
         await expect(theirs.get_by_role("status")).to_have_text("Withdrawn by ada (owner)")
-        await expect_locked(theirs)
+        await open_ended(theirs)
         await expect(
             theirs.get_by_role("list", name="History").locator("li").nth(1)
-        ).to_contain_text("Withdrawn by the owner by ada through the web page")
+        ).to_contain_text("Withdrawn by ada (owner) through the web page")
     finally:
         await other.close()
     ask = await stored(world, message, ask_id)
@@ -166,7 +174,7 @@ async def test_a_decline_elsewhere_lands_on_an_open_form_with_staged_input(
     await world.store.add_channel_member(world.human, world.channel.channel_id, grace.account_id)
     _, ask_id = await post(world)
     await sign_in(page, world.tokens[world.human.account_id])
-    form = ask_form(page, ask_id)
+    form = ask_block(page, ask_id)
     await stage_picks(form)
     await form.get_by_role("button", name="Decline…").click()
     await form.get_by_label("Reason (optional)").fill("half typed")
@@ -176,7 +184,7 @@ async def test_a_decline_elsewhere_lands_on_an_open_form_with_staged_input(
         "Declined by grace: we shipped it already"
     )
     await expect(form.locator(".ask-dropped")).to_have_text(DROPPED)
-    await expect_locked(form)
+    await open_ended(form)
     await expect(form.get_by_label("Reason (optional)")).to_have_count(0)
     await expect(form.locator("input:checked")).to_have_count(0)
     await expect(form.get_by_role("list", name="History").locator("li").nth(1)).to_contain_text(
@@ -192,14 +200,14 @@ async def test_declining_an_inbox_ask(page: Any, api_world: World, server: Any) 
     )
     await sign_in(page, world.tokens[world.human.account_id])
     await page.goto(f"/#/inbox/{item.item_id}")
-    form = ask_form(page, item.ask_id)
+    form = ask_block(page, item.ask_id)
     await stage_picks(form)
     await form.get_by_role("button", name="Decline…").click()
     await form.get_by_label("Reason (optional)").fill("not this week")
     await form.get_by_role("button", name="Decline", exact=True).click()
 
     await expect(form.get_by_role("status")).to_have_text("Declined by ada: not this week")
-    await expect_locked(form)
+    await open_ended(form)
     await expect(page.locator(".inbox-item-header .inbox-status")).to_have_text("Closed")
     await expect(page.get_by_role("button", name="Close without answering")).to_have_count(0)
     await expect(page.get_by_role("alert")).to_have_count(0)

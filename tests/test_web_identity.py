@@ -4,13 +4,14 @@ it. A real Chromium against the real server."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.async_api import expect
 
 from compass_server.store.types import Answer, AskStatus, InboxStatus
-from tests.browser import ARTIFACTS, ask_form, sign_in
+from tests.browser import ask_block, sign_in
 from tests.test_inbox_store import yes_no
 from tests.world import World
 
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.browser
 
 
 async def test_the_answerer_takes_back_and_the_closer_reopens(
-    page: Any, browser: Any, api_world: World, server: Any
+    page: Any, browser: Any, api_world: World, server: Any, shots: Path
 ) -> None:
     w, inbox = api_world, server.inbox
     # grace sees scout's inbox too, but answered nothing.
@@ -38,7 +39,7 @@ async def test_the_answerer_takes_back_and_the_closer_reopens(
     await expect(take_back).to_be_visible()
     await expect(page.get_by_role("button", name="Reopen")).to_have_count(0)
     await take_back.click()
-    form = ask_form(page, answered.ask_id)
+    form = ask_block(page, answered.ask_id)
     await expect(form.get_by_role("button", name="Submit answers")).to_be_enabled()
     await expect(page.get_by_role("button", name="Close without answering")).to_be_visible()
     await expect(take_back).to_have_count(0)
@@ -50,11 +51,10 @@ async def test_the_answerer_takes_back_and_the_closer_reopens(
     await page.goto(f"/#/inbox/{closed.item_id}")
     reopen = page.get_by_role("button", name="Reopen")
     await expect(reopen).to_be_visible()
-    ARTIFACTS.mkdir(exist_ok=True)
-    await page.screenshot(path=str(ARTIFACTS / "web-inbox-reopen.png"))
+    await page.screenshot(path=str(shots / "web-inbox-reopen.png"))
     await reopen.click()
     await expect(
-        ask_form(page, closed.ask_id).get_by_role("button", name="Submit answers")
+        ask_block(page, closed.ask_id).get_by_role("button", name="Submit answers")
     ).to_be_enabled()
     await expect(reopen).to_have_count(0)
     thread = await inbox.read_thread(w.human, closed.item_id)

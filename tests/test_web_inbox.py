@@ -8,6 +8,7 @@ import json
 import re
 import struct
 import zlib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +16,7 @@ from playwright.async_api import expect
 
 from compass_server.inbox.pictures import Picture
 from compass_server.store.types import AskAnswerBlock, AskStatus, InboxStatus, TextBlock
-from tests.browser import ARTIFACTS, ask_form, question, sign_in
+from tests.browser import ask_block, open_ended, question, sign_in
 from tests.test_inbox_store import yes_no
 from tests.test_web_page import ready_frame
 from tests.world import World, two_question_ask
@@ -51,7 +52,9 @@ def inbox_link(page: Any, name: str) -> Any:
     return page.locator("nav").get_by_role("link", name=name, exact=True)
 
 
-async def test_answering_an_item_with_a_picture(page: Any, api_world: World, server: Any) -> None:
+async def test_answering_an_item_with_a_picture(
+    page: Any, api_world: World, server: Any, shots: Path
+) -> None:
     w, inbox = api_world, server.inbox
     item, _ = await inbox.post(
         w.agent,
@@ -96,7 +99,7 @@ async def test_answering_an_item_with_a_picture(page: Any, api_world: World, ser
     await expect(picture).to_have_attribute("src", re.compile(r"^blob:"))
 
     # A refused answer says why and keeps the picks.
-    form = ask_form(page, item.ask_id)
+    form = ask_block(page, item.ask_id)
     await question(form, "db").get_by_label("MySQL").check()
     await question(form, "langs").get_by_label("Other").fill("x" * 10_001)
     await form.get_by_role("button", name="Submit answers").click()
@@ -110,15 +113,14 @@ async def test_answering_an_item_with_a_picture(page: Any, api_world: World, ser
     await question(form, "langs").get_by_label("Other").fill("and Rust")
     await question(form, "langs").get_by_label("Other").press("Enter")
     answer = thread.locator(f'.block-ask-answer[data-ask-id="{item.ask_id}"]')
-    await expect(answer).to_contain_text("ada answered scout's ask")
-    await expect(answer.locator("dd")).to_have_text(["MySQL", "Python, “and Rust”"])
+    await expect(answer).to_contain_text("ada answered scout's ask.")
     await expect(form.get_by_role("status")).to_have_text("Answered by ada.")
-    await expect(form.locator("input:enabled")).to_have_count(0)
+    await expect(form.locator("dd")).to_have_text(["MySQL", "Python, “and Rust”"])
+    await open_ended(form)
     await expect(question(form, "db").get_by_label("MySQL")).to_be_checked()
     await expect(form.get_by_role("button", name="Close without answering")).to_have_count(0)
     await expect(inbox_link(page, "Inbox 1 open")).to_be_visible()
-    ARTIFACTS.mkdir(exist_ok=True)
-    await page.screenshot(path=str(ARTIFACTS / "web-inbox-answered.png"))
+    await page.screenshot(path=str(shots / "web-inbox-answered.png"))
 
     # Each submit went out with a key of its own, naming the ask shown.
     assert [(s["itemId"], s["askId"]) for s in sent] == [(str(item.item_id), item.ask_id)] * 2
@@ -137,7 +139,7 @@ async def test_answering_an_item_with_a_picture(page: Any, api_world: World, ser
 
 
 async def test_a_repost_while_the_page_shows_the_old_ask_is_not_open(
-    page: Any, api_world: World, server: Any
+    page: Any, api_world: World, server: Any, shots: Path
 ) -> None:
     """The page hears nothing of the re-post: only the answer's outcome tells it."""
     w, inbox = api_world, server.inbox
@@ -164,7 +166,7 @@ async def test_a_repost_while_the_page_shows_the_old_ask_is_not_open(
     await page.goto(f"/#/inbox/{item.item_id}")
     await page.get_by_label("Account token").fill(tok(w))
     await page.get_by_label("Account token").press("Enter")
-    old = ask_form(page, item.ask_id)
+    old = ask_block(page, item.ask_id)
     await expect(old).to_be_visible()
     resume = await asyncio.wait_for(resumed, 10)
     await expect(page.locator("#live-status")).to_have_attribute("data-state", "reconnecting")
@@ -179,15 +181,14 @@ async def test_a_repost_while_the_page_shows_the_old_ask_is_not_open(
     await expect(old.get_by_role("status")).to_have_text(
         "Your answers weren't recorded — scout replaced this ask with a newer one."
     )
-    await expect(old.locator("input:enabled")).to_have_count(0)
+    await expect(old.locator("input")).to_have_count(0)
     await expect(old.get_by_role("button", name="Submit answers")).to_have_count(0)
-    new = ask_form(page, reposted.ask_id)
+    new = ask_block(page, reposted.ask_id)
     await expect(new.get_by_role("button", name="Submit answers")).to_be_enabled()
     await expect(new).to_contain_text("Ship it?")
     thread = page.get_by_role("list", name="Thread")
     await expect(thread.locator(".block-text")).to_have_text(["First take.", "Second take."])
-    ARTIFACTS.mkdir(exist_ok=True)
-    await page.screenshot(path=str(ARTIFACTS / "web-inbox-not-open.png"))
+    await page.screenshot(path=str(shots / "web-inbox-not-open.png"))
 
     await resume.continue_()
     await expect(page.locator("#live-status")).to_have_attribute("data-state", "live")
@@ -199,7 +200,9 @@ async def test_a_repost_while_the_page_shows_the_old_ask_is_not_open(
     assert stored.item.status is InboxStatus.OPEN and stored.item.ask_id == reposted.ask_id
 
 
-async def test_reply_then_close_without_answering(page: Any, api_world: World, server: Any) -> None:
+async def test_reply_then_close_without_answering(
+    page: Any, api_world: World, server: Any, shots: Path
+) -> None:
     w, inbox = api_world, server.inbox
     item, _ = await inbox.post(w.agent, "deploy", "Deploy now?", "Staging is green.", yes_no())
     gone, _ = await inbox.post(w.agent, "disk", "Clean the disk?", "", yes_no())
@@ -219,9 +222,9 @@ async def test_reply_then_close_without_answering(page: Any, api_world: World, s
     await expect(mine.locator(".block-text")).to_have_text("Looking at the dashboards first.")
 
     await page.get_by_role("button", name="Close without answering").click()
-    form = ask_form(page, item.ask_id)
+    form = ask_block(page, item.ask_id)
     await expect(form.get_by_role("status")).to_have_text("Closed without answering by ada.")
-    await expect(form.locator("input:enabled")).to_have_count(0)
+    await open_ended(form)
     await expect(page.get_by_role("button", name="Close without answering")).to_have_count(0)
     await expect(inbox_link(page, "Inbox")).to_be_visible()
     await expect(page.locator(".inbox-row")).to_have_count(0)
@@ -230,11 +233,10 @@ async def test_reply_then_close_without_answering(page: Any, api_world: World, s
     await page.get_by_role("group", name="Show").get_by_role("button", name="Closed").click()
     await expect(page.locator(".inbox-row-title")).to_have_text(["Deploy now?", "Clean the disk?"])
     await page.locator(".inbox-row", has_text="Clean the disk?").click()
-    await expect(ask_form(page, gone.ask_id).get_by_role("status")).to_have_text(
+    await expect(ask_block(page, gone.ask_id).get_by_role("status")).to_have_text(
         "Withdrawn by scout: The disk freed itself."
     )
-    ARTIFACTS.mkdir(exist_ok=True)
-    await page.screenshot(path=str(ARTIFACTS / "web-inbox-withdrawn.png"))
+    await page.screenshot(path=str(shots / "web-inbox-withdrawn.png"))
 
     stored = await inbox.read_thread(w.human, item.item_id)
     assert stored.item.status is InboxStatus.CLOSED

@@ -4,6 +4,7 @@ pane, names resolve on every route, a phone-width layout, and the favicon."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -11,7 +12,7 @@ import pytest
 from playwright.async_api import expect
 
 from compass_server.store.types import AccountKind, TextBlock
-from tests.browser import ARTIFACTS, ask_form, presence_badge, question, sign_in, until
+from tests.browser import ask_block, presence_badge, question, sign_in, until
 from tests.relay_client import relay, runner_for
 from tests.test_inbox_store import yes_no
 from tests.test_web_page import post_ask
@@ -115,7 +116,9 @@ async def test_names_resolve_on_every_route_even_before_anyone_posts(
         await expect(page.locator("nav")).not_to_contain_text("account ")
 
 
-async def test_a_phone_width_layout(browser: Any, server: Any, api_world: World) -> None:
+async def test_a_phone_width_layout(
+    browser: Any, server: Any, api_world: World, shots: Path
+) -> None:
     w = api_world
     message, ask_id = await post_ask(w)
     await w.store.append_message(
@@ -141,11 +144,10 @@ async def test_a_phone_width_layout(browser: Any, server: Any, api_world: World)
         await expect(menu).to_be_visible()
         await expect(menu).to_have_attribute("aria-expanded", "false")
         await expect(sidebar).to_be_hidden()
-        form = ask_form(page, ask_id)
+        form = ask_block(page, ask_id)
         await expect(form).to_be_visible()
         await no_sideways_scroll()
-        ARTIFACTS.mkdir(exist_ok=True)
-        await page.screenshot(path=str(ARTIFACTS / "web-phone-ask.png"))
+        await page.screenshot(path=str(shots / "web-phone-ask.png"))
 
         # The ask form is usable with a thumb.
         for option in await form.locator(".ask-option").all():
@@ -169,7 +171,7 @@ async def test_a_phone_width_layout(browser: Any, server: Any, api_world: World)
         await expect(menu).to_have_attribute("aria-expanded", "true")
         await expect(sidebar).to_be_visible()
         await expect(presence_badge(page, w.agent.account_id)).to_be_visible()
-        await page.screenshot(path=str(ARTIFACTS / "web-phone-menu.png"))
+        await page.screenshot(path=str(shots / "web-phone-menu.png"))
         await sidebar.get_by_role("link", name="Inbox").tap()
         await expect(sidebar).to_be_hidden()
         await expect(page.get_by_role("heading", name="Inbox")).to_be_visible()
@@ -178,7 +180,7 @@ async def test_a_phone_width_layout(browser: Any, server: Any, api_world: World)
         # An inbox item reads on its own, with a way back to the list.
         item, _ = await server.inbox.post(w.agent, "k", "Ship it?", "", yes_no())
         await page.goto(f"/#/inbox/{item.item_id}")
-        thread_form = ask_form(page, item.ask_id)
+        thread_form = ask_block(page, item.ask_id)
         await expect(thread_form).to_be_visible()
         await expect(page.locator(".inbox-list-pane")).to_be_hidden()
         await no_sideways_scroll()

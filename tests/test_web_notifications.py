@@ -17,7 +17,7 @@ import pytest
 from playwright.async_api import expect
 
 from compass_server.store.types import Ask
-from tests.browser import ask_form, sign_in, until
+from tests.browser import ask_block, sign_in, until
 from tests.world import World, two_question_ask
 
 pytestmark = pytest.mark.browser
@@ -129,7 +129,7 @@ async def test_an_ask_in_the_background_counts_in_the_title_and_notifies(
 
     # Clicking the notification opens the ask: its channel, the ask in view.
     await tab.evaluate("window.__notes[0].dispatchEvent(new Event('click'))")
-    form = ask_form(tab, first)
+    form = ask_block(tab, first)
     await expect(form).to_be_visible()
     await expect(tab.locator("li.message.focused")).to_have_count(1)
     await expect(tab.locator("li.message.focused form")).to_have_attribute("data-ask-id", first)
@@ -147,7 +147,7 @@ async def test_a_link_to_an_ask_opens_its_channel_with_the_ask_in_view(
         await w.post_text(w.agent, f"filler {i}")
     await sign_in(tab, w.tokens[w.human.account_id])
     await tab.evaluate(f"location.hash = '#/ask/{first}'")
-    form = ask_form(tab, first)
+    form = ask_block(tab, first)
     await expect(form).to_be_in_viewport()
     await expect(tab.locator("li.message.focused")).to_have_count(1)
     await tab.evaluate("location.hash = '#/ask/ask_nope'")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from playwright.async_api import expect
 
-from tests.browser import ask_form, question, sign_in
+from tests.browser import ask_block, question, sign_in
 from tests.test_web_page import post_ask, stage_picks
 from tests.world import World, two_question_ask
 
@@ -50,7 +50,7 @@ async def test_an_answer_whose_update_lands_first_reads_as_the_answer(
     world = api_world
     message, ask_id = await post_ask(world)
     await sign_in(page, world.tokens[world.human.account_id])
-    form = ask_form(page, ask_id)
+    form = ask_block(page, ask_id)
 
     async def landed() -> None:
         await expect(form.get_by_role("status")).to_have_text("Answered by ada.")
@@ -74,7 +74,7 @@ async def test_a_decline_whose_update_lands_first_reads_as_the_decline(
     world = api_world
     _, ask_id = await post_ask(world)
     await sign_in(page, world.tokens[world.human.account_id])
-    form = ask_form(page, ask_id)
+    form = ask_block(page, ask_id)
 
     async def landed() -> None:
         await expect(form.get_by_role("status")).to_have_text("Declined by ada: later")
@@ -100,7 +100,7 @@ async def test_an_inbox_answer_whose_update_lands_first_reads_as_the_answer(
     )
     await sign_in(page, world.tokens[world.human.account_id])
     await page.goto(f"/#/inbox/{item.item_id}")
-    form = ask_form(page, item.ask_id)
+    form = ask_block(page, item.ask_id)
 
     async def landed() -> None:
         await expect(form.get_by_role("status")).to_have_text("Answered by ada.")

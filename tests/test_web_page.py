@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import struct
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,8 +15,8 @@ from playwright.async_api import expect
 
 from compass_server.store.types import Answer, Ask, AskOption, AskQuestion, TextBlock
 from tests.browser import (
-    ARTIFACTS,
-    ask_form,
+    ask_block,
+    open_ended,
     presence_badge,
     question,
     sign_in,
@@ -79,10 +81,13 @@ async def stage_picks(form: Any) -> None:
 
 async def expect_withdrawn_and_empty(page: Any, form: Any) -> None:
     await expect(form.get_by_role("status")).to_have_text(WITHDRAWN)
-    await expect(form).to_have_attribute("aria-busy", "false")
-    await expect(form).to_have_class("block-ask cancelled")
+    await expect(form).to_have_class("block-ask ended cancelled")
     await expect(form.get_by_role("button", name="Submit answers")).to_have_count(0)
     await expect(page.get_by_role("alert")).to_have_count(0)
+    # Opened, it shows the questions as they were left: nothing picked, nothing usable.
+    toggle = form.get_by_role("button", name=re.compile(r"^(Show|Hide) the questions$"))
+    if await toggle.get_attribute("aria-expanded") == "false":
+        await toggle.click()
     choices = form.locator("input[type=radio], input[type=checkbox]")
     assert await choices.count() == 5
     for i in range(5):
@@ -99,12 +104,12 @@ async def messages_in(world: World) -> list[Any]:
     return page_.items
 
 
-async def test_answering_a_two_question_ask(page: Any, api_world: World) -> None:
+async def test_answering_a_two_question_ask(page: Any, api_world: World, shots: Path) -> None:
     world = api_world
     message, ask_id = await post_ask(world)
     await sign_in(page, world.tokens[world.human.account_id])
 
-    form = ask_form(page, ask_id)
+    form = ask_block(page, ask_id)
     await expect(form).to_be_visible()
     await expect(presence_badge(page, world.agent.account_id)).to_have_text("WAITING")
     db = question(form, "db")
@@ -120,19 +125,18 @@ async def test_answering_a_two_question_ask(page: Any, api_world: World) -> None
     await expect(question(form, "langs").locator("input[type=checkbox]")).to_have_count(3)
 
     await stage_picks(form)
-    ARTIFACTS.mkdir(exist_ok=True)
-    await page.screenshot(path=str(ARTIFACTS / "web-ask-form.png"), full_page=True)
+    await page.screenshot(path=str(shots / "web-ask-form.png"), full_page=True)
     # Enter in a field submits the whole form.
     await question(form, "langs").get_by_label("Other").press("Enter")
 
-    answer = page.locator(f'.block-ask-answer[data-ask-id="{ask_id}"]')
-    await expect(answer).to_contain_text("ada answered scout's ask")
-    await expect(answer.locator("dd").nth(0)).to_have_text("PostgreSQL")
-    await expect(answer.locator("dd").nth(1)).to_have_text("Python, Go, “Rust, later”")
+    # The ask sums itself up with the answers; the answer message points at it.
     await expect(form.get_by_role("status")).to_have_text("Answered by ada.")
-    await expect(form.locator("input:enabled")).to_have_count(0)
+    await expect(form.locator("dd")).to_have_text(["PostgreSQL", "Python, Go, “Rust, later”"])
+    await expect(form.locator("input")).to_have_count(0)
+    answer = page.locator(f'.block-ask-answer[data-ask-id="{ask_id}"]')
+    await expect(answer).to_contain_text("ada answered scout's ask.")
     await expect(presence_badge(page, world.agent.account_id)).to_have_text("offline")
-    await page.screenshot(path=str(ARTIFACTS / "web-ask-answered.png"), full_page=True)
+    await page.screenshot(path=str(shots / "web-ask-answered.png"), full_page=True)
 
     stored = (await world.store.get_message(world.human, message.message_id)).ask(ask_id)
     assert stored is not None and stored.answered and not stored.cancelled
@@ -150,7 +154,7 @@ async def test_withdrawn_while_the_answer_is_in_flight(page: Any, api_world: Wor
     held: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     await page.route(RESPOND, lambda route: held.set_result(route))
     await sign_in(page, world.tokens[world.human.account_id])
-    form = ask_form(page, ask_id)
+    form = ask_block(page, ask_id)
     await stage_picks(form)
 
     await form.get_by_role("button", name="Submit answers").click()
@@ -194,7 +198,9 @@ async def ready_frame(port: int, token: str) -> bytes:
     raise AssertionError("the stream ended before its ready frame")
 
 
-async def test_withdrawn_before_the_push_arrives(page: Any, api_world: World, server: Any) -> None:
+async def test_withdrawn_before_the_push_arrives(
+    page: Any, api_world: World, server: Any, shots: Path
+) -> None:
     """The submit is refused as cancelled first; the cancel's push arrives after."""
     world = api_world
     token = world.tokens[world.human.account_id]
@@ -221,7 +227,7 @@ async def test_withdrawn_before_the_push_arrives(page: Any, api_world: World, se
     await page.goto("/")
     await page.get_by_label("Account token").fill(token)
     await page.get_by_role("button", name="Sign in").click()
-    form = ask_form(page, ask_id)
+    form = ask_block(page, ask_id)
     await expect(form).to_be_visible()
     resume = await asyncio.wait_for(resumed, 10)
     await expect(page.locator("#live-status")).to_have_attribute("data-state", "reconnecting")
@@ -244,8 +250,7 @@ async def test_withdrawn_before_the_push_arrives(page: Any, api_world: World, se
     await expect(page.locator("#live-status")).to_have_attribute("data-state", "live")
     await expect(presence_badge(page, world.agent.account_id)).to_have_text("offline")
     await expect_withdrawn_and_empty(page, form)
-    ARTIFACTS.mkdir(exist_ok=True)
-    await page.screenshot(path=str(ARTIFACTS / "web-ask-withdrawn.png"), full_page=True)
+    await page.screenshot(path=str(shots / "web-ask-withdrawn.png"), full_page=True)
     assert len(await messages_in(world)) == 1
 
 
@@ -259,20 +264,43 @@ async def test_an_answered_ask_is_read_only(page: Any, api_world: World) -> None
     )
     await sign_in(page, world.tokens[world.human.account_id])
 
-    form = ask_form(page, ask_id)
+    form = ask_block(page, ask_id)
     await expect(form.get_by_role("status")).to_have_text("Answered by ada.")
-    await expect(form).to_have_class("block-ask answered")
-    await expect(form.get_by_role("button", name="Submit answers")).to_have_count(0)
-    await expect(form.locator("input:enabled")).to_have_count(0)
+    await expect(form).to_have_class("block-ask ended answered")
+    await expect(form.locator("dd")).to_have_text(["MySQL, “only if ops agrees”", "TS"])
+    await open_ended(form)
     await expect(question(form, "db").get_by_label("MySQL")).to_be_checked()
     await expect(question(form, "db").get_by_label("PostgreSQL")).not_to_be_checked()
     await expect(question(form, "db").get_by_label("Other")).to_have_value("only if ops agrees")
     await expect(question(form, "langs").get_by_label("TS")).to_be_checked()
     await expect(question(form, "langs").get_by_label("Python")).not_to_be_checked()
     answer = page.locator(f'.block-ask-answer[data-ask-id="{ask_id}"]')
-    await expect(answer).to_contain_text("ada answered scout's ask")
-    await expect(answer.locator("dd")).to_have_text(["MySQL, “only if ops agrees”", "TS"])
+    await expect(answer).to_have_text("ada answered scout's ask. Go to the ask")
     await expect(presence_badge(page, world.agent.account_id)).to_have_text("offline")
+
+
+async def test_an_answer_far_from_its_ask_carries_the_answers(page: Any, api_world: World) -> None:
+    world = api_world
+    _, ask_id = await post_ask(world)
+    for i in range(50):
+        await world.post_text(world.agent, f"meanwhile {i}")
+    await world.store.answer_ask(world.human, ask_id, [Answer("db", ("pg",)), Answer("langs")])
+    await sign_in(page, world.tokens[world.human.account_id])
+
+    # The ask is older than the page shows: the answer says what was answered.
+    answer = page.locator(f'.block-ask-answer[data-ask-id="{ask_id}"]')
+    await expect(answer).to_contain_text("ada answered an ask:")
+    await expect(answer.locator("dd")).to_have_text(["PostgreSQL", "(skipped)"])
+    await expect(ask_block(page, ask_id)).to_have_count(0)
+
+    # Once the ask is shown, the answer leads to it.
+    await page.get_by_role("button", name="Show older messages").click()
+    form = ask_block(page, ask_id)
+    await expect(form.locator("dd")).to_have_text(["PostgreSQL", "(skipped)"])
+    await expect(answer).to_have_text("ada answered scout's ask. Go to the ask")
+    await answer.get_by_role("button", name="Go to the ask").click()
+    await expect(form.get_by_role("button", name="Show the questions")).to_be_focused()
+    await expect(form).to_be_in_viewport()
 
 
 async def test_server_errors_are_shown_readable(page: Any, api_world: World) -> None:
@@ -284,7 +312,7 @@ async def test_server_errors_are_shown_readable(page: Any, api_world: World) -> 
 
     _, ask_id = await post_ask(world)
     await sign_in(page, world.tokens[world.human.account_id])
-    form = ask_form(page, ask_id)
+    form = ask_block(page, ask_id)
     await question(form, "db").get_by_label("MySQL").check()
     await question(form, "langs").get_by_label("Other").fill("x" * 10_001)
     await form.get_by_role("button", name="Submit answers").click()
@@ -307,7 +335,7 @@ async def test_channels_and_messages_stay_live(page: Any, api_world: World) -> N
     await sign_in(page, world.tokens[world.human.account_id])
     texts = page.locator(".messages .block-text")
     await expect(texts).to_have_text(["first", "second"])
-    await expect(page.locator(".view-header")).to_have_text("# general")
+    await expect(page.locator(".view-header h2")).to_have_text("# general")
 
     composer = page.get_by_label("Message #general")
     await composer.fill("third, from the page")
@@ -338,7 +366,7 @@ async def test_submitting_with_every_question_skipped_asks_to_confirm(
     sent: list[Any] = []
     page.on("request", lambda r: sent.append(r) if r.url.endswith("/RespondToAsk") else None)
     await sign_in(page, world.tokens[world.human.account_id])
-    form = ask_form(page, ask_id)
+    form = ask_block(page, ask_id)
 
     await form.get_by_role("button", name="Submit answers").click()
     confirm = form.get_by_role("group", name="Confirm skipping")
@@ -366,7 +394,7 @@ async def test_one_answer_is_enough_to_submit_without_confirming(
     world = api_world
     message, ask_id = await post_ask(world)
     await sign_in(page, world.tokens[world.human.account_id])
-    form = ask_form(page, ask_id)
+    form = ask_block(page, ask_id)
     await question(form, "langs").get_by_label("Other").fill("whatever ships")
     await form.get_by_role("button", name="Submit answers").click()
     await expect(form.get_by_role("status")).to_have_text("Answered by ada.")
@@ -395,10 +423,11 @@ async def test_an_unchosen_recommendation_does_not_look_chosen_once_answered(
     _, ask_id = await post_ask(world)  # db recommends PostgreSQL
     await world.store.answer_ask(world.human, ask_id, [Answer("db", ("my",)), Answer("langs")])
     await sign_in(page, world.tokens[world.human.account_id])
-    db = question(ask_form(page, ask_id), "db")
+    await open_ended(ask_block(page, ask_id))
+    db = question(ask_block(page, ask_id), "db")
     recommended = db.locator(".ask-option", has_text="PostgreSQL")
     chosen = db.locator(".ask-option", has_text="MySQL")
-    plain = question(ask_form(page, ask_id), "langs").locator(".ask-option").first
+    plain = question(ask_block(page, ask_id), "langs").locator(".ask-option").first
     await expect(chosen.locator("input")).to_be_checked()
     assert await option_look(recommended) == await option_look(plain)
     assert await option_look(recommended) != await option_look(chosen)
@@ -415,7 +444,7 @@ async def test_an_out_of_range_recommendation_shows_as_none(page: Any, api_world
     message = await world.store.append_message(world.agent, world.channel.channel_id, [ask])
     ask_id = message.blocks[0].ask_id  # type: ignore[union-attr]
     await sign_in(page, world.tokens[world.human.account_id])
-    form = ask_form(page, ask_id)
+    form = ask_block(page, ask_id)
     await expect(form).to_be_visible()
     await expect(form.locator(".recommended")).to_have_count(0)
     await expect(form).not_to_contain_text("Recommended")

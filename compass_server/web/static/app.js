@@ -237,14 +237,21 @@ class App {
   }
 }
 
-// --- the menu (phone widths): the sidebar opens over the view ------------------
+// --- the menu (phone widths): the sidebar opens over the dimmed view ------------
+
+const PHONE = matchMedia("(max-width: 700px)");
 
 function setMenu(open) {
   $("app-view").classList.toggle("menu-open", open);
   $("menu-toggle").setAttribute("aria-expanded", String(open));
+  // What the drawer covers takes no clicks or focus while it is open.
+  $("view").inert = open;
 }
 
 $("menu-toggle").addEventListener("click", () => setMenu(!$("app-view").classList.contains("menu-open")));
+$("scrim").addEventListener("click", () => setMenu(false));
+// Grown wide enough for the sidebar beside the view: no drawer is left open.
+PHONE.addEventListener("change", (e) => e.matches || setMenu(false));
 // Picking a place in the sidebar closes it, even the place already open.
 $("sidebar").addEventListener("click", (e) => {
   if (e.target.closest("a")) setMenu(false);
@@ -280,7 +287,7 @@ async function signIn(token) {
   sessionStorage.setItem(TOKEN_KEY, token);
   $("sign-in-view").hidden = true;
   $("app-view").hidden = false;
-  $("sign-out").hidden = false;
+  $("account").hidden = false;
   $("menu-toggle").hidden = false;
   renderSignedIn($("signed-in"), me);
   app = new App(comms, me);
@@ -292,7 +299,7 @@ function signOut(reason) {
   app = null;
   sessionStorage.removeItem(TOKEN_KEY);
   $("app-view").hidden = true;
-  $("sign-out").hidden = true;
+  $("account").hidden = true;
   $("menu-toggle").hidden = true;
   setMenu(false);
   renderSignedIn($("signed-in"), null);

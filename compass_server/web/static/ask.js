@@ -1,44 +1,18 @@
-// An ask as one form: every question, one Submit, one RespondToAsk. And the
-// answer snapshot an ask_answer message shows.
+// An ask as one form: every question, one Submit, one RespondToAsk; Decline
+// and the owner's Withdraw beside it. Once ended, ended.js draws its summary.
 
-import { formatTime, h } from "./dom.js";
-import { describe } from "./rpc.js";
+import { h } from "./dom.js";
+import { endingLine, renderEnded, renderHistory } from "./ended.js";
 import { isClosed } from "./model.js";
+import { renderQuestion } from "./question.js";
+import { describe } from "./rpc.js";
 
-export const WITHDRAWN = "Withdrawn by the asker — no longer taking answers.";
-export const EXPIRED = "Expired — no answer was given in time";
 const DROPPED = "Your unsent answers were cleared.";
 const REFUSED = "Your answers weren't recorded: the ask had already ended.";
 
-const ENDING = {
-  answered: "ASK_ENDING_KIND_ANSWERED",
-  byAgent: "ASK_ENDING_KIND_WITHDRAWN_BY_AGENT",
-  byOwner: "ASK_ENDING_KIND_WITHDRAWN_BY_OWNER",
-  declined: "ASK_ENDING_KIND_DECLINED",
-  expired: "ASK_ENDING_KIND_EXPIRED",
-};
-
-const HISTORY = {
-  ASK_HISTORY_KIND_POSTED: "Posted",
-  ASK_HISTORY_KIND_ANSWERED: "Answered",
-  ASK_HISTORY_KIND_WITHDRAWN_BY_AGENT: "Withdrawn",
-  ASK_HISTORY_KIND_WITHDRAWN_BY_OWNER: "Withdrawn by the owner",
-  ASK_HISTORY_KIND_DECLINED: "Declined",
-  ASK_HISTORY_KIND_EXPIRED: "Expired",
-};
-
-const SURFACE = {
-  ASK_SURFACE_GRPC: "gRPC",
-  ASK_SURFACE_CONNECT: "Connect",
-  ASK_SURFACE_RELAY: "the relay",
-  ASK_SURFACE_WEB: "the web page",
-  ASK_SURFACE_INBOX: "the inbox",
-  ASK_SURFACE_SERVER: "the server",
-};
-
 // Picks and typed text are local until Submit: askId → { picks, text, error,
-// confirmSkip, declining, reason }; confirmSkip while the person is asked to
-// confirm skipping all.
+// confirming, declining, reason }; confirming is "skip" or "withdraw" while
+// the person is asked to confirm one.
 const drafts = new Map();
 // Asks with a RespondToAsk, DeclineAsk or WithdrawAsk on the wire: askId → what it says meanwhile.
 const sending = new Map();
@@ -51,7 +25,7 @@ const MAX_HISTORIES = 500;
 function draftOf(askId) {
   let draft = drafts.get(askId);
   if (!draft) {
-    draft = { picks: new Map(), text: new Map(), error: "", confirmSkip: false, declining: false, reason: "" };
+    draft = { picks: new Map(), text: new Map(), error: "", confirming: "", declining: false, reason: "" };
     drafts.set(askId, draft);
   }
   return draft;
@@ -62,19 +36,6 @@ function staged(draft) {
     draft &&
       ([...draft.picks.values()].some((p) => p.size) || [...draft.text.values()].some(Boolean) || draft.reason),
   );
-}
-
-/** The status line of an ended ask, from its typed ending. */
-function endingLine(ask, ctx) {
-  const ending = ask.ending ?? {};
-  const who = ending.actorHandle || (ending.actorAccountId ? ctx.model.handleOf(ending.actorAccountId) : "");
-  if (ask.cancelled && ending.kind !== ENDING.byOwner) return WITHDRAWN;
-  if (ending.kind === ENDING.byOwner) return `Withdrawn by ${who || "the agent's owner"} (owner)`;
-  if (ending.kind === ENDING.declined) return `Declined by ${who || "someone"}${ending.reason ? `: ${ending.reason}` : ""}`;
-  if (ending.kind === ENDING.expired) return EXPIRED;
-  const answer = ctx.model.answerOf(ask.askId);
-  const by = who || (answer ? answer.authorHandle || ctx.model.handleOf(answer.authorAccountId) : "");
-  return `Answered${by ? ` by ${by}` : ""}.`;
 }
 
 /**
@@ -100,18 +61,14 @@ function historyOf(ask, message, ctx) {
   return held.data;
 }
 
-function chosenOf(ask, question, draft) {
-  if (isClosed(ask)) return new Set(question.chosenOptionIds ?? []);
-  return draft.picks.get(question.questionId) ?? new Set();
-}
-
 /**
- * ctx: { model, comms, refresh(messageId), reportQuiet(text) }. A closed ask
- * (answered or withdrawn) renders read-only and drops any staged input,
- * because showing it would suggest it was recorded.
+ * ctx: { model, comms, refresh(messageId), reportQuiet(text) }. An ended ask
+ * (answered, withdrawn, declined or expired) is a summary and drops any
+ * staged input, because showing it would suggest it was recorded.
  *
  * Optional, for asks that live outside channels (the inbox):
- * ctx.closedStatus(ask, message) words a closed ask's status line;
+ * ctx.closedStatus(ask, message) words an ended ask's status line;
+ * ctx.answersKnown(ask) says whether an answered ask's questions hold its answer;
  * ctx.send(ask, message, answers) sends the answers in place of RespondToAsk
  * and resolves to "" when done, or to an error to show with the picks kept;
  * ctx.decline(ask, message, reason) does the same in place of DeclineAsk.
@@ -131,39 +88,46 @@ export function renderAsk(ask, message, ctx) {
     }
     drafts.delete(ask.askId);
   }
-  const draft = closed ? null : draftOf(ask.askId);
-  const busy = sending.has(ask.askId);
   const history = inChannel ? historyOf(ask, message, ctx) : null;
+  if (closed) {
+    return renderEnded(ask, message, ctx, {
+      status: (ctx.closedStatus && ctx.closedStatus(ask, message)) || endingLine(ask, ctx),
+      note: dropped.get(ask.askId) ?? "",
+      history,
+      answers: ctx.answersKnown ? ctx.answersKnown(ask) : true,
+    });
+  }
+  const draft = draftOf(ask.askId);
+  const busy = sending.has(ask.askId);
   const named = (ask.answererAccountIds ?? []).length > 0;
   // Until the history says otherwise, an ask that names its answerers is theirs alone.
   const mayAnswer = history ? history.callerMayAnswer : !named;
-  const readOnly = !closed && inChannel && !mayAnswer;
-  const locked = closed || busy || readOnly;
+  const readOnly = inChannel && !mayAnswer;
+  const locked = busy || readOnly;
   const formId = `ask-${ask.askId}`;
 
   const questions = (ask.questions ?? []).map((question, qi) =>
-    renderQuestion(ask, question, qi, { draft, locked, formId, closed }),
+    renderQuestion(question, qi, {
+      chosen: draft.picks.get(question.questionId) ?? new Set(),
+      text: draft.text.get(question.questionId) ?? "",
+      locked,
+      closed: false,
+      formId,
+    }),
   );
 
   let status = null;
-  const custom = closed && ctx.closedStatus ? ctx.closedStatus(ask, message) : "";
-  if (custom) {
-    status = h("div", { class: ask.answered ? "ask-answered-line" : "ask-withdrawn", role: "status" }, custom);
-  } else if (closed) {
-    status = h("div", { class: ask.answered ? "ask-answered-line" : "ask-withdrawn", role: "status" }, endingLine(ask, ctx));
-  } else if (busy) {
-    status = h("div", { class: "ask-sending", role: "status" }, sending.get(ask.askId));
-  } else if (draft.error) {
-    status = h("div", { class: "ask-error", role: "alert" }, draft.error);
-  }
+  if (busy) status = h("div", { class: "ask-sending", role: "status" }, sending.get(ask.askId));
+  else if (draft.error) status = h("div", { class: "ask-error", role: "alert" }, draft.error);
 
-  const form = h(
+  // Only an ending adds to the record of an open ask; its posting is the message itself.
+  const record = history && (history.entries ?? []).length > 1 ? renderHistory(history) : null;
+  return h(
     "form",
     {
-      class: `block-ask${ask.answered ? " answered" : ""}${closed && !ask.answered ? " cancelled" : ""}${readOnly ? " read-only" : ""}`,
+      class: `block-ask${readOnly ? " read-only" : ""}`,
       id: formId,
       "data-ask-id": ask.askId,
-      "data-ending": ask.ending?.kind ?? null,
       "aria-label": `Ask from ${ctx.model.nameOf(message.authorAccountId, message.authorHandle)}`,
       "aria-busy": busy ? "true" : "false",
       novalidate: true,
@@ -171,22 +135,18 @@ export function renderAsk(ask, message, ctx) {
         e.preventDefault();
         submit(ask.askId, ctx);
       },
-      onchange: (e) => locked || stage(ask, e.target, draft),
-      oninput: (e) => locked || stage(ask, e.target, draft),
+      onchange: (e) => locked || stage(e.target, draft),
+      oninput: (e) => locked || stage(e.target, draft),
     },
     named ? h("p", { class: "ask-answerers" }, `Asked of ${(ask.answererHandles ?? []).join(", ")}`) : null,
-    !closed && ask.deadline ? countdown(ask.deadline) : null,
+    ask.deadline ? countdown(ask.deadline) : null,
     questions,
     status,
-    closed && dropped.has(ask.askId) ? h("p", { class: "ask-dropped" }, dropped.get(ask.askId)) : null,
-    closed
-      ? null
-      : draft.confirmSkip && !busy
-        ? renderConfirmSkip(ask.askId, ctx)
-        : renderActions(ask, message, ctx, { draft, busy, history, inChannel, readOnly }),
-    history ? renderHistory(history) : null,
+    draft.confirming && !busy
+      ? renderConfirm(ask, message, ctx, draft.confirming)
+      : renderActions(ask, message, ctx, { draft, busy, history, inChannel, readOnly }),
+    record,
   );
-  return form;
 }
 
 /** Submit, Decline… (with its optional reason) and the owner's Withdraw, as the history allows. */
@@ -194,7 +154,7 @@ function renderActions(ask, message, ctx, { draft, busy, history, inChannel, rea
   const withdraw = history?.callerMayWithdraw
     ? h(
         "button",
-        { type: "button", class: "ask-withdraw", disabled: busy, onclick: () => end(ask, message, ctx, "WithdrawAsk", {}) },
+        { type: "button", class: "ask-withdraw", disabled: busy, onclick: () => confirm(ask, message, ctx, "withdraw") },
         "Withdraw ask",
       )
     : null;
@@ -266,28 +226,62 @@ function renderActions(ask, message, ctx, { draft, busy, history, inChannel, rea
   );
 }
 
-// Skipping every question is a real answer, so it is made on purpose: the
-// person confirms it or goes back to the form.
-function renderConfirmSkip(askId, ctx) {
-  return h(
-    "div",
-    { class: "ask-confirm", role: "group", "aria-label": "Confirm skipping" },
-    h("p", {}, "Submit with every question skipped?"),
-    h("button", { type: "button", "data-action": "back", onclick: () => goBack(askId, ctx) }, "Go back"),
-    h(
-      "button",
-      { type: "button", class: "primary", onclick: () => submit(askId, ctx, { skipAll: true }) },
-      "Skip every question",
-    ),
-  );
+// Skipping every question is a real answer, and a withdraw can't be taken
+// back, so each is made on purpose: the person confirms it or goes back.
+const CONFIRM = {
+  skip: {
+    label: "Confirm skipping",
+    question: () => "Submit with every question skipped?",
+    back: "Go back",
+    go: "Skip every question",
+    done: (ask, message, ctx) => submit(ask.askId, ctx, { skipAll: true }),
+    // Back to where the person was before asking.
+    from: 'button[type="submit"]',
+  },
+  withdraw: {
+    label: "Confirm withdrawing",
+    question: (ask, message, ctx) =>
+      `Withdraw this ask? ${ctx.model.nameOf(message.authorAccountId, message.authorHandle)} stops waiting for an answer.`,
+    back: "Keep it",
+    go: "Withdraw",
+    done: (ask, message, ctx) => end(ask, message, ctx, "WithdrawAsk", {}),
+    from: ".ask-withdraw",
+  },
+};
+
+function confirm(ask, message, ctx, what) {
+  const draft = draftOf(ask.askId);
+  draft.confirming = what;
+  draft.error = "";
+  ctx.refresh(message.messageId);
+  document.getElementById(`ask-${ask.askId}`)?.querySelector('[data-action="back"]')?.focus();
 }
 
-function goBack(askId, ctx) {
-  const found = ctx.model.ask(askId);
-  if (!found) return;
-  draftOf(askId).confirmSkip = false;
-  ctx.refresh(found.message.messageId);
-  document.getElementById(`ask-${askId}`)?.querySelector('button[type="submit"]')?.focus();
+function renderConfirm(ask, message, ctx, what) {
+  const c = CONFIRM[what];
+  const back = () => {
+    draftOf(ask.askId).confirming = "";
+    ctx.refresh(message.messageId);
+    document.getElementById(`ask-${ask.askId}`)?.querySelector(c.from)?.focus();
+  };
+  return h(
+    "div",
+    { class: "ask-confirm", role: "group", "aria-label": c.label },
+    h("p", {}, c.question(ask, message, ctx)),
+    h("button", { type: "button", "data-action": "back", onclick: back }, c.back),
+    h(
+      "button",
+      {
+        type: "button",
+        class: what === "withdraw" ? "danger" : "primary",
+        onclick: () => {
+          draftOf(ask.askId).confirming = "";
+          c.done(ask, message, ctx);
+        },
+      },
+      c.go,
+    ),
+  );
 }
 
 /** DeclineAsk or WithdrawAsk: the ask ends; its message comes back. */
@@ -331,26 +325,6 @@ async function reread(ctx, message) {
   }
 }
 
-function renderHistory(history) {
-  const entries = history.entries ?? [];
-  if (!entries.length) return null;
-  return h(
-    "ol",
-    { class: "ask-history", "aria-label": "History" },
-    entries.map((e) => {
-      const who = e.actorHandle ? ` by ${e.actorHandle}` : "";
-      const where = SURFACE[e.surface] ? ` through ${SURFACE[e.surface]}` : "";
-      return h(
-        "li",
-        { "data-kind": e.kind },
-        `${HISTORY[e.kind] ?? "Changed"}${who}${where}`,
-        e.at ? [" · ", h("time", { datetime: e.at }, formatTime(e.at))] : null,
-        e.reason ? `: ${e.reason}` : null,
-      );
-    }),
-  );
-}
-
 // --- the deadline countdown ---------------------------------------------------
 
 function countdown(deadline) {
@@ -392,72 +366,7 @@ function tick() {
   }, 1000);
 }
 
-function renderQuestion(ask, question, qi, { draft, locked, formId, closed }) {
-  const name = `${formId}-q${qi}`;
-  const chosen = chosenOf(ask, question, draft);
-  const multi = Boolean(question.allowMultiple);
-  const options = (question.options ?? []).map((option, oi) => {
-    const id = `${name}-o${oi}`;
-    // An index out of range recommends nothing; once closed, only the answer is highlighted.
-    const recommended = question.recommended === oi;
-    const highlighted = recommended && !closed;
-    const descId = option.description ? `${id}-desc` : null;
-    const previewId = option.preview ? `${id}-preview` : null;
-    const describedBy = [descId, previewId].filter(Boolean).join(" ") || null;
-    return h(
-      "div",
-      { class: `ask-option${highlighted ? " recommended" : ""}` },
-      h("input", {
-        type: multi ? "checkbox" : "radio",
-        id,
-        name,
-        value: option.id,
-        "data-question-id": question.questionId,
-        checked: chosen.has(option.id),
-        disabled: locked,
-        "aria-describedby": describedBy,
-      }),
-      h(
-        "label",
-        { for: id },
-        h("span", { class: "option-label" }, option.label || option.id),
-        recommended ? h("span", { class: "recommended-tag" }, "Recommended") : null,
-      ),
-      option.description ? h("p", { class: "option-description", id: descId }, option.description) : null,
-      option.preview ? h("pre", { class: "option-preview", id: previewId }, option.preview) : null,
-    );
-  });
-  const otherId = `${name}-other`;
-  const text = isClosed(ask) ? (question.customText ?? "") : (draft.text.get(question.questionId) ?? "");
-  return h(
-    "fieldset",
-    { class: "ask-question", "data-question-id": question.questionId },
-    h(
-      "legend",
-      {},
-      question.header ? h("span", { class: "chip" }, question.header) : null,
-      h("span", { class: "question-text" }, question.question),
-      options.length ? h("span", { class: "arity" }, multi ? "Choose any" : "Choose one") : null,
-    ),
-    options,
-    h(
-      "div",
-      { class: "ask-other" },
-      h("label", { for: otherId }, options.length ? "Other" : "Your answer"),
-      h("input", {
-        type: "text",
-        id: otherId,
-        "data-question-id": question.questionId,
-        "data-other": true,
-        value: text,
-        disabled: locked,
-        autocomplete: "off",
-      }),
-    ),
-  );
-}
-
-function stage(ask, input, draft) {
+function stage(input, draft) {
   const questionId = input.dataset.questionId;
   if (!questionId || !draft) return;
   if (input.dataset.other !== undefined) {
@@ -483,13 +392,10 @@ async function submit(askId, ctx, { skipAll = false } = {}) {
   }));
   const skipped = answers.every((a) => a.chosenOptionIds.length === 0 && !a.customText.trim());
   if (skipped && !skipAll) {
-    draft.confirmSkip = true;
-    draft.error = "";
-    ctx.refresh(message.messageId);
-    document.getElementById(`ask-${askId}`)?.querySelector('[data-action="back"]')?.focus();
+    confirm(ask, message, ctx, "skip");
     return;
   }
-  draft.confirmSkip = false;
+  draft.confirming = "";
   draft.error = "";
   sending.set(askId, "Sending your answers…");
   ctx.refresh(message.messageId);
@@ -528,36 +434,4 @@ async function submit(askId, ctx, { skipAll = false } = {}) {
 function closedNow(ctx, askId) {
   const found = ctx.model.ask(askId);
   return Boolean(found && isClosed(found.ask));
-}
-
-/** The ask_answer message: who answered what. */
-export function renderAskAnswer(block, message, ctx) {
-  const asked = ctx.model.findMessage(block.askMessageId);
-  const askedBy = asked ? ctx.model.nameOf(asked.authorAccountId, asked.authorHandle) : null;
-  const who = ctx.model.nameOf(message.authorAccountId, message.authorHandle);
-  return h(
-    "section",
-    { class: "block-ask-answer", "data-ask-id": block.askId },
-    h("p", { class: "answer-title" }, `${who} answered${askedBy ? ` ${askedBy}'s ask` : " an ask"}:`),
-    h(
-      "dl",
-      {},
-      (block.questions ?? []).map((q) => {
-        const labels = (q.chosenOptionIds ?? []).map(
-          (id) => (q.options ?? []).find((o) => o.id === id)?.label ?? id,
-        );
-        const parts = [...labels];
-        if (q.customText) parts.push(`“${q.customText}”`);
-        return [
-          h(
-            "dt",
-            {},
-            q.header ? h("span", { class: "chip" }, q.header) : null,
-            h("span", { class: "question-text" }, q.question),
-          ),
-          h("dd", {}, parts.length ? parts.join(", ") : q.timedOut ? "(timed out)" : "(skipped)"),
-        ];
-      }),
-    ),
-  );
 }

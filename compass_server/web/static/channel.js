@@ -1,11 +1,14 @@
 // One channel or DM: its messages, oldest at the top, kept live, and a composer.
 
-import { renderAsk, renderAskAnswer } from "./ask.js";
+import { renderAsk } from "./ask.js";
 import { formatTime, h, replaceChildren } from "./dom.js";
-import { presenceBadge, refreshBadges } from "./presence.js";
+import { renderAskAnswer } from "./ended.js";
+import { presenceBadge } from "./presence.js";
 import { describe } from "./rpc.js";
 
 const PAGE_SIZE = 50;
+// The header names this many of the channel's agents, then says how many more.
+const AGENTS_SHOWN = 6;
 
 export class ChannelView {
   /** app: { model, comms, alert(text), reportQuiet(text) } */
@@ -100,7 +103,7 @@ export class ChannelView {
       for (const block of change.message.blocks ?? []) {
         if (block.askAnswer) this.refreshMessage(block.askAnswer.askMessageId);
       }
-    } else if (change.kind === "presence") refreshBadges(this.model, this.root, change.accountId);
+    } else if (change.kind === "presence") this.renderHeader();
     else if (change.kind === "handles") {
       this.renderHeader();
       this.renameAuthors();
@@ -130,9 +133,30 @@ export class ChannelView {
     }
     const dm = channel.kind === "CHANNEL_KIND_DM";
     const title = dm ? `Direct message · ${this.model.channelTitle(channel)}` : `# ${channel.name}`;
-    replaceChildren(this.header, h("h2", {}, title), channel.topic ? h("p", { class: "topic" }, channel.topic) : null);
+    replaceChildren(
+      this.header,
+      h("div", { class: "channel-title" }, h("h2", {}, title), channel.topic ? h("p", { class: "topic" }, channel.topic) : null),
+      this.renderAgents(channel),
+    );
     const label = this.composer.querySelector("label");
     if (label) label.textContent = dm ? "Message" : `Message #${channel.name}`;
+  }
+
+  /** The agents in the channel and their presence now: whether one waits on an answer is said here, once. */
+  renderAgents(channel) {
+    const agents = (channel.memberAccountIds ?? [])
+      .filter((id) => this.model.isAgent(id))
+      .sort((a, b) => this.model.nameOf(a).localeCompare(this.model.nameOf(b)));
+    if (!agents.length) return null;
+    const more = agents.length - AGENTS_SHOWN;
+    return h(
+      "ul",
+      { class: "channel-agents", "aria-label": "Agents here" },
+      agents.slice(0, AGENTS_SHOWN).map((id) =>
+        h("li", { "data-account-id": id }, h("span", { class: "agent-name" }, this.model.nameOf(id)), presenceBadge(this.model, id)),
+      ),
+      more > 0 ? h("li", { class: "more" }, `and ${more} more`) : null,
+    );
   }
 
   /** Draws every message again: at the newest when the person was there,
@@ -197,7 +221,6 @@ export class ChannelView {
         "div",
         { class: "message-meta" },
         h("span", { class: "author" }, author),
-        this.model.isAgent(message.authorAccountId) ? presenceBadge(this.model, message.authorAccountId) : null,
         h("time", { datetime: message.createdAt }, formatTime(message.createdAt)),
       ),
       blocks,

@@ -18,10 +18,12 @@ export async function whoAmI(comms) {
   };
 }
 
-/** The topbar's "Signed in as …". */
+/** The topbar's "Signed in as …"; a phone shows only the name. */
 export function renderSignedIn(el, me) {
-  el.hidden = !me;
-  el.replaceChildren(...(me ? [`Signed in as ${me.handle}`, me.admin ? " (admin)" : ""] : []));
+  el.replaceChildren(
+    ...(me ? [h("span", { class: "signed-in-label" }, "Signed in as "), me.handle, me.admin ? " (admin)" : ""] : []),
+  );
+  el.title = me ? el.textContent : "";
 }
 
 /**

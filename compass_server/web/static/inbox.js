@@ -2,9 +2,11 @@
 // Each item is a thread whose open ask is answered as one form; the list and
 // the open thread are read again whenever an inboxItemChanged event names them.
 
-import { renderAsk, renderAskAnswer } from "./ask.js";
+import { renderAsk } from "./ask.js";
 import { formatTime, h, replaceChildren } from "./dom.js";
+import { renderAskAnswer } from "./ended.js";
 import { undoButton } from "./identity.js";
+import { presenceBadge, refreshBadges } from "./presence.js";
 import { describe } from "./rpc.js";
 
 export const INBOX = "compass.v1.InboxService";
@@ -191,6 +193,7 @@ export class InboxView {
       refresh: (messageId) => this.refreshMessage(messageId),
       reportQuiet: app.reportQuiet,
       closedStatus: (ask, message) => this.closedStatus(ask, message),
+      answersKnown: (ask) => Boolean(this.answerSnapshot(ask.askId)),
       send: (ask, message, answers) => this.send(ask, answers),
       decline: (ask, message, reason) => this.decline(reason),
     };
@@ -216,6 +219,7 @@ export class InboxView {
 
   onChange(change) {
     if (change.kind === "handles" && this.item) this.renderItem();
+    if (change.kind === "presence") refreshBadges(this.model, this.header, change.accountId);
     if (change.kind !== "inbox" || !change.live) return;
     this.refreshList();
     if (change.itemId === this.itemId) this.refreshItem();
@@ -387,7 +391,9 @@ export class InboxView {
         h(
           "p",
           { class: "topic" },
-          `From ${item.agentHandle} · `,
+          `From ${item.agentHandle} `,
+          presenceBadge(this.model, item.agentAccountId),
+          " · ",
           h("span", { class: `inbox-status ${statusClass(item.status)}` }, STATUS[item.status] ?? ""),
         ),
       ),
