@@ -17,7 +17,7 @@ from playwright.async_api import expect
 from compass_server.store.types import Answer, EndingKind, Surface
 from tests.browser import DESKTOP, PHONE, ask_block, new_tab, question, sign_in
 from tests.test_web_page import post_ask
-from tests.world import World
+from tests.world import World, two_question_ask
 
 pytestmark = pytest.mark.browser
 
@@ -233,6 +233,8 @@ async def test_withdraw_asks_to_confirm(
     await sign_in(tab, tok(w))
     form = ask_block(tab, ask_id)
     withdraw = form.get_by_role("button", name="Withdraw ask")
+    for button in ("Withdraw ask", "Decline…", "Submit answers"):
+        assert await lines(form.get_by_role("button", name=button)) == 1, button
 
     await withdraw.click()
     confirm = form.get_by_role("group", name="Confirm withdrawing")
@@ -292,3 +294,36 @@ async def test_the_phone_drawer_dims_what_is_behind_it(
     await expect(scrim).to_be_hidden()
     await expect(menu).to_have_attribute("aria-expanded", "false")
     assert not await tab.evaluate('document.getElementById("view").inert')
+
+
+async def test_an_inbox_item_reads_at_both_sizes(
+    tab: Any, api_world: World, size: dict[str, int], server: Any, shots: Path
+) -> None:
+    w = api_world
+    item, _ = await server.inbox.post(
+        w.agent, "deploy", "Deploy now?", "Staging is green.", two_question_ask()
+    )
+    await sign_in(tab, tok(w))
+    await tab.goto(f"/#/inbox/{item.item_id}")
+    header = tab.locator(".inbox-item-header")
+    await expect(header.get_by_role("heading", name="Deploy now?")).to_be_visible()
+    # Whether the agent waits is said beside it.
+    await expect(header.locator(".presence-badge")).to_have_text("WAITING")
+    title = await header.get_by_role("heading", name="Deploy now?").bounding_box()
+    assert title is not None and title["x"] < size["width"] / 2, title
+    if size is PHONE:
+        back = await header.get_by_role("link", name="Back to the inbox").bounding_box()
+        assert back is not None and back["y"] + back["height"] <= title["y"], (back, title)
+    form = ask_block(tab, item.ask_id)
+    for button in ("Decline…", "Submit answers"):
+        assert await lines(form.get_by_role("button", name=button)) == 1, button
+    await no_sideways_scroll(tab, size)
+    await tab.screenshot(path=str(shots / f"inbox-open-{name_of(size)}.png"))
+
+    await question(form, "db").get_by_label("PostgreSQL").check()
+    await form.get_by_role("button", name="Submit answers").click()
+    await expect(form.get_by_role("status")).to_have_text("Answered by ada.")
+    await expect(form.locator("dd")).to_have_text(["PostgreSQL", "(skipped)"])
+    await expect(header.locator(".presence-badge")).to_have_text("offline")
+    await no_sideways_scroll(tab, size)
+    await tab.screenshot(path=str(shots / f"inbox-answered-{name_of(size)}.png"))
