@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from playwright.async_api import expect
 
+from compass_server.store.types import EndingKind, InboxStatus
 from tests.browser import ask_block, question, sign_in
 from tests.test_web_page import post_ask, stage_picks
 from tests.world import World, two_question_ask
@@ -24,16 +25,18 @@ DECLINE = "**/compass.v1.CommsService/DeclineAsk"
 ANSWER_INBOX = "**/compass.v1.InboxService/AnswerInboxAsk"
 
 
-async def reply_after(page: Any, pattern: str, landed: Callable[[], Awaitable[None]]) -> Any:
-    """Routes one call: the server handles it at once, but its reply reaches the
-    page only once `landed` saw the live update on the page. Returns a future
-    that resolves when the reply was handed over."""
+async def ends_first(
+    page: Any, form: Any, pattern: str, status: str, act: Callable[[], Awaitable[None]]
+) -> None:
+    """Does `act` (a submit, a decline) with the call's reply held until the page
+    shows its live update (`status`), then checks that it still reads as the
+    person's own: no word of input lost, no error."""
     handed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     async def hold(route: Any) -> None:
         try:
             response = await route.fetch()
-            await landed()
+            await expect(form.get_by_role("status")).to_have_text(status)
             await route.fulfill(response=response)
             handed.set_result(None)
         except Exception as exc:  # the test's own failure, reported by awaiting the future
@@ -41,7 +44,11 @@ async def reply_after(page: Any, pattern: str, landed: Callable[[], Awaitable[No
             await route.abort()
 
     await page.route(pattern, hold)
-    return handed
+    await act()
+    await asyncio.wait_for(handed, 15)
+    await expect(form.get_by_role("status")).to_have_text(status)
+    await expect(page.get_by_text(DROPPED)).to_have_count(0)
+    await expect(page.get_by_role("alert")).to_have_count(0)
 
 
 async def test_an_answer_whose_update_lands_first_reads_as_the_answer(
@@ -52,17 +59,11 @@ async def test_an_answer_whose_update_lands_first_reads_as_the_answer(
     await sign_in(page, world.tokens[world.human.account_id])
     form = ask_block(page, ask_id)
 
-    async def landed() -> None:
-        await expect(form.get_by_role("status")).to_have_text("Answered by ada.")
+    async def submit() -> None:
+        await stage_picks(form)
+        await form.get_by_role("button", name="Submit answers").click()
 
-    handed = await reply_after(page, RESPOND, landed)
-    await stage_picks(form)
-    await form.get_by_role("button", name="Submit answers").click()
-    await asyncio.wait_for(handed, 15)
-
-    await expect(form.get_by_role("status")).to_have_text("Answered by ada.")
-    await expect(page.get_by_text(DROPPED)).to_have_count(0)
-    await expect(page.get_by_role("alert")).to_have_count(0)
+    await ends_first(page, form, RESPOND, "Answered by ada.", submit)
     stored = (await world.store.get_message(world.human, message.message_id)).ask(ask_id)
     assert stored is not None and stored.answered
     assert [q.chosen_option_ids for q in stored.questions] == [("pg",), ("py", "go")]
@@ -72,23 +73,20 @@ async def test_a_decline_whose_update_lands_first_reads_as_the_decline(
     page: Any, api_world: World
 ) -> None:
     world = api_world
-    _, ask_id = await post_ask(world)
+    message, ask_id = await post_ask(world)
     await sign_in(page, world.tokens[world.human.account_id])
     form = ask_block(page, ask_id)
 
-    async def landed() -> None:
-        await expect(form.get_by_role("status")).to_have_text("Declined by ada: later")
+    async def decline() -> None:
+        await stage_picks(form)
+        await form.get_by_role("button", name="Decline…").click()
+        await form.get_by_label("Reason (optional)").fill("later")
+        await form.get_by_role("button", name="Decline", exact=True).click()
 
-    handed = await reply_after(page, DECLINE, landed)
-    await stage_picks(form)
-    await form.get_by_role("button", name="Decline…").click()
-    await form.get_by_label("Reason (optional)").fill("later")
-    await form.get_by_role("button", name="Decline", exact=True).click()
-    await asyncio.wait_for(handed, 15)
-
-    await expect(form.get_by_role("status")).to_have_text("Declined by ada: later")
-    await expect(page.get_by_text(DROPPED)).to_have_count(0)
-    await expect(page.get_by_role("alert")).to_have_count(0)
+    await ends_first(page, form, DECLINE, "Declined by ada: later", decline)
+    stored = (await world.store.get_message(world.human, message.message_id)).ask(ask_id)
+    assert stored is not None and stored.ending is not None
+    assert (stored.ending.kind, stored.ending.reason) == (EndingKind.DECLINED, "later")
 
 
 async def test_an_inbox_answer_whose_update_lands_first_reads_as_the_answer(
@@ -102,14 +100,10 @@ async def test_an_inbox_answer_whose_update_lands_first_reads_as_the_answer(
     await page.goto(f"/#/inbox/{item.item_id}")
     form = ask_block(page, item.ask_id)
 
-    async def landed() -> None:
-        await expect(form.get_by_role("status")).to_have_text("Answered by ada.")
+    async def submit() -> None:
+        await question(form, "db").get_by_label("PostgreSQL").check()
+        await form.get_by_role("button", name="Submit answers").click()
 
-    handed = await reply_after(page, ANSWER_INBOX, landed)
-    await question(form, "db").get_by_label("PostgreSQL").check()
-    await form.get_by_role("button", name="Submit answers").click()
-    await asyncio.wait_for(handed, 15)
-
-    await expect(form.get_by_role("status")).to_have_text("Answered by ada.")
-    await expect(page.get_by_text(DROPPED)).to_have_count(0)
-    await expect(page.get_by_role("alert")).to_have_count(0)
+    await ends_first(page, form, ANSWER_INBOX, "Answered by ada.", submit)
+    stored = await server.inbox.read_thread(world.human, item.item_id)
+    assert stored.item.status is InboxStatus.ANSWERED
