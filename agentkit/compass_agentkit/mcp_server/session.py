@@ -107,6 +107,11 @@ class AgentSession:
         assert self.failure is not None
         return self.failure
 
+    async def bound(self) -> BoundSession:
+        """The session once the hub bound it: the failure when it refused it,
+        CallUnavailable when that takes longer than a call may."""
+        return await self._session()
+
     async def _session(self) -> BoundSession:
         if self.failure is not None:
             raise self.failure
