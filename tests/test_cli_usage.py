@@ -7,9 +7,13 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BIN = pathlib.Path(sys.executable).parent
@@ -179,3 +183,55 @@ def test_a_settings_flag_takes_what_its_kind_says() -> None:
     assert flags["--data-dir"].metavar == "DIR"
     assert flags["--tls-cert"].metavar == "FILE"
     assert flags["--log-format"].metavar == "text|json"
+
+
+def test_the_kit_warns_about_a_variable_one_letter_from_its_own() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COMPASS_")}
+    done = subprocess.run(
+        [RUNNER, "--agent", "a"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**env, "COMPASS_RUNER_TOKEN": "t"},
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "compass-runner: warning: COMPASS_RUNER_TOKEN is not a variable Compass reads (did you "
+        "mean COMPASS_RUNNER_TOKEN?)",
+        "compass-runner: a runner token is required: --token or COMPASS_RUNNER_TOKEN; see "
+        "compass-runner --help",
+    ]
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("command", [RUNNER, MCP])
+@pytest.mark.parametrize("flag", ["--url", "--grpc"])
+def test_a_wrong_port_gives_up_after_connect_seconds_naming_what_it_tried(
+    command: pathlib.Path, flag: str
+) -> None:
+    port = _closed_port()
+    started = time.monotonic()
+    done = _run(
+        command,
+        flag,
+        f"127.0.0.1:{port}",
+        "--token",
+        "t",
+        "--agent",
+        "a",
+        "--connect-seconds",
+        "1.5",
+        env={"COMPASS_LOG_LEVEL": "WARNING"},
+    )
+    took = time.monotonic() - started
+    assert done.returncode == 1, done.stderr
+    assert 1.5 <= took < 20
+    last = done.stderr.strip().splitlines()[-1]
+    assert f"no connection to the Compass server at 127.0.0.1:{port} within 1.5s (" in last
+    assert "attempts; the last: unavailable" in last

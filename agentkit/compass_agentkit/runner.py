@@ -329,6 +329,7 @@ async def _run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    warn_unknown_environment(parser.prog)
     if not args.token:
         parser.error("a runner token is required: --token or COMPASS_RUNNER_TOKEN")
     if args.demo and (not args.channel or len(args.agent) != 1):
@@ -341,7 +342,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     args.tls = args.tls or https
     tls_from(args, parser)
-    warn_unknown_environment(parser.prog)
     log_to_stderr()
     return asyncio.run(_run(args))
 

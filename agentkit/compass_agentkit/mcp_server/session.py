@@ -1,7 +1,8 @@
 """The MCP server's one agent session on the relay.
 
-It binds in the background, so an MCP client's handshake never waits on
-Compass; tool calls wait for the bind (up to the relay's call timeout). The
+It binds in the background; compass-mcp waits for that bind (`bound`)
+before it serves, so a refused token or agent shows at start, and tool calls
+wait for a bind still pending (up to the relay's call timeout). The
 relay reconnects and rebinds by itself, and the hub resumes the delivery
 lane after the acked cursor, so an answer given while the connection was
 down still arrives. From the lane the session takes only what ends the
