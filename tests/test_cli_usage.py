@@ -87,6 +87,17 @@ def test_an_unknown_option_is_named_with_the_nearest_known_one() -> None:
         "compass-server serve: --grpc-listn: unknown option (did you mean --grpc-listen?); "
         "see compass-server serve --help"
     )
+    # Before a subcommand, or where argparse would take the next word for one.
+    assert _one_line(_run(SERVER, "--verison")) == (
+        "compass-server: --verison: unknown option (did you mean --version?); "
+        "see compass-server --help"
+    )
+    assert _one_line(_run(SERVER, "admin", "--workspace", NO_ID)) == (
+        "compass-server admin: --workspace: unknown option; see compass-server admin --help"
+    )
+    assert _one_line(_run(SERVER, "admni", "list-accounts", "--workspace", NO_ID)) == (
+        "compass-server: COMMAND: unknown 'admni' (did you mean admin?); see compass-server --help"
+    )
     assert _one_line(_run(RUNNER, "--agnt", "a", "--token", "t")) == (
         "compass-runner: --agnt: unknown option (did you mean --agent?); see compass-runner --help"
     )

@@ -111,12 +111,14 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # A misspelt option makes argparse report a required one as missing:
         # name the misspelling instead.
-        missing = message.partition(_REQUIRED)[2]
-        if missing and all(name.startswith("-") for name in missing.split(", ")):
+        if message.startswith(_REQUIRED):
             message = self._unknown(self._given) or message
         choice = _INVALID_CHOICE.match(message)
         if choice:
-            message = _not_a_choice(*choice.groups())
+            # An unknown option before the value may be why argparse took it for this one.
+            value = choice.group(2).strip("'\"")
+            before = self._given[: self._given.index(value)] if value in self._given else []
+            message = self._unknown(before) or _not_a_choice(*choice.groups())
         self.exit(2, f"{self.prog}: {message}; see {self.prog} --help\n")
 
     def _options(self) -> list[str]:
