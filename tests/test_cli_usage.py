@@ -221,8 +221,8 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.mark.parametrize("command", [RUNNER, MCP])
-@pytest.mark.parametrize("flag", ["--url", "--grpc"])
+# Each command by one of the two names (they share the flag).
+@pytest.mark.parametrize(("command", "flag"), [(RUNNER, "--grpc"), (MCP, "--url")])
 def test_a_wrong_port_gives_up_after_connect_seconds_naming_what_it_tried(
     command: pathlib.Path, flag: str
 ) -> None:

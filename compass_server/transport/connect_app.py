@@ -23,7 +23,7 @@ from hypercorn.config import Config
 
 from compass_server.api import surface
 from compass_server.api.auth import Authenticator
-from compass_server.api.errors import ApiError, to_api_error
+from compass_server.api.errors import ApiError, Status, to_api_error
 from compass_server.api.text import check_strings
 from compass_server.telemetry.calls import Observer
 from compass_server.transport.binding import Method, ServiceBinding
@@ -344,8 +344,8 @@ class Router:
 # A Connect call's path, /package.Service/Method, as the page's files never are.
 _CONNECT_PATH = re.compile(r"^/([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)/([A-Za-z_]\w*)$")
 # Bare answers of the Connect app to a request it can't take, and the code
-# the client gets for each instead.
-_REFUSED = {404: "unimplemented", 405: "unimplemented", 415: "invalid_argument"}
+# the client gets for each instead (the HTTP status stays).
+_REFUSED = {404: Status.UNIMPLEMENTED, 405: Status.UNIMPLEMENTED, 415: Status.INVALID_ARGUMENT}
 
 
 def _explained(send: Any, scope: dict[str, Any], methods: dict[str, list[str]]) -> Any:
@@ -393,7 +393,7 @@ def _what_to_send(
 
 
 async def _connect_refusal(send: Any, status: int, message: str) -> None:
-    body = json.dumps({"code": _REFUSED[status], "message": message}).encode()
+    body = json.dumps({"code": _REFUSED[status].token, "message": message}).encode()
     await _plain(send, status, body, "application/json", allow=b"POST" if status == 405 else None)
 
 
