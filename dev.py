@@ -1,35 +1,55 @@
 #!/usr/bin/env python3
 """The developer's entry point: needs nothing but Python 3.11.
 
-    python3 dev.py test            set up .venv, run every gate and the tests
-    python3 dev.py serve [ARGS]    set up .venv and run `compass-server serve`
-    python3 dev.py gen             regenerate agentkit/gen/ from proto/
-    python3 dev.py check-contract  buf lint, the agentkit/gen/ drift check and buf breaking
+usage: python3 dev.py COMMAND [ARGS]
 
-It creates its own virtualenv in .venv and installs both distributions into it
-(editable) when either pyproject.toml changes, so a fresh clone needs no other
-step: the agent kit (agentkit/, with the generated contract) and the server.
+commands:
+  test [PYTEST_ARGS]   set up .venv, run every gate, then pytest with PYTEST_ARGS
+  serve [ARGS]         set up .venv and run `compass-server serve ARGS`
+  gen                  regenerate gen/ from proto/ with buf
+  check-contract       buf lint, the gen/ drift check and buf breaking
+  gates [PYTEST_ARGS]  what `test` runs, with the tools of $COMPASS_VENV as they are
+                       (tox installs them itself, then runs this)
+
+It creates its own virtualenv in .venv (or $COMPASS_VENV) and installs both
+distributions into it (editable) when either pyproject.toml changes, so a
+fresh clone needs no other step: the agent kit (agentkit/, whose wheel
+carries the generated contract from gen/) and the server.
+
+buf breaking compares the contract with the merge base with main (or, on
+main itself, the commit before HEAD), with the newest release tag (v*)
+before HEAD, and uncommitted edits with HEAD; $COMPASS_BREAKING_AGAINST names
+one buf input to compare with instead.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
+import io
 import os
 import pathlib
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import venv
+from collections.abc import Callable
+from typing import NoReturn
 
 ROOT = pathlib.Path(__file__).resolve().parent
 VENV = pathlib.Path(os.environ.get("COMPASS_VENV", ROOT / ".venv"))
 BIN = VENV / "bin"
 STAMP = VENV / ".compass-installed"
-# The light distribution: the agent kit, its console scripts and gen/.
+# The light distribution: the agent kit and its console scripts; its wheel
+# carries gen/ as the `compass` package.
 AGENTKIT = ROOT / "agentkit"
 # Where buf.gen.yaml writes the generated `compass` package, from ROOT.
-GEN = pathlib.PurePosixPath("agentkit/gen")
+GEN = pathlib.PurePosixPath("gen")
+# The branch a change is compared with, and the tags that mark releases.
+MAIN_REFS = ("main", "origin/main", "refs/remotes/origin/HEAD")
+RELEASE_TAGS = "v[0-9]*"
 
 
 def _env() -> dict[str, str]:
@@ -140,35 +160,83 @@ def _git(*args: str) -> str:
     ).stdout.strip()
 
 
+def _commit(ref: str) -> str:
+    return _git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+
+
+def _bases(head: str) -> list[tuple[str, str]]:
+    """(what it is, commit) for each earlier contract the tree is checked
+    against: a few commits, however long the history."""
+    bases: list[tuple[str, str]] = []
+    main = next((ref for ref in MAIN_REFS if _commit(ref)), "")
+    # Empty in a shallow clone whose history stops before the fork.
+    fork = _git("merge-base", head, main) if main else ""
+    if fork and fork != head:
+        bases.append((f"the merge base with {main}", fork))
+    else:
+        # On main itself, or no main to fork from: what the last commit changed.
+        parent = _commit(f"{head}^")
+        if parent:
+            bases.append(("the commit before HEAD", parent))
+        else:
+            why = (
+                "a shallow clone" if _git("rev-parse", "--is-shallow-repository") == "true" else ""
+            )
+            print(
+                "buf breaking: no earlier commit to compare with"
+                + (f" ({why})" if why else "")
+                + "; only uncommitted edits are checked"
+            )
+    tag = _git("describe", "--tags", "--abbrev=0", "--match", RELEASE_TAGS, head)
+    if tag and _commit(tag) not in {commit for _, commit in bases} | {head}:
+        bases.append((f"the release {tag}", _commit(tag)))
+    return bases
+
+
+def _breaking_against(what: str, commit: str, tmp: pathlib.Path) -> None:
+    """buf breaking of the work tree against the contract at `commit`, read
+    with `git archive` (works in shallow clones and worktrees alike)."""
+    if not _git("ls-tree", "--name-only", commit, "--", "proto", "buf.yaml"):
+        print(f"buf breaking: no contract at {what}; nothing to compare")
+        return
+    old = tmp / commit
+    old.mkdir()
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", commit, "--", "proto", "buf.yaml"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    )
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        # The "data" filter where this Python has it (3.11.4 on); the archive is our own.
+        tar.extractall(old, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+    print(f"buf breaking: against {what} ({commit[:12]})", flush=True)
+    run(BIN / "buf", "breaking", "--against", old)
+
+
 def check_breaking() -> None:
-    """Every committed change to proto/ is checked against the contract before it."""
+    """The contract in the work tree against the few that came before it."""
     against = os.environ.get("COMPASS_BREAKING_AGAINST")
     if against:
         run(BIN / "buf", "breaking", "--against", against)
         return
-    commits = _git("log", "--format=%H", "-n", "30", "--", "proto").split()
-    for commit in commits:
-        parent = _git("rev-parse", "--verify", "--quiet", f"{commit}^")
-        if not parent or not _git("ls-tree", "-r", "--name-only", parent, "--", "proto"):
-            continue  # the contract's first commit has nothing before it
-        run(BIN / "buf", "breaking", f".git#ref={commit}", "--against", f".git#ref={parent}")
-    # Uncommitted edits are checked against the last commit.
-    if _git("rev-parse", "--verify", "--quiet", "HEAD") and _git(
-        "status", "--porcelain", "--", "proto"
-    ):
-        run(BIN / "buf", "breaking", "--against", ".git#ref=HEAD")
+    head = _commit("HEAD")
+    with tempfile.TemporaryDirectory() as tmp:
+        if head:
+            if _git("status", "--porcelain", "--", "proto", "buf.yaml"):
+                _breaking_against("HEAD, for uncommitted edits", head, pathlib.Path(tmp))
+            for what, commit in _bases(head):
+                _breaking_against(what, commit, pathlib.Path(tmp))
     print("buf breaking: no breaking change")
 
 
 def check_contract() -> None:
-    ensure_venv()
     run(BIN / "buf", "lint")
     check_drift()
     check_breaking()
 
 
-def test(extra: list[str]) -> None:
-    ensure_venv()
+def gates(extra: list[str]) -> None:
     check_contract()
     run(BIN / "ruff", "check", ".")
     run(BIN / "ruff", "format", "--check", ".")
@@ -180,25 +248,51 @@ def test(extra: list[str]) -> None:
     sys.exit(code)
 
 
+def test(extra: list[str]) -> None:
+    ensure_venv()
+    gates(extra)
+
+
+def _in_venv(step: Callable[[], None]) -> None:
+    ensure_venv()
+    step()
+
+
 def serve(extra: list[str]) -> None:
     ensure_venv()
     os.execve(str(BIN / "compass-server"), [str(BIN / "compass-server"), "serve", *extra], _env())
 
 
-def main() -> None:
-    command, extra = (sys.argv[1], sys.argv[2:]) if len(sys.argv) > 1 else ("", [])
-    if command == "test":
-        test(extra)
-    elif command == "serve":
-        serve(extra)
-    elif command == "gen":
-        gen()
-    elif command == "check-contract":
-        check_contract()
-    else:
-        print(__doc__)
-        sys.exit(2)
+COMMANDS: dict[str, Callable[[list[str]], None]] = {
+    "test": test,
+    "serve": serve,
+    "gen": lambda extra: gen(),
+    "check-contract": lambda extra: _in_venv(check_contract),
+    "gates": gates,
+}
+# Commands that take no arguments of their own.
+BARE = ("gen", "check-contract")
+
+
+def _usage(problem: str) -> NoReturn:
+    print(f"dev.py: {problem}; see python3 dev.py --help", file=sys.stderr)
+    sys.exit(2)
+
+
+def main(argv: list[str]) -> None:
+    if not argv:
+        _usage("no command given")
+    command, extra = argv[0], argv[1:]
+    if command in ("-h", "--help", "help"):
+        print(__doc__.strip())
+        return
+    if command not in COMMANDS:
+        near = difflib.get_close_matches(command, COMMANDS, 1)
+        _usage(f"unknown command {command!r}" + (f" (did you mean {near[0]}?)" if near else ""))
+    if command in BARE and extra:
+        _usage(f"{command} takes no arguments, not {' '.join(extra)}")
+    COMMANDS[command](extra)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

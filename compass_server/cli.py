@@ -30,11 +30,14 @@
     compass-server admin list-attempts DELIVERY_ID
     compass-server admin redeliver DELIVERY_ID
 
-Durations D are seconds, or a number with s, m, h or d (90d, 12h).
+Durations D are seconds, or a number with s, m, h or d (90d, 12h). A
+switch takes --x or --no-x. A usage error is one line on stderr and exit
+status 2.
 
 Every setting is read from the TOML file named by --config (or
 COMPASS_CONFIG), then from COMPASS_<SETTING>, then from --<setting>, each
-overriding the one before; `config check` prints the result.
+overriding the one before; `config check` prints the result. A COMPASS_*
+variable nothing reads is a warning at start, naming the nearest known one.
 
 Without --database-url (or COMPASS_DATABASE_URL) every command uses an
 embedded PostgreSQL kept under the data dir (default ./.compass); serve
@@ -62,7 +65,8 @@ from google.protobuf import duration_pb2, json_format
 from google.protobuf.message import Message
 
 from compass.v1 import admin_pb2 as ad
-from compass_server import config
+from compass_agentkit.command import Parser, version
+from compass_server import config, environment
 from compass_server.api.admin import AdminApi
 from compass_server.app import (
     CompassServer,
@@ -118,9 +122,7 @@ def _setting_flags(p: argparse.ArgumentParser, names: list[str] | None = None) -
                 s.flag, dest=s.name, action=argparse.BooleanOptionalAction, help=help
             )
         else:
-            group.add_argument(
-                s.flag, dest=s.name, metavar=s.name.split("_")[-1].upper(), help=help
-            )
+            group.add_argument(s.flag, dest=s.name, metavar=s.kind.metavar, help=help)
 
 
 def _loaded(args: argparse.Namespace) -> config.Loaded:
@@ -155,7 +157,10 @@ _ACTIONS = {
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="compass-server", description=__doc__.split("\n")[0])
+    parser = Parser(prog="compass-server", description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {version('compass-server')}"
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = commands.add_parser(
         "serve", help="run the server", description="Run the server until SIGINT or SIGTERM."
@@ -166,7 +171,9 @@ def _parser() -> argparse.ArgumentParser:
         help="check a configuration",
         description="Check the configuration: the file, the environment and flags.",
     )
-    config_commands = configure.add_subparsers(dest="config_command", required=True)
+    config_commands = configure.add_subparsers(
+        dest="config_command", required=True, metavar="ACTION"
+    )
     config_check = config_commands.add_parser(
         "check",
         help="print the effective configuration, secrets masked",
@@ -192,100 +199,129 @@ def _parser() -> argparse.ArgumentParser:
 
     def action(name: str) -> argparse.ArgumentParser:
         summary = _ACTIONS[name]
-        return actions.add_parser(name, description=summary[0].upper() + summary[1:] + ".")
+        return actions.add_parser(
+            name, prog=f"{admin.prog} {name}", description=summary[0].upper() + summary[1:] + "."
+        )
+
+    def an_id(p: Any, flag: str, help: str, required: bool = True) -> None:
+        p.add_argument(flag, required=required, type=_uuid, metavar="ID", help=help)
 
     ws = action("create-workspace")
-    ws.add_argument("name")
+    ws.add_argument("name", metavar="NAME", help="the workspace's name")
     acct = action("create-account")
-    acct.add_argument("--workspace", required=True, type=uuid.UUID)
-    acct.add_argument("--handle", required=True)
-    acct.add_argument("--kind", required=True, choices=["human", "agent"])
-    acct.add_argument("--owner", type=uuid.UUID, help="the owning human (agents only)")
+    an_id(acct, "--workspace", "the workspace it belongs to")
     acct.add_argument(
-        "--parent",
-        type=uuid.UUID,
-        help="the agent above this one (agents only; its owner is the default --owner)",
+        "--handle", required=True, metavar="HANDLE", help="its @handle, unique in the workspace"
     )
-    acct.add_argument("--role", choices=["member", "admin"], default="member")
+    acct.add_argument("--kind", required=True, choices=["human", "agent"], help="who it is")
+    an_id(acct, "--owner", "the owning human (agents only)", required=False)
+    an_id(
+        acct,
+        "--parent",
+        "the agent above this one (agents only; its owner is the default --owner)",
+        required=False,
+    )
+    acct.add_argument(
+        "--role", choices=["member", "admin"], default="member", help="default member"
+    )
     runner = action("create-runner")
-    runner.add_argument("--workspace", required=True, type=uuid.UUID)
-    runner.add_argument("--name", required=True)
+    an_id(runner, "--workspace", "the workspace it belongs to")
+    runner.add_argument("--name", required=True, metavar="NAME", help="the runner's name")
     for issuing in (acct, runner):
         _token_flags(issuing)
     assign = action("assign-agent")
-    assign.add_argument("--runner", required=True, type=uuid.UUID)
-    assign.add_argument("--agent", required=True, type=uuid.UUID)
+    an_id(assign, "--runner", "the runner")
+    an_id(assign, "--agent", "the agent it may bind")
     unassign = action("unassign-agent")
-    unassign.add_argument("--runner", required=True, type=uuid.UUID)
-    unassign.add_argument("--agent", required=True, type=uuid.UUID)
+    an_id(unassign, "--runner", "the runner")
+    an_id(unassign, "--agent", "the agent it no longer binds")
     move = action("reparent-agent")
-    move.add_argument("--agent", required=True, type=uuid.UUID)
-    move.add_argument(
-        "--parent", type=uuid.UUID, help="the agent to put it under (default: make it a root)"
-    )
+    an_id(move, "--agent", "the agent to move")
+    an_id(move, "--parent", "the agent to put it under (default: make it a root)", False)
     role = action("set-role")
-    role.add_argument("--account", required=True, type=uuid.UUID)
-    role.add_argument("--role", required=True, choices=["member", "admin"])
+    an_id(role, "--account", "the person")
+    role.add_argument("--role", required=True, choices=["member", "admin"], help="their role")
     accounts = action("list-accounts")
-    accounts.add_argument("--workspace", required=True, type=uuid.UUID)
+    an_id(accounts, "--workspace", "the workspace")
     runners = action("list-runners")
-    runners.add_argument("--workspace", required=True, type=uuid.UUID)
+    an_id(runners, "--workspace", "the workspace")
     tokens = action("list-tokens")
     whose = tokens.add_mutually_exclusive_group(required=True)
-    whose.add_argument("--workspace", type=uuid.UUID)
-    whose.add_argument("--account", type=uuid.UUID)
-    whose.add_argument("--runner", type=uuid.UUID)
+    an_id(whose, "--workspace", "every token of a workspace", False)
+    an_id(whose, "--account", "an account's tokens", False)
+    an_id(whose, "--runner", "a runner's tokens", False)
     tokens.add_argument("--all", action="store_true", help="also revoked and expired tokens")
     create = action("create-token")
     owner = create.add_mutually_exclusive_group(required=True)
-    owner.add_argument("--account", type=uuid.UUID)
-    owner.add_argument("--runner", type=uuid.UUID)
+    an_id(owner, "--account", "the account the token signs in as", False)
+    an_id(owner, "--runner", "the runner the token signs in as", False)
     _token_flags(create)
     revoke = action("revoke-token")
-    revoke.add_argument("token_id", type=uuid.UUID)
+    revoke.add_argument("token_id", type=_uuid, metavar="TOKEN_ID", help="the token's id")
     rotate = action("rotate-token")
-    rotate.add_argument("token_id", type=uuid.UUID)
+    rotate.add_argument("token_id", type=_uuid, metavar="TOKEN_ID", help="the token's id")
     rotate.add_argument(
         "--grace",
         type=_duration,
+        metavar="DURATION",
         help="how long the old token keeps working (default: it is revoked at once)",
     )
     rotate.add_argument(
         "--expires-in",
         type=_duration,
+        metavar="DURATION",
         help="the new token's lifetime (default: as long as the old one's)",
     )
     hook = action("create-webhook")
-    hook.add_argument("--workspace", required=True, type=uuid.UUID)
-    hook.add_argument("--url", required=True)
-    hook.add_argument("--kind", choices=["standard", "slack"], default="standard")
+    an_id(hook, "--workspace", "the workspace whose events it takes")
+    hook.add_argument("--url", required=True, metavar="URL", help="where deliveries are posted")
+    hook.add_argument(
+        "--kind", choices=["standard", "slack"], default="standard", help="default standard"
+    )
     hook.add_argument(
         "--events",
         default="",
+        metavar="TYPE,…",
         help="event types it takes, comma-separated (default: all): "
         + ", ".join(t.value for t in WebhookEventType),
     )
     hooks = action("list-webhooks")
-    hooks.add_argument("--workspace", required=True, type=uuid.UUID)
+    an_id(hooks, "--workspace", "the workspace")
     by_id = [action(name) for name in ("disable-webhook", "enable-webhook", "delete-webhook")]
     for sub in by_id:
-        sub.add_argument("webhook_id", type=uuid.UUID)
+        sub.add_argument("webhook_id", type=_uuid, metavar="WEBHOOK_ID", help="the webhook's id")
     rotate_secret = action("rotate-webhook-secret")
-    rotate_secret.add_argument("webhook_id", type=uuid.UUID)
+    rotate_secret.add_argument(
+        "webhook_id", type=_uuid, metavar="WEBHOOK_ID", help="the webhook's id"
+    )
     rotate_secret.add_argument(
         "--grace",
         type=_duration,
+        metavar="DURATION",
         help="how long the old secret keeps signing beside the new one (default 1d; 0: none)",
     )
     deliveries = action("list-deliveries")
-    deliveries.add_argument("--webhook", required=True, type=uuid.UUID)
-    deliveries.add_argument("--state", choices=["pending", "delivered", "failed"])
-    deliveries.add_argument("--limit", type=int, default=50, help="at most 200 (default 50)")
-    deliveries.add_argument("--page-token", default="")
+    an_id(deliveries, "--webhook", "the webhook")
+    deliveries.add_argument(
+        "--state", choices=["pending", "delivered", "failed"], help="only these (default: all)"
+    )
+    deliveries.add_argument(
+        "--limit", type=_count, default=50, metavar="N", help="at most 200 (default 50)"
+    )
+    deliveries.add_argument(
+        "--page-token",
+        default="",
+        metavar="TOKEN",
+        help="the next_page_token of the page before",
+    )
     attempts = action("list-attempts")
-    attempts.add_argument("delivery_id", type=uuid.UUID)
+    attempts.add_argument(
+        "delivery_id", type=_uuid, metavar="DELIVERY_ID", help="the delivery's id"
+    )
     redeliver = action("redeliver")
-    redeliver.add_argument("delivery_id", type=uuid.UUID)
+    redeliver.add_argument(
+        "delivery_id", type=_uuid, metavar="DELIVERY_ID", help="the delivery's id"
+    )
     for sub in (
         ws,
         acct,
@@ -323,10 +359,31 @@ def _duration(text: str) -> datetime.timedelta:
     return datetime.timedelta(seconds=int(m.group(1)) * _UNIT[m.group(2)])
 
 
+def _uuid(text: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an id (a UUID)") from None
+
+
+def _count(text: str) -> int:
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    return int(text)
+
+
 def _token_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--label", default="", help="a label for the token, e.g. where it is used")
     p.add_argument(
-        "--expires-in", type=_duration, help="the token's lifetime (default: never expires)"
+        "--label",
+        default="",
+        metavar="TEXT",
+        help="a label for the token, e.g. where it is used",
+    )
+    p.add_argument(
+        "--expires-in",
+        type=_duration,
+        metavar="DURATION",
+        help="the token's lifetime (default: never expires)",
     )
 
 
@@ -694,23 +751,29 @@ def _run(coro: Awaitable[Any], event_loop: str) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    unknown = environment.unknown()
     try:
         loaded = _loaded(args)
     except config.ConfigError as exc:
+        for warning in unknown:
+            print(f"compass-server: warning: {warning}", file=sys.stderr)
         if args.command == "admin":
             print(json.dumps({"error": exc.message}), file=sys.stderr)
             return 1
         print(f"compass-server: {exc.message}", file=sys.stderr)
         return 2
     settings = loaded.settings
+    # An admin command's output is its one JSON object, config check's its
+    # TOML; serve narrates.
+    level = settings.log_level
+    if args.command != "serve" and loaded.sources["log_level"] == "default":
+        level = "WARNING"
+    logs.configure(level, settings.log_format)
+    for warning in unknown:
+        log.warning("%s", warning)
     if args.command == "config":
         print(config.effective_toml(loaded), end="")
         return 0
-    # An admin command's output is its one JSON object; serve narrates.
-    level = settings.log_level
-    if args.command == "admin" and loaded.sources["log_level"] == "default":
-        level = "WARNING"
-    logs.configure(level, settings.log_format)
     if args.command == "serve":
         try:
             _run(_serve(loaded), settings.event_loop)

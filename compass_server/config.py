@@ -65,6 +65,8 @@ class Kind(abc.ABC):
     and flags), and written back as TOML."""
 
     what = "a value"
+    # What its flag takes, in its --help.
+    metavar = "VALUE"
 
     @abc.abstractmethod
     def from_toml(self, value: object) -> Any:
@@ -85,6 +87,8 @@ def _quoted(text: str) -> str:
 
 
 class Count(Kind):
+    metavar = "N"
+
     def __init__(self, minimum: int = 1) -> None:
         self.minimum = minimum
         self.what = f"a whole number of at least {minimum}"
@@ -102,6 +106,8 @@ class Count(Kind):
 
 
 class Seconds(Kind):
+    metavar = "SECONDS"
+
     def __init__(self, allow_zero: bool = False) -> None:
         self.allow_zero = allow_zero
         self.what = "a number of seconds" + (" (0 or more)" if allow_zero else " above 0")
@@ -123,6 +129,7 @@ class Seconds(Kind):
 
 class Fraction(Kind):
     what = "a number from 0 to 1"
+    metavar = "RATIO"
 
     def from_toml(self, value: object) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
@@ -158,6 +165,7 @@ class Choice(Kind):
         self.options = options
         self.fold = fold
         self.what = "one of " + ", ".join(options)
+        self.metavar = "|".join(options)
 
     def from_toml(self, value: object) -> str:
         if not isinstance(value, str) or self.fold(value) not in self.options:
@@ -168,9 +176,12 @@ class Choice(Kind):
 class Text(Kind):
     """A string; "" means unset (None) when optional."""
 
-    def __init__(self, what: str = "a string", optional: bool = False) -> None:
+    def __init__(
+        self, what: str = "a string", optional: bool = False, metavar: str = "TEXT"
+    ) -> None:
         self.what = what
         self.optional = optional
+        self.metavar = metavar
 
     def from_toml(self, value: object) -> str | None:
         if not isinstance(value, str) or "\x00" in value:
@@ -182,8 +193,8 @@ class Text(Kind):
 
 
 class Path(Text):
-    def __init__(self, optional: bool = False) -> None:
-        super().__init__("a path", optional)
+    def __init__(self, optional: bool = False, metavar: str = "FILE") -> None:
+        super().__init__("a path", optional, metavar)
 
     def from_toml(self, value: object) -> Any:
         text = super().from_toml(value)
@@ -198,7 +209,8 @@ class Address(Text):
     """[HOST:]PORT; "" means off when optional."""
 
     def __init__(self, optional: bool = False) -> None:
-        super().__init__("[HOST:]PORT" + (' or "" for none' if optional else ""), optional)
+        what = "[HOST:]PORT" + (' or "" for none' if optional else "")
+        super().__init__(what, optional, "[HOST:]PORT")
 
     def from_toml(self, value: object) -> str | None:
         text = super().from_toml(value)
@@ -209,7 +221,7 @@ class Address(Text):
 
 class DatabaseUrl(Text):
     def __init__(self) -> None:
-        super().__init__("a PostgreSQL URL", optional=True)
+        super().__init__("a PostgreSQL URL", optional=True, metavar="URL")
 
     def shown(self, value: Any) -> Any:
         return value if value is None else redacted_url(value)
@@ -218,8 +230,8 @@ class DatabaseUrl(Text):
 class Checked(Text):
     """A string a parser accepts (its ValueError refuses it)."""
 
-    def __init__(self, what: str, parse: Callable[[str], object]) -> None:
-        super().__init__(what)
+    def __init__(self, what: str, parse: Callable[[str], object], metavar: str) -> None:
+        super().__init__(what, metavar=metavar)
         self.parse = parse
 
     def from_toml(self, value: object) -> str | None:
@@ -235,8 +247,8 @@ def _http_url(text: str) -> None:
 
 
 class Secret(Text):
-    def __init__(self, what: str) -> None:
-        super().__init__(what, optional=True)
+    def __init__(self, what: str, metavar: str) -> None:
+        super().__init__(what, optional=True, metavar=metavar)
 
     def shown(self, value: Any) -> Any:
         return "***" if value else value
@@ -334,7 +346,10 @@ class Settings:
         "serves no /metrics",
     )
     data_dir: pathlib.Path = _s(
-        pathlib.Path(".compass"), "", Path(), "where the embedded PostgreSQL keeps its data"
+        pathlib.Path(".compass"),
+        "",
+        Path(metavar="DIR"),
+        "where the embedded PostgreSQL keeps its data",
     )
     event_loop: str = _s("uvloop", "", Choice("uvloop", "asyncio"), "the event loop")
     expiry_interval_seconds: float = _s(
@@ -387,20 +402,20 @@ class Settings:
     tracing_otlp_endpoint: str | None = _s(
         None,
         "tracing",
-        Text("an OTLP/gRPC URL", optional=True),
+        Text("an OTLP/gRPC URL", optional=True, metavar="URL"),
         "where spans are exported over OTLP/gRPC (http://collector:4317); empty: no traces",
     )
     tracing_otlp_headers: str | None = _s(
         None,
         "tracing",
-        Secret("key=value pairs joined by commas"),
+        Secret("key=value pairs joined by commas", "KEY=VALUE,…"),
         "headers sent with every export, key=value,key=value (masked when shown)",
     )
     tracing_otlp_insecure: bool = _s(
         False, "tracing", Switch(), "export without TLS to an http:// endpoint"
     )
     tracing_service_name: str = _s(
-        "compass-server", "tracing", Text(), "the service.name of this server's spans"
+        "compass-server", "tracing", Text(metavar="NAME"), "the service.name of this server's spans"
     )
     tracing_sample_ratio: float = _s(
         1.0,
@@ -482,13 +497,13 @@ class Settings:
     public_url: str = _s(
         DEFAULT_PUBLIC_URL,
         "",
-        Checked("an http:// or https:// URL", _http_url),
+        Checked("an http:// or https:// URL", _http_url, "URL"),
         "where people open the page: the base of every link a webhook or chat card carries",
     )
     webhook_key: str | None = _s(
         None,
         "webhooks",
-        Secret("32 bytes in URL-safe base64"),
+        Secret("32 bytes in URL-safe base64", "KEY"),
         "the key webhook URLs and secrets are sealed with; without it (or a key file) "
         "webhooks are off, except on the embedded database, which makes one",
     )
@@ -505,13 +520,13 @@ class Settings:
     webhook_allowed_networks: str = _s(
         "",
         "webhooks",
-        Checked("networks joined by commas (10.0.0.0/8,::1)", networks),
+        Checked("networks joined by commas (10.0.0.0/8,::1)", networks, "NETWORK,…"),
         "private, loopback or link-local networks webhooks may reach besides public addresses",
     )
     webhook_retry_schedule: str = _s(
         RETRY_SCHEDULE,
         "webhooks",
-        Checked("waits joined by commas (5s,5m,2h)", schedule),
+        Checked("waits joined by commas (5s,5m,2h)", schedule, "WAIT,…"),
         "waits between a delivery's failed attempts; past the last, it has failed",
     )
     webhook_timeout_seconds: float = _s(
@@ -637,47 +652,62 @@ def load(
                 raise _bad(s.flag, s, given) from None
             sources[s.name] = s.flag
     settings = Settings(**values)
-    _check_together(settings)
+    _check_together(settings, sources)
     return Loaded(settings, sources, file)
 
 
-def _check_together(s: Settings) -> None:
+def _named(name: str, sources: Mapping[str, str] | None) -> str:
+    """A setting's key and where its value came from: `tls.cert (from --tls-cert)`."""
+    where = sources.get(name, "default") if sources else "default"
+    return BY_NAME[name].key + ("" if where == "default" else f" (from {where})")
+
+
+def _check_together(s: Settings, sources: Mapping[str, str]) -> None:
     """Settings that only work with others, and the TLS files themselves."""
     if (s.tls_cert is None) != (s.tls_key is None):
-        missing = "tls.key" if s.tls_key is None else "tls.cert"
-        raise ConfigError(f"TLS takes a certificate and its key: {missing} is not set")
+        given, missing = ("tls_cert", "tls.key") if s.tls_key is None else ("tls_key", "tls.cert")
+        raise ConfigError(
+            f"TLS takes a certificate and its key: {_named(given, sources)} is set, "
+            f"{missing} is not"
+        )
     if s.tls_client_ca is not None and (s.relay_listen is None or s.tls_cert is None):
         raise ConfigError(
             "tls.client_ca asks runners for client certificates on the relay listener: "
             "set relay_listen, tls.cert and tls.key too"
         )
     if s.tls_cert is not None and s.tls_key is not None:
-        check_tls_files(s.tls_cert, s.tls_key, s.tls_client_ca)
+        check_tls_files(s.tls_cert, s.tls_key, s.tls_client_ca, sources)
     if s.replay_bytes_per_token > s.replay_bytes:
         raise ConfigError("limits.replay_bytes_per_token can't be more than limits.replay_bytes")
 
 
 def check_tls_files(
-    cert: pathlib.Path, key: pathlib.Path, client_ca: pathlib.Path | None = None
+    cert: pathlib.Path,
+    key: pathlib.Path,
+    client_ca: pathlib.Path | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> None:
     """ConfigError unless the certificate and key load as a pair (and the CA
-    file as certificates)."""
+    file as certificates), naming each setting and where it came from."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    for p in (cert, key, *((client_ca,) if client_ca else ())):
-        if not p.is_file():
-            raise ConfigError(f"can't read the TLS file {p}: no such file")
+    files = {"tls_cert": cert, "tls_key": key, "tls_client_ca": client_ca}
+    for name, p in files.items():
+        if p is not None and not p.is_file():
+            raise ConfigError(f"{_named(name, sources)}: can't read the TLS file {p}: no such file")
     try:
         context.load_cert_chain(cert, key)
     except (ssl.SSLError, OSError) as exc:
         raise ConfigError(
-            f"the TLS certificate {cert} and key {key} don't load as a pair "
-            f"({exc.__class__.__name__})"
+            f"{_named('tls_cert', sources)} {cert} and {_named('tls_key', sources)} {key} "
+            f"don't load as a certificate and its key ({exc.__class__.__name__})"
         ) from None
     if client_ca is not None:
         try:
             context.load_verify_locations(cafile=client_ca)
         except (ssl.SSLError, OSError):
-            raise ConfigError(f"{client_ca} holds no PEM CA certificate") from None
+            raise ConfigError(
+                f"{_named('tls_client_ca', sources)}: {client_ca} holds no PEM CA certificate"
+            ) from None
 
 
 # --- showing ---------------------------------------------------------------------------

@@ -218,6 +218,43 @@ def test_every_agent_arm_has_a_tool() -> None:
     assert len({spec.name for spec in SPECS}) == len(SPECS)
 
 
+def test_every_tool_has_a_label_and_an_approval_class() -> None:
+    labels = [spec.label for spec in SPECS]
+    assert all(label and len(label) <= 40 for label in labels)
+    assert len(set(labels)) == len(labels)
+    cancel = next(spec for spec in SPECS if spec.name == "comms_cancel_ask")
+    assert (cancel.label, cancel.approval, cancel.destructive) == (
+        "Withdraw channel ask",
+        "write",
+        True,
+    )
+    for spec in SPECS:
+        assert spec.approval in ("read", "write"), spec.name
+        # A read asks for something; anything else changes what people see.
+        reads = spec.arm.startswith(("get_", "list_", "search_"))
+        assert (spec.approval == "read") == reads, spec.name
+        assert not (spec.approval == "read" and spec.destructive), spec.name
+
+
+async def test_a_read_tool_changes_nothing_people_see(lane: Lane) -> None:
+    ask_id = await lane.post_ask()
+    posted = await lane.run("comms_post_message", {"channel_id": lane.channel, "text": "hi"})
+    message_id = re.search(r"Posted message (\S+) in", posted)
+    assert message_id
+    calls = {
+        "comms_get_ask": {"ask_id": ask_id},
+        "comms_list_messages": {"channel_id": lane.channel},
+        "comms_list_channels": {},
+        "comms_get_message": {"message_id": message_id.group(1)},
+        "comms_search_messages": {"query": "hi"},
+    }
+    assert set(calls) == {spec.name for spec in SPECS if spec.approval == "read"}
+    mark = await lane.w.store.last_event_id(lane.w.human)
+    for name, args in calls.items():
+        await lane.run(name, args)
+    assert await lane.w.store.last_event_id(lane.w.human) == mark
+
+
 def test_every_tool_definition_is_well_formed() -> None:
     for t in comms_tools(Recorder(gw.CommsCallResult())):
         d = t.definition()

@@ -15,6 +15,7 @@ import tomllib
 
 import httpx
 import pytest
+import trustme
 
 from compass_server import config
 from tests.servers import CallError, GrpcClient
@@ -167,6 +168,53 @@ def test_tls_needs_a_certificate_and_its_key(tmp_path: pathlib.Path) -> None:
         )
     )
     assert "c.pem" in line
+
+
+def test_tls_errors_name_the_setting_and_where_it_came_from(tmp_path: pathlib.Path) -> None:
+    cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
+    line = one_line_failure(cli("config", "check", "--tls-cert", str(cert)))
+    assert line == (
+        "compass-server: TLS takes a certificate and its key: tls.cert (from --tls-cert) is "
+        "set, tls.key is not"
+    )
+    line = one_line_failure(
+        cli("config", "check", "--tls-key", str(key), COMPASS_TLS_CERT=str(cert))
+    )
+    assert line == (
+        f"compass-server: tls.cert (from COMPASS_TLS_CERT): can't read the TLS file {cert}: "
+        "no such file"
+    )
+    # Two halves of different pairs: one from the file, one from the environment.
+    ca = trustme.CA()
+    ca.issue_cert("a.example").cert_chain_pems[0].write_to_path(str(cert))
+    ca.issue_cert("b.example").private_key_pem.write_to_path(str(key))
+    file = tmp_path / "compass.toml"
+    file.write_text(f'[tls]\ncert = "{cert}"\n')
+    line = one_line_failure(cli("config", "check", "--config", str(file), COMPASS_TLS_KEY=str(key)))
+    assert line == (
+        f"compass-server: tls.cert (from {file}) {cert} and tls.key (from COMPASS_TLS_KEY) "
+        f"{key} don't load as a certificate and its key (SSLError)"
+    )
+
+
+def test_an_unknown_compass_variable_warns_naming_the_nearest_known_one() -> None:
+    run = cli(
+        "config",
+        "check",
+        COMPASS_RELAY_WINDW="5",
+        COMPASS_FLAVOUR="mint",
+        # Read by the kit and by the tests: known, no warning.
+        COMPASS_RUNNER_TOKEN="t",
+        COMPASS_TEST_DATABASE_URL="postgresql://x",
+    )
+    assert run.returncode == 0, run.stderr
+    warnings = [line.split(" compass_server: ", 1)[1] for line in run.stderr.splitlines()]
+    assert warnings == [
+        "COMPASS_FLAVOUR is not a variable Compass reads; it is ignored",
+        "COMPASS_RELAY_WINDW is not a variable Compass reads (did you mean COMPASS_RELAY_WINDOW?)",
+    ]
+    # Ignored, as it says.
+    assert tomllib.loads(run.stdout)["limits"]["relay_window"] != 5
 
 
 def test_every_setting_has_a_key_an_environment_variable_a_flag_and_help() -> None:

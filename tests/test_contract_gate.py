@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import types
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -213,7 +214,7 @@ def test_no_call_arm_can_answer_an_ask() -> None:
 
 @pytest.fixture(scope="module")
 def generated_repo(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
-    """A copy of the repo's contract parts with dev.py, and an agentkit/gen/ it made."""
+    """A copy of the repo's contract parts with dev.py, and a gen/ it made."""
     root = tmp_path_factory.mktemp("contract") / "repo"
     root.mkdir()
     shutil.copytree(ROOT / "proto", root / "proto")
@@ -270,7 +271,7 @@ def test_drift_check_passes_on_a_fresh_tree(
 ) -> None:
     # Generating twice gives the same bytes: the check is deterministic.
     dev_on_copy.check_drift()
-    assert "agentkit/gen/ matches proto/" in capsys.readouterr().out
+    assert "gen/ matches proto/" in capsys.readouterr().out
 
 
 def test_drift_check_fails_on_a_one_byte_hand_edit(
@@ -300,3 +301,171 @@ def test_drift_check_fails_on_a_stray_generated_file(
 
     assert exit_info.value.code == 1
     assert "compass/v1/handmade.py" in capsys.readouterr().out
+
+
+# --- buf breaking against the few contracts before this one ----------------------
+
+DELETED = "  bool cancelled = 4;\n"
+
+
+@pytest.fixture
+def history(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., types.ModuleType]:
+    """A git repository of the contract on `main`; `commit(edit)` commits an
+    edit of comms.proto, `dev(where)` loads dev.py of a clone or the repository."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    shutil.copytree(ROOT / "proto", root / "proto")
+    for name in ("dev.py", "buf.yaml"):
+        shutil.copy2(ROOT / name, root / name)
+    for key in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{key}_NAME", "Ada")
+        monkeypatch.setenv(f"GIT_{key}_EMAIL", "ada@example.com")
+    monkeypatch.delenv("COMPASS_BREAKING_AGAINST", raising=False)
+    _run_git(root, "init", "--quiet", "--initial-branch", "main")
+    _run_git(root, "add", ".")
+    _run_git(root, "commit", "--quiet", "-m", "the contract")
+
+    def dev(where: pathlib.Path = root) -> types.ModuleType:
+        return _load_dev(where, monkeypatch)
+
+    dev.root = root  # type: ignore[attr-defined]
+    return dev
+
+
+def _run_git(cwd: pathlib.Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=60
+    )
+    return done.stdout.strip()
+
+
+def _edit(root: pathlib.Path, *, delete_field: bool, commit: str | None = None) -> None:
+    comms = root / "proto" / "compass" / "v1" / "comms.proto"
+    source = comms.read_text()
+    comms.write_text(source.replace(DELETED, "") if delete_field else source + "// a note\n")
+    if commit:
+        _run_git(root, "commit", "--quiet", "-am", commit)
+
+
+def _breaking(dev: types.ModuleType, capfd: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    try:
+        dev.check_breaking()
+        code = 0
+    except SystemExit as exit_info:
+        code = int(exit_info.code or 0)
+    out = capfd.readouterr()
+    return code, out.out + out.err
+
+
+def test_a_branch_that_deletes_a_field_fails_against_its_merge_base(
+    history: Callable[..., types.ModuleType], capfd: pytest.CaptureFixture[str]
+) -> None:
+    root = history.root  # type: ignore[attr-defined]
+    _run_git(root, "checkout", "--quiet", "-b", "feature")
+    _edit(root, delete_field=True, commit="drop cancelled")
+    _edit(root, delete_field=False, commit="a later commit")
+
+    code, out = _breaking(history(), capfd)
+
+    assert code == 100, out
+    assert "against the merge base with main" in out
+    assert '"cancelled"' in out
+
+
+def test_history_before_the_merge_base_is_not_walked(
+    history: Callable[..., types.ModuleType], capfd: pytest.CaptureFixture[str]
+) -> None:
+    # A break that landed on main long ago is main's history, not this branch's.
+    root = history.root  # type: ignore[attr-defined]
+    _edit(root, delete_field=True, commit="an old break on main")
+    _edit(root, delete_field=False, commit="main moves on")
+    _run_git(root, "checkout", "--quiet", "-b", "feature")
+    _edit(root, delete_field=False, commit="the branch's change")
+
+    code, out = _breaking(history(), capfd)
+
+    assert code == 0, out
+    assert "buf breaking: no breaking change" in out
+
+
+def test_a_fresh_clone_of_main_checks_what_its_last_commit_changed(
+    history: Callable[..., types.ModuleType],
+    capfd: pytest.CaptureFixture[str],
+    tmp_path: pathlib.Path,
+) -> None:
+    root = history.root  # type: ignore[attr-defined]
+    _edit(root, delete_field=True, commit="a break on main")
+    _run_git(tmp_path, "clone", "--quiet", str(root), "clone")
+
+    code, out = _breaking(history(tmp_path / "clone"), capfd)
+
+    assert code == 100, out
+    assert "against the commit before HEAD" in out
+
+
+def test_a_shallow_clone_compares_with_nothing_it_lacks_and_passes(
+    history: Callable[..., types.ModuleType],
+    capfd: pytest.CaptureFixture[str],
+    tmp_path: pathlib.Path,
+) -> None:
+    root = history.root  # type: ignore[attr-defined]
+    _edit(root, delete_field=False, commit="main moves on")
+    _run_git(tmp_path, "clone", "--quiet", "--depth", "1", f"file://{root}", "clone")
+
+    code, out = _breaking(history(tmp_path / "clone"), capfd)
+
+    assert code == 0, out
+    assert "no earlier commit to compare with (a shallow clone)" in out
+
+
+def test_a_clone_without_main_compares_with_the_commit_before_head(
+    history: Callable[..., types.ModuleType],
+    capfd: pytest.CaptureFixture[str],
+    tmp_path: pathlib.Path,
+) -> None:
+    root = history.root  # type: ignore[attr-defined]
+    _run_git(root, "checkout", "--quiet", "-b", "feature")
+    _edit(root, delete_field=False, commit="a fine change")
+    _run_git(
+        tmp_path, "clone", "--quiet", "--single-branch", "--branch", "feature", str(root), "ok"
+    )
+    _edit(root, delete_field=True, commit="a break")
+    _run_git(
+        tmp_path, "clone", "--quiet", "--single-branch", "--branch", "feature", str(root), "bad"
+    )
+
+    assert _breaking(history(tmp_path / "ok"), capfd)[0] == 0
+    code, out = _breaking(history(tmp_path / "bad"), capfd)
+
+    assert code == 100, out
+    assert "against the commit before HEAD" in out
+
+
+def test_the_last_release_tag_is_compared_too(
+    history: Callable[..., types.ModuleType], capfd: pytest.CaptureFixture[str]
+) -> None:
+    root = history.root  # type: ignore[attr-defined]
+    _run_git(root, "tag", "v0.1.0")
+    _edit(root, delete_field=True, commit="a break after the release")
+    _run_git(root, "checkout", "--quiet", "-b", "feature")
+    _edit(root, delete_field=False, commit="the branch's change")
+
+    code, out = _breaking(history(), capfd)
+
+    assert code == 100, out
+    assert "against the release v0.1.0" in out
+
+
+def test_an_uncommitted_edit_is_compared_with_head(
+    history: Callable[..., types.ModuleType], capfd: pytest.CaptureFixture[str]
+) -> None:
+    root = history.root  # type: ignore[attr-defined]
+    _edit(root, delete_field=False, commit="main moves on")
+    _edit(root, delete_field=True)
+
+    code, out = _breaking(history(), capfd)
+
+    assert code == 100, out
+    assert "against HEAD, for uncommitted edits" in out

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-GEN = pathlib.Path(__file__).resolve().parents[1] / "agentkit" / "gen"
+GEN = pathlib.Path(__file__).resolve().parents[1] / "gen"
 MODULES = sorted(
     ".".join(p.relative_to(GEN).with_suffix("").parts)
     for p in GEN.rglob("*.py")
@@ -38,3 +38,18 @@ def test_generated_module_imports_without_warnings(module: str) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_top_level_is_the_layout_the_design_names() -> None:
+    root = GEN.parent
+    for name in ("pyproject.toml", "proto", "gen", "compass_server", "tests"):
+        assert (root / name).exists(), name
+    for name in ("buf.yaml", "buf.gen.yaml", "tox.ini"):
+        assert (root / name).is_file(), name
+    assert not (root / "agentkit" / "gen").exists()
+    outs = [
+        line.split(":", 1)[1].strip()
+        for line in (root / "buf.gen.yaml").read_text().splitlines()
+        if line.strip().startswith("out:")
+    ]
+    assert outs and set(outs) == {"gen"}

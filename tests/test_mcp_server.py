@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.metadata
 import json
 import os
 import pathlib
@@ -262,9 +263,47 @@ async def test_the_tools_and_their_schemas(
     for tool in tools.values():
         assert tool.input_schema["properties"]["agent"]["type"] == "string", tool.name
     assert tools["spawn_agent"].input_schema["required"] == ["handle"]
-    assert tools["check_ask"].annotations is not None
-    assert tools["check_ask"].annotations.read_only_hint is True
     assert "delivery lane" not in " ".join(t.description or "" for t in tools.values())
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_every_tool_carries_its_label_and_approval_hints(
+    server: Any, api_world: World, tmp_path: pathlib.Path, transport: str
+) -> None:
+    async with mcp_for(server, api_world, tmp_path, transport) as m:
+        listed = await m.session.list_tools()
+    hints = {}
+    for tool in listed.tools:
+        a = tool.annotations
+        assert a is not None and a.title and tool.title == a.title, tool.name
+        hints[tool.name] = (a.title, a.read_only_hint, a.destructive_hint, a.idempotent_hint)
+    assert hints == {
+        "ask": ("Ask people and wait for the answer", False, False, False),
+        "check_ask": ("Read channel ask", True, False, True),
+        "cancel_ask": ("Withdraw channel ask", False, True, True),
+        "post_message": ("Post channel message", False, False, False),
+        "read_channel": ("Read channel messages", True, False, True),
+        "list_channels": ("List channels", True, False, True),
+        "set_status": ("Set own status", False, False, True),
+        "inbox_post": ("Post to inbox", False, True, False),
+        "inbox_reply": ("Reply in inbox", False, False, False),
+        "inbox_close": ("Withdraw inbox ask", False, True, True),
+        "spawn_agent": ("Spawn sub-agent", False, False, False),
+    }
+
+
+async def test_the_server_reports_its_version(
+    server: Any, api_world: World, tmp_path: pathlib.Path
+) -> None:
+    params = StdioServerParameters(
+        command=str(MCP), env=env_for(server.grpc_port, await runner_for(api_world), api_world)
+    )
+    with (tmp_path / "mcp.log").open("w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                started = await session.initialize()
+    assert started.server_info.name == "compass"
+    assert started.server_info.version == importlib.metadata.version("compass-agentkit")
 
 
 # --- ask and its endings ------------------------------------------------------------------
@@ -556,14 +595,48 @@ async def test_a_nul_in_a_message_is_a_tool_error_not_a_crash(
     assert not fine.is_error
 
 
-async def test_a_refused_token_is_a_tool_error_and_the_server_keeps_serving(
-    server: Any, api_world: World, tmp_path: pathlib.Path
+async def _started(env: dict[str, str]) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        str(MCP),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**env, "COMPASS_LOG_LEVEL": "WARNING"},
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert out == b""  # it never began to speak MCP
+    assert proc.returncode is not None
+    return proc.returncode, err.decode()
+
+
+async def test_a_refused_token_or_agent_stops_compass_mcp_at_start(
+    server: Any, api_world: World
 ) -> None:
-    async with mcp_for(server, api_world, tmp_path, token="cpr_not-a-token") as m:
-        result = await m.call("list_channels", {})
-        again = await m.call("ask", {"questions": QUESTIONS})
-    assert result.is_error and "list_channels failed: unauthenticated" in text_of(result)
-    assert again.is_error and "ask failed: unauthenticated" in text_of(again)
+    w = api_world
+    code, err = await _started(env_for(server.grpc_port, "cpr_not-a-token", w))
+    assert code == 1
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith(
+            f"compass-mcp: the Compass server at 127.0.0.1:{server.grpc_port} refused this "
+            "runner's token: unauthenticated: "
+        )
+    )
+    stranger = await w.add_account("ghost", kind=w.agent.kind)
+    env = env_for(
+        server.grpc_port, await runner_for(w), w, COMPASS_AGENT_ID=str(stranger.account_id)
+    )
+    code, err = await _started(env)
+    assert code == 1
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith(
+            f"compass-mcp: the Compass server at 127.0.0.1:{server.grpc_port} refused agent "
+            f"{stranger.account_id}: not_found: "
+        )
+    )
 
 
 # --- the other tools, once each --------------------------------------------------------

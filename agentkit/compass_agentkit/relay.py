@@ -21,7 +21,9 @@ Relay each event reaches the handler exactly once.
 
 Drops: the relay reconnects with exponential backoff and jitter, rebinds every
 session under the same session id, and the hub resumes each agent's deliveries
-after its acked cursor. A refused sign-in (bad token) is final, not retried.
+after its acked cursor. A refused sign-in (bad token) is final, not retried;
+so is never reaching the hub at all within `connect_seconds` of start (a
+wrong address), when that is set.
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ FINAL_CODES = frozenset(
 )
 
 UNBIND_SECONDS = 10.0
+# How long the commands try for a first connection before giving up.
+CONNECT_SECONDS = 30.0
 # The largest frame the server takes (its request limit): a bigger call is
 # refused here, since the server would end the whole stream, every session's.
 MAX_CALL_FRAME_BYTES = 8 << 20
@@ -215,6 +219,7 @@ class Relay:
         call_timeout: float = 60.0,
         on_lost: Callable[[str, RelayError], None] | None = None,
         credentials: grpc.ChannelCredentials | None = None,
+        connect_seconds: float | None = None,
     ) -> None:
         self.address = address
         self.token = token
@@ -222,6 +227,12 @@ class Relay:
         self.credentials = credentials
         self.backoff = backoff or Backoff()
         self.call_timeout = call_timeout
+        # Give up when no connection reached the hub within this long of
+        # start (None or 0: keep trying); later drops are always retried.
+        self.connect_seconds = connect_seconds
+        self._reached = asyncio.Event()
+        self._attempts = 0
+        self._last_reason = ""
         # Told when a session could not be rebound after a drop (say its agent
         # was unassigned meanwhile); the session is gone from the relay.
         self.on_lost = on_lost
@@ -234,6 +245,7 @@ class Relay:
         self._closing = asyncio.Event()
         self._ids = itertools.count(1)
         self._task: asyncio.Task[None] | None = None
+        self._watchdog: asyncio.Task[None] | None = None
         self.failure: RelayError | None = None
         self._failed = asyncio.Event()
 
@@ -242,7 +254,30 @@ class Relay:
     async def start(self) -> None:
         """Starts connecting in the background; binds and calls wait for it."""
         if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run())
+            loop = asyncio.get_running_loop()
+            self._task = loop.create_task(self._run())
+            if self.connect_seconds:
+                watch = self._give_up_unless_reached(self.connect_seconds)
+                self._watchdog = loop.create_task(watch)
+
+    async def _give_up_unless_reached(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._reached.wait(), seconds)
+            return
+        if self._closing.is_set() or self.failure is not None or self._task is None:
+            return
+        tries = f"{self._attempts} attempt{'s' if self._attempts != 1 else ''}"
+        last = f"; the last: {self._last_reason}" if self._last_reason else ""
+        error = RelayError(
+            "unavailable",
+            f"no connection to the Compass server at {self.address} within {seconds:g}s "
+            f"({tries}{last})",
+        )
+        log.error("giving up: %s", error.message)
+        self._task.cancel()
+        self.failure = error
+        self._failed.set()
+        self._fail_sessions(error)
 
     async def wait_failed(self) -> RelayError:
         """Returns when the relay stopped for good (a refused sign-in)."""
@@ -255,6 +290,8 @@ class Relay:
         if self._closing.is_set():
             return
         self._closing.set()
+        if self._watchdog is not None:
+            self._watchdog.cancel()
         workers = []
         for session in self._sessions.values():
             session.stopping = True
@@ -451,6 +488,7 @@ class Relay:
                 return
             if self._closing.is_set():
                 return
+            self._last_reason = reason
             delay = self.backoff.next()
             log.warning("relay stream ended (%s); reconnecting in %.2fs", reason, delay)
             with contextlib.suppress(TimeoutError):
@@ -458,6 +496,7 @@ class Relay:
 
     async def _connect_once(self) -> str:
         self._generation += 1
+        self._attempts += 1
         options = [("grpc.max_receive_message_length", MAX_RECEIVE_BYTES)]
         channel = (
             grpc.aio.secure_channel(self.address, self.credentials, options=options)
@@ -472,6 +511,9 @@ class Relay:
         stream = _Stream(self._generation, channel, call)
         self._stream = stream
         reason = "the hub ended the stream"
+        # Reached once the connection is up, even before the hub says anything.
+        ready = asyncio.ensure_future(channel.channel_ready())
+        ready.add_done_callback(self._on_ready)
         try:
             for session in list(self._sessions.values()):
                 # A failed write means a failed stream: the read below says why.
@@ -484,6 +526,7 @@ class Relay:
                     break
                 if not stream.reached:
                     stream.reached = True
+                    self._reached.set()
                     self.connections += 1
                     self.backoff.reset()
                 self._route(stream, frame)
@@ -497,6 +540,7 @@ class Relay:
             # Anything else is this stream's end too, never the reconnect loop's.
             reason = f"{type(exc).__name__}: {exc}"
         finally:
+            ready.cancel()
             self._live.clear()
             self._stream = None
             stream.fail_pending(
@@ -505,6 +549,10 @@ class Relay:
             call.cancel()
             await channel.close()
         return reason
+
+    def _on_ready(self, ready: asyncio.Future[None]) -> None:
+        if not ready.cancelled() and ready.exception() is None:
+            self._reached.set()
 
     async def _send_bind(self, stream: _Stream, session: _Session) -> None:
         sid = session.session_id

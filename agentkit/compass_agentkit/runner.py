@@ -1,13 +1,15 @@
 """`compass-runner`: a reference runner for Compass agents.
 
-    compass-runner [--grpc HOST:PORT] [--token T] [--sandbox DIR] --agent ID [--agent ID …]
-    compass-runner [--grpc HOST:PORT] [--token T] --agent ID --demo --channel ID
+    compass-runner [--url URL] [--token TOKEN] [--sandbox DIR] --agent ID [--agent ID …]
+    compass-runner [--url URL] [--token TOKEN] --agent ID --demo --channel ID
 
 It signs in to the hub with a runner token (--token or COMPASS_RUNNER_TOKEN),
 binds one session per agent assigned to it, and hands every delivery to the
 agent's callback, acking it once the callback returns. When the stream drops
 it reconnects with backoff, rebinds, and deliveries resume after the acked
-cursor. Logs go to stderr; stdout carries only the agent's JSON lines.
+cursor; when no connection is made at all within --connect-seconds of start
+(a wrong address, say), it exits 1 naming what it tried. Logs go to stderr;
+stdout carries only the agent's JSON lines.
 
 Without --demo each agent is a printer: one JSON line per delivery. With
 --demo the agent posts a two-question ask in --channel, waits on its delivery
@@ -16,7 +18,8 @@ of a decline, an expiry or the owner's withdraw) and exits 0. With --sandbox
 DIR the agents' inbox tools attach pictures from that folder.
 
 Exit codes: 0 done (or stopped by SIGINT/SIGTERM without --demo), 1 the hub
-refused the token or an agent, or the demo was stopped, 2 bad usage.
+refused the token or an agent, could not be reached, or the demo was
+stopped, 2 bad usage.
 """
 
 from __future__ import annotations
@@ -34,10 +37,21 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from compass.v1 import comms_pb2 as pb
+from compass_agentkit.command import (
+    Parser,
+    add_connect_flag,
+    add_tls_flags,
+    add_url_flag,
+    address,
+    log_to_stderr,
+    tls_from,
+    version,
+    warn_unknown_environment,
+)
 from compass_agentkit.endings import AskEndings
 from compass_agentkit.native_ask import answers_from_ask
 from compass_agentkit.pictures import Sandbox
-from compass_agentkit.relay import BoundSession, Relay, RelayError, tls_credentials
+from compass_agentkit.relay import BoundSession, Relay, RelayError
 from compass_agentkit.render import render_messages
 from compass_agentkit.subagents import spawn_and_bind
 from compass_agentkit.tools import Tool, ToolError, comms_tools
@@ -205,20 +219,23 @@ class DemoAgent:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="compass-runner", description="Run Compass agents over the hub's relay."
+    parser = Parser(prog="compass-runner", description="Run Compass agents over the hub's relay.")
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {version('compass-agentkit')}"
     )
-    parser.add_argument("--grpc", default="127.0.0.1:50051", help="the hub's gRPC host:port")
+    add_url_flag(parser)
     parser.add_argument(
         "--token",
         default=os.environ.get("COMPASS_RUNNER_TOKEN"),
+        metavar="TOKEN",
         help="the runner token (default: $COMPASS_RUNNER_TOKEN)",
     )
     parser.add_argument(
         "--agent",
         action="append",
         required=True,
-        help="an agent assigned to this runner (repeat for more)",
+        metavar="ID",
+        help="the account id of an agent assigned to this runner (repeat for more)",
     )
     parser.add_argument(
         "--sandbox",
@@ -227,9 +244,15 @@ def _parser() -> argparse.ArgumentParser:
         help="the folder the agents' inbox tools read pictures from ($COMPASS_SANDBOX; "
         "without it they take no pictures)",
     )
+    add_connect_flag(parser)
     add_tls_flags(parser)
-    parser.add_argument("--demo", action="store_true", help="run the scripted demo agent")
-    parser.add_argument("--channel", help="the channel the demo agent asks in")
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="run the scripted demo agent: it asks in --channel, prints how the ask ended "
+        "and exits",
+    )
+    parser.add_argument("--channel", metavar="ID", help="the channel the demo agent asks in")
     return parser
 
 
@@ -258,7 +281,13 @@ async def _run(args: argparse.Namespace) -> int:
         lost.append(error)
         stop.set()
 
-    relay = Relay(args.grpc, args.token, on_lost=on_lost, credentials=args.credentials)
+    relay = Relay(
+        args.address,
+        args.token,
+        on_lost=on_lost,
+        credentials=args.credentials,
+        connect_seconds=args.connect_seconds,
+    )
     await relay.start()
     demo = DemoAgent()
     runner = Runner(
@@ -297,69 +326,21 @@ async def _run(args: argparse.Namespace) -> int:
     return code
 
 
-def add_tls_flags(parser: argparse.ArgumentParser) -> None:
-    """TLS to the hub; any of these turns it on."""
-    env = os.environ.get
-    parser.add_argument(
-        "--tls",
-        action="store_true",
-        default=env("COMPASS_TLS", "").lower() in ("1", "true", "yes", "on"),
-        help="connect with TLS, trusting the system's CAs ($COMPASS_TLS)",
-    )
-    parser.add_argument(
-        "--ca-cert",
-        default=env("COMPASS_CA_CERT"),
-        metavar="FILE",
-        help="TLS, trusting the CA certificates in this PEM file ($COMPASS_CA_CERT)",
-    )
-    parser.add_argument(
-        "--client-cert",
-        default=env("COMPASS_CLIENT_CERT"),
-        metavar="FILE",
-        help="TLS, presenting this PEM client certificate, for a relay that requires one "
-        "($COMPASS_CLIENT_CERT)",
-    )
-    parser.add_argument(
-        "--client-key",
-        default=env("COMPASS_CLIENT_KEY"),
-        metavar="FILE",
-        help="the client certificate's PEM key ($COMPASS_CLIENT_KEY)",
-    )
-
-
-def tls_from(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """Sets args.credentials from the TLS flags (None: plain text); a usage
-    error when the files don't make a pair or can't be read."""
-    args.credentials = None
-    if args.tls or args.ca_cert or args.client_cert or args.client_key:
-        try:
-            args.credentials = tls_credentials(args.ca_cert, args.client_cert, args.client_key)
-        except ValueError as exc:
-            parser.error(str(exc))
-
-
-def log_to_stderr() -> None:
-    """Logs on stderr at COMPASS_LOG_LEVEL (default INFO): stdout is the
-    agent's output (compass-runner) or the MCP protocol (compass-mcp)."""
-    logging.basicConfig(
-        level=os.environ.get("COMPASS_LOG_LEVEL", "INFO"),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    warn_unknown_environment(parser.prog)
     if not args.token:
         parser.error("a runner token is required: --token or COMPASS_RUNNER_TOKEN")
     if args.demo and (not args.channel or len(args.agent) != 1):
         parser.error("--demo takes one --agent and a --channel to ask in")
-    if args.sandbox:
-        try:
+    try:
+        args.address, https = address(args.url)
+        if args.sandbox:
             Sandbox(args.sandbox)
-        except ValueError as exc:
-            parser.error(str(exc))
+    except ValueError as exc:
+        parser.error(str(exc))
+    args.tls = args.tls or https
     tls_from(args, parser)
     log_to_stderr()
     return asyncio.run(_run(args))

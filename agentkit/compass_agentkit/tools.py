@@ -17,7 +17,8 @@ sandbox it was given (pictures.py) and sends them with the call; its text
 argument names each by its address.
 
 To give agents a new arm: add one ToolSpec row to SPECS (its `arm` is the
-CommsCallRequest field name), and a real-server scenario to
+CommsCallRequest field name; its label and approval class say what a person
+approving the call is shown), and a real-server scenario to
 tests/test_agentkit_tools.py. The arm-coverage test fails until both exist.
 
 A tool that takes an ask's questions takes them in a QuestionShape: the
@@ -33,7 +34,7 @@ import copy
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -58,6 +59,7 @@ __all__ = [
     "CODING_AGENT_QUESTIONS",
     "RUNTIME_QUESTIONS",
     "SPECS",
+    "Approval",
     "Caller",
     "QuestionShape",
     "Tool",
@@ -99,11 +101,19 @@ class QuestionShape:
         return mapped.ask
 
 
+# What a harness may ask a person before a call: "read" changes nothing,
+# "write" changes what people see.
+Approval = Literal["read", "write"]
+
+
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
     name: str
     # The CommsCallRequest.call arm the tool sends.
     arm: str
+    # A short title for people, as an approval prompt shows it.
+    label: str
+    approval: Approval
     description: str
     parameters: Mapping[str, Any]
     # Checked arguments → the arm's request (may raise ToolError). With a
@@ -118,6 +128,10 @@ class ToolSpec:
     # Set on a tool that takes `pictures` (paths in the agent's sandbox): the
     # text argument whose paths become the pictures' addresses.
     pictures_in: str | None = None
+    # A write that ends or replaces something people see (an ask, a topic).
+    destructive: bool = False
+    # Calling it again with the same arguments changes nothing more; reads are.
+    idempotent: bool = False
 
 
 class Tool:
@@ -139,6 +153,14 @@ class Tool:
     @property
     def description(self) -> str:
         return self.spec.description
+
+    @property
+    def label(self) -> str:
+        return self.spec.label
+
+    @property
+    def approval(self) -> Approval:
+        return self.spec.approval
 
     @property
     def parameters(self) -> Mapping[str, Any]:
@@ -580,6 +602,10 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="comms_post_message",
         arm="post_message",
+        label="Post channel message",
+        approval="write",
+        destructive=False,
+        idempotent=False,
         description=(
             "Post a text message in a channel or DM you belong to. Find channel ids with "
             "comms_list_channels; open a person's DM with comms_open_dm."
@@ -600,6 +626,10 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="comms_post_ask",
         arm="post_ask",
+        label="Post channel ask",
+        approval="write",
+        destructive=False,
+        idempotent=False,
         description=(
             "Ask the people in a channel one or more questions as one form: one person "
             "answers all of them at once. Each question has an id (unique within the ask), "
@@ -632,6 +662,10 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="comms_cancel_ask",
         arm="cancel_ask",
+        label="Withdraw channel ask",
+        approval="write",
+        destructive=True,
+        idempotent=True,
         description=(
             "Withdraw your own pending ask so it takes no answer; people see it as withdrawn. "
             'ask_id is the id comms_post_ask returned, or the id="…" on a comms_list_messages '
@@ -663,6 +697,8 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="comms_get_ask",
         arm="get_ask",
+        label="Read channel ask",
+        approval="read",
         description=(
             "Read one ask by its id: whether it is open, answered (each question's chosen "
             "options and free text) or withdrawn. ask_id is the id comms_post_ask returned, or "
@@ -683,6 +719,8 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="comms_list_messages",
         arm="list_messages",
+        label="Read channel messages",
+        approval="read",
         description=(
             "Read a channel's recent messages, oldest first, one entry per line as "
             "`@handle (message_id): text`. " + ASK_MARKERS + " Pass the page_token from the "
@@ -706,6 +744,8 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="comms_list_channels",
         arm="list_channels",
+        label="List channels",
+        approval="read",
         description=("List the channels and DMs you belong to: id, name, member count and topic."),
         parameters=_params({"limit": _LIMIT, "page_token": _PAGE}),
         request=lambda args: pb.ListChannelsRequest(
@@ -716,6 +756,8 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="comms_get_message",
         arm="get_message",
+        label="Read channel message",
+        approval="read",
         description=(
             "Read one message by its id (the id in parentheses after the author of a listed "
             "message), rendered like comms_list_messages."
@@ -727,6 +769,8 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="comms_search_messages",
         arm="search_messages",
+        label="Search messages",
+        approval="read",
         description=(
             "Search the text and ask questions of messages in your channels (case-insensitive "
             "substring), newest first; optionally only one channel."
@@ -751,6 +795,10 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="comms_open_dm",
         arm="open_dm",
+        label="Open direct message",
+        approval="write",
+        destructive=False,
+        idempotent=True,
         description=(
             "Open your direct-message channel with one account (the same channel every time) "
             "and return its channel id, for comms_post_message."
@@ -766,6 +814,10 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="comms_create_channel",
         arm="create_channel",
+        label="Create channel",
+        approval="write",
+        destructive=False,
+        idempotent=False,
         description="Create a channel; you and member_account_ids become its members.",
         parameters=_params(
             {
@@ -792,6 +844,10 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="comms_add_channel_member",
         arm="add_channel_member",
+        label="Add channel member",
+        approval="write",
+        destructive=False,
+        idempotent=True,
         description="Add an account of your workspace to a channel you belong to.",
         parameters=_params(
             {
@@ -813,6 +869,10 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="comms_update_topic",
         arm="update_topic",
+        label="Set channel topic",
+        approval="write",
+        destructive=True,
+        idempotent=True,
         description="Set the topic of a channel you belong to (empty clears it).",
         parameters=_params(
             {
@@ -833,6 +893,10 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="comms_set_status",
         arm="set_status",
+        label="Set own status",
+        approval="write",
+        destructive=False,
+        idempotent=True,
         description=(
             "Set your own status: idle or working, with a short line saying what you are "
             "doing. While you have an open ask people see you as WAITING whatever you set."
@@ -860,6 +924,10 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="comms_inbox_post",
         arm="inbox_post",
+        label="Post to inbox",
+        approval="write",
+        destructive=True,
+        idempotent=False,
         description=(
             "Post to your own inbox, where the people who oversee you read and answer: one "
             "item per key, each a thread. With questions (the shape comms_post_ask takes) it "
@@ -888,6 +956,10 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="comms_inbox_reply",
         arm="inbox_reply",
+        label="Reply in inbox",
+        approval="write",
+        destructive=False,
+        idempotent=False,
         description=(
             "Add a message without an ask to one of your inbox items, by its key: text, "
             "pictures from your sandbox, or both."
@@ -906,6 +978,10 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="comms_inbox_close",
         arm="inbox_close",
+        label="Withdraw inbox ask",
+        approval="write",
+        destructive=True,
+        idempotent=True,
         description=(
             "Withdraw the open ask of one of your inbox items, saying why; the item closes "
             "and takes no answer. Closing again succeeds again, and so does closing an item "
@@ -931,6 +1007,10 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="comms_spawn_agent",
         arm="spawn_agent",
+        label="Spawn sub-agent",
+        approval="write",
+        destructive=False,
+        idempotent=False,
         description=(
             "Create a sub-agent under you: a new agent with your owner, assigned to your "
             "runner, that takes part in every channel you take part in and posts and asks "

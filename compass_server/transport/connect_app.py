@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
+import json
 import logging
 import mimetypes
 import pathlib
@@ -21,7 +23,7 @@ from hypercorn.config import Config
 
 from compass_server.api import surface
 from compass_server.api.auth import Authenticator
-from compass_server.api.errors import ApiError, to_api_error
+from compass_server.api.errors import ApiError, Status, to_api_error
 from compass_server.api.text import check_strings
 from compass_server.telemetry.calls import Observer
 from compass_server.transport.binding import Method, ServiceBinding
@@ -247,8 +249,11 @@ class Router:
         pages: dict[str, Page] | None = None,
         static: bool = True,
         compress_min_bytes: int = COMPRESS_MIN_BYTES,
+        methods: dict[str, list[str]] | None = None,
     ) -> None:
         self.apps = {f"/{name}/": app for name, app in apps.items()}
+        # Service → its method names, for the error a misspelt path gets.
+        self.methods = methods or {}
         self.compress_min_bytes = compress_min_bytes
         self.files = files
         self.pages = pages or {}
@@ -279,7 +284,7 @@ class Router:
         path: str = scope["path"]
         for prefix, app in self.apps.items():
             if path.startswith(prefix):
-                send = self._timed(send)
+                send = _explained(self._timed(send), scope, self.methods)
                 if _unary(scope):
                     scope, gzip_accepted = _without_gzip(scope)
                     if gzip_accepted:
@@ -298,6 +303,12 @@ class Router:
         if page is not None and scope["method"] in ("GET", "HEAD"):
             status, body, kind = await page()
             await _plain(send, status, body if scope["method"] == "GET" else b"", kind)
+            return
+        wrong = _CONNECT_PATH.match(path)
+        if wrong is not None:
+            near = difflib.get_close_matches(wrong.group(1), list(self.methods), 1)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            await _connect_refusal(send, 404, f"there is no service {wrong.group(1)}{hint}")
             return
         if path == "/healthz" or self.static:
             await _static(scope, send)
@@ -328,6 +339,62 @@ class Router:
             await asyncio.wait_for(send(message), self.slow_stream_seconds)
 
         return timed
+
+
+# A Connect call's path, /package.Service/Method, as the page's files never are.
+_CONNECT_PATH = re.compile(r"^/([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)/([A-Za-z_]\w*)$")
+# Bare answers of the Connect app to a request it can't take, and the code
+# the client gets for each instead (the HTTP status stays).
+_REFUSED = {404: Status.UNIMPLEMENTED, 405: Status.UNIMPLEMENTED, 415: Status.INVALID_ARGUMENT}
+
+
+def _explained(send: Any, scope: dict[str, Any], methods: dict[str, list[str]]) -> Any:
+    """Sends the Connect app's answer, but a bare 404, 405 or 415 (no body)
+    as a Connect error saying what to send instead."""
+    held: dict[str, Any] | None = None
+
+    async def explaining(message: dict[str, Any]) -> None:
+        nonlocal held
+        if message["type"] == "http.response.start" and message["status"] in _REFUSED:
+            held = message
+            return
+        if held is None:
+            await send(message)
+            return
+        start, held = held, None
+        if message.get("body") or message.get("more_body"):
+            await send(start)
+            await send(message)
+            return
+        await _connect_refusal(send, start["status"], _what_to_send(start, scope, methods))
+
+    return explaining
+
+
+def _what_to_send(
+    start: dict[str, Any], scope: dict[str, Any], methods: dict[str, list[str]]
+) -> str:
+    path: str = scope["path"]
+    service, _, method = path.strip("/").partition("/")
+    if start["status"] == 404:
+        near = difflib.get_close_matches(method, methods.get(service, []), 1)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        return f"{service} has no method {method}{hint}"
+    if start["status"] == 405:
+        return (
+            f"{service}/{method} takes POST, not {scope['method']}: send the request message "
+            "as the body, with Content-Type: application/json"
+        )
+    sent = (_header(scope, b"content-type") or "").strip()
+    return (
+        f"{service}/{method} takes Content-Type: application/json (Connect JSON) or "
+        f"application/proto (binary protobuf); this request has {sent or 'none'}"
+    )
+
+
+async def _connect_refusal(send: Any, status: int, message: str) -> None:
+    body = json.dumps({"code": _REFUSED[status].token, "message": message}).encode()
+    await _plain(send, status, body, "application/json", allow=b"POST" if status == 405 else None)
 
 
 def _unary(scope: dict[str, Any]) -> bool:
@@ -398,19 +465,22 @@ def _compressed_past(min_bytes: int, send: Any) -> Any:
     return compressing
 
 
-async def _plain(send: Any, status: int, body: bytes, content_type: str = "text/plain") -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", content_type.encode()),
-                (b"content-length", str(len(body)).encode()),
-                (b"cache-control", b"no-store"),
-                (b"x-content-type-options", b"nosniff"),
-            ],
-        }
-    )
+async def _plain(
+    send: Any,
+    status: int,
+    body: bytes,
+    content_type: str = "text/plain",
+    allow: bytes | None = None,
+) -> None:
+    headers = [
+        (b"content-type", content_type.encode()),
+        (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store"),
+        (b"x-content-type-options", b"nosniff"),
+    ]
+    if allow is not None:
+        headers.append((b"allow", allow))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -510,4 +580,5 @@ def apps_for(
         files,
         pages,
         compress_min_bytes=compress_min_bytes,
+        methods={b.full_name: [m.name for m in b.methods] for b, _ in bindings},
     )

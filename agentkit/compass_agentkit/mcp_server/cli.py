@@ -1,16 +1,18 @@
 """`compass-mcp`: Compass as an MCP server, for any MCP client to launch.
 
-    compass-mcp [--url HOST:PORT] [--token T] [--agent ID] [--channel ID]
-                [--sandbox DIR] [--http HOST:PORT] [--wait-seconds N]
-                [--progress-seconds S] [--tls] [--ca-cert FILE]
-                [--client-cert FILE --client-key FILE]
+    compass-mcp [--url URL] [--token TOKEN] [--agent ID] [--channel ID]
+                [--sandbox DIR] [--http HOST:PORT] [--wait-seconds SECONDS]
+                [--progress-seconds SECONDS] [--connect-seconds SECONDS]
+                [--tls] [--ca-cert FILE] [--client-cert FILE --client-key FILE]
 
 It is one agent session on the relay, signed in with a runner token the
 agent is assigned to, so attribution, presence (WAITING while its ask is
-open), the delivery lane and reconnects work as for any runner. It serves
-MCP over stdio (what clients launch) or, with --http, streamable HTTP at
-http://HOST:PORT/mcp; then it prints one JSON line on stdout with the port.
-Logs go to stderr: on stdio, stdout is the protocol's.
+open), the delivery lane and reconnects work as for any runner. Before it
+serves it checks that the server takes its token and agent: a refusal, or
+no connection within --connect-seconds, is one line on stderr and exit
+status 1. It serves MCP over stdio (what clients launch) or, with --http,
+streamable HTTP at http://HOST:PORT/mcp; then it prints one JSON line on
+stdout with the port. Logs go to stderr: on stdio, stdout is the protocol's.
 """
 
 from __future__ import annotations
@@ -26,11 +28,21 @@ import socket
 import sys
 from typing import Any
 
+from compass_agentkit.command import (
+    Parser,
+    add_connect_flag,
+    add_tls_flags,
+    add_url_flag,
+    address,
+    log_to_stderr,
+    tls_from,
+    version,
+    warn_unknown_environment,
+)
 from compass_agentkit.mcp_server.session import AgentSession
 from compass_agentkit.mcp_server.tools import Settings, build_server
 from compass_agentkit.pictures import Sandbox
-from compass_agentkit.relay import Relay
-from compass_agentkit.runner import add_tls_flags, log_to_stderr, tls_from
+from compass_agentkit.relay import CallUnavailable, Relay, RelayError
 
 __all__ = ["main"]
 
@@ -43,24 +55,16 @@ HTTP_MAX_SESSIONS = 64
 HTTP_MAX_BODY_BYTES = 1024 * 1024
 
 
-def _address(url: str) -> str:
-    """HOST:PORT from `HOST:PORT`, `http://HOST:PORT`, `https://HOST:PORT` or
-    `grpc://HOST:PORT`."""
-    for scheme in ("http://", "https://", "grpc://"):
-        if url.startswith(scheme):
-            url = url.removeprefix(scheme)
-    url = url.rstrip("/")
-    host, _, port = url.rpartition(":")
-    if not host or not port.isdigit() or "/" in url:
-        raise ValueError(f"{url!r} is not HOST:PORT (the Compass server's gRPC address)")
-    return url
-
-
 def _positive(kind: type[int] | type[float]) -> Any:
+    what = "a whole number of seconds" if kind is int else "a number of seconds"
+
     def parse(text: str) -> int | float:
-        value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{text} is not a positive number")
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{text} is not {what} above 0")
         return value
 
     return parse
@@ -68,7 +72,7 @@ def _positive(kind: type[int] | type[float]) -> Any:
 
 def _parser() -> argparse.ArgumentParser:
     env = os.environ.get
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="compass-mcp",
         description=(
             "Compass as an MCP server: tools to ask people and wait for their answer, read "
@@ -76,25 +80,26 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument(
-        "--url",
-        default=env("COMPASS_URL", "127.0.0.1:50051"),
-        help="the Compass server's gRPC address, HOST:PORT; https://HOST:PORT connects with "
-        "TLS ($COMPASS_URL; default %(default)s)",
+        "--version", action="version", version=f"%(prog)s {version('compass-agentkit')}"
     )
+    add_url_flag(parser)
     add_tls_flags(parser)
     parser.add_argument(
         "--token",
         default=env("COMPASS_RUNNER_TOKEN"),
+        metavar="TOKEN",
         help="a runner token the agent is assigned to ($COMPASS_RUNNER_TOKEN)",
     )
     parser.add_argument(
         "--agent",
         default=env("COMPASS_AGENT_ID"),
+        metavar="ID",
         help="the agent's account id ($COMPASS_AGENT_ID)",
     )
     parser.add_argument(
         "--channel",
         default=env("COMPASS_CHANNEL_ID"),
+        metavar="ID",
         help="the channel `ask` posts in when a call names none ($COMPASS_CHANNEL_ID)",
     )
     parser.add_argument(
@@ -112,16 +117,19 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--wait-seconds",
         type=_positive(int),
-        default=int(env("COMPASS_MCP_WAIT_SECONDS", "3600")),
-        help="the longest one `ask` call waits for its answer ($COMPASS_MCP_WAIT_SECONDS; "
-        "default %(default)s)",
+        metavar="SECONDS",
+        default=env("COMPASS_MCP_WAIT_SECONDS", "3600"),
+        help="the longest one `ask` call waits for its answer, whole seconds "
+        "($COMPASS_MCP_WAIT_SECONDS; default %(default)s)",
     )
     parser.add_argument(
         "--progress-seconds",
         type=_positive(float),
+        metavar="SECONDS",
         default=15.0,
         help="how often a waiting `ask` reports progress (default %(default)s)",
     )
+    add_connect_flag(parser)
     return parser
 
 
@@ -148,10 +156,41 @@ async def _serve_stdio(server: Any) -> None:
         await task
 
 
-async def _run(args: argparse.Namespace) -> int:
-    relay = Relay(_address(args.url), args.token, credentials=args.credentials)
+async def _started(args: argparse.Namespace) -> AgentSession | None:
+    """The agent's session, once the server took its token and bound the
+    agent; None (said on stderr) when it refused either or was never reached."""
+    relay = Relay(
+        args.address,
+        args.token,
+        credentials=args.credentials,
+        connect_seconds=args.connect_seconds,
+    )
     session = AgentSession(relay, args.agent)
     await session.start()
+    try:
+        await session.bound()
+    except CallUnavailable:
+        # Reached but slow, or --connect-seconds 0: tools wait for the bind.
+        log.warning("the agent's session is not bound yet; serving, and tools wait for it")
+    except RelayError as exc:
+        await session.close()
+        whom = "this runner's token" if relay.failure is exc else f"agent {args.agent}"
+        if exc.code == "unavailable":
+            print(f"compass-mcp: {exc.message}", file=sys.stderr)
+        else:
+            print(
+                f"compass-mcp: the Compass server at {args.address} refused {whom}: "
+                f"{exc.code}: {exc.message}",
+                file=sys.stderr,
+            )
+        return None
+    return session
+
+
+async def _run(args: argparse.Namespace) -> int:
+    session = await _started(args)
+    if session is None:
+        return 1
     settings = Settings(
         channel_id=args.channel or None,
         wait_seconds=args.wait_seconds,
@@ -172,20 +211,20 @@ async def _run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    warn_unknown_environment(parser.prog)
     if not args.token:
         parser.error("a runner token is required: --token or COMPASS_RUNNER_TOKEN")
     if not args.agent:
         parser.error("an agent id is required: --agent or COMPASS_AGENT_ID")
     try:
-        _address(args.url)
+        args.address, https = address(args.url)
         if args.http:
-            _address(args.http)
+            address(args.http, "where --http serves MCP")
         if args.sandbox:
             Sandbox(args.sandbox)
     except ValueError as exc:
         parser.error(str(exc))
-    if args.url.startswith("https://"):
-        args.tls = True
+    args.tls = args.tls or https
     tls_from(args, parser)
     log_to_stderr()
     return asyncio.run(_run(args))

@@ -1,7 +1,8 @@
 """The MCP server's one agent session on the relay.
 
-It binds in the background, so an MCP client's handshake never waits on
-Compass; tool calls wait for the bind (up to the relay's call timeout). The
+It binds in the background; compass-mcp waits for that bind (`bound`)
+before it serves, so a refused token or agent shows at start, and tool calls
+wait for a bind still pending (up to the relay's call timeout). The
 relay reconnects and rebinds by itself, and the hub resumes the delivery
 lane after the acked cursor, so an answer given while the connection was
 down still arrives. From the lane the session takes only what ends the
@@ -106,6 +107,11 @@ class AgentSession:
         await self._failed.wait()
         assert self.failure is not None
         return self.failure
+
+    async def bound(self) -> BoundSession:
+        """The session once the hub bound it: the failure when it refused it,
+        CallUnavailable when that takes longer than a call may."""
+        return await self._session()
 
     async def _session(self) -> BoundSession:
         if self.failure is not None:

@@ -37,6 +37,7 @@ from pydantic import Field
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import inbox_pb2
 from compass_agentkit import schema
+from compass_agentkit.command import version
 from compass_agentkit.endings import ask_state, withdrawn_by_me
 from compass_agentkit.mcp_server.session import AgentSession
 from compass_agentkit.pictures import Sandbox
@@ -53,7 +54,7 @@ from compass_agentkit.tools import (
     with_questions,
 )
 
-__all__ = ["ROWS", "Settings", "build_server"]
+__all__ = ["ROWS", "Settings", "build_server", "tool_annotations"]
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +119,6 @@ class Row:
     structured: Callable[[Args, Any], dict[str, Any]] | None = None
     # Questions in the coding agents' shape, as `ask` takes them.
     questions: bool = False
-    read_only: bool = False
     # Runs after the call succeeded.
     after: Callable[[AgentSession, Args], None] | None = None
 
@@ -154,7 +154,6 @@ ROWS: tuple[Row, ...] = (
         ),
         parameters={"ask_id": ASK_ID},
         structured=lambda args, res: ask_state(res.ask),
-        read_only=True,
     ),
     Row(
         name="cancel_ask",
@@ -193,7 +192,6 @@ ROWS: tuple[Row, ...] = (
             "last line to read older messages."
         ),
         parameters={"channel_id": "The channel to read, from list_channels"},
-        read_only=True,
     ),
     Row(
         name="list_channels",
@@ -202,7 +200,6 @@ ROWS: tuple[Row, ...] = (
             "List the Compass channels and direct messages you belong to: id, name, member "
             "count and topic."
         ),
-        read_only=True,
     ),
     Row(
         name="set_status",
@@ -324,20 +321,31 @@ async def _unused(context: Context[Any, Any]) -> None:
     """The SDK's argument model stands for no parameters: `run` checks them."""
 
 
-def _sdk_tool(
-    name: str, description: str, parameters: Mapping[str, Any], call: Run, *, read_only: bool
-) -> SdkTool:
+def tool_annotations(spec: ToolSpec) -> ToolAnnotations:
+    """The kit tool's label and approval class as MCP's hints, for a harness
+    deciding which calls a person approves."""
+    read = spec.approval == "read"
+    return ToolAnnotations(
+        title=spec.label,
+        read_only_hint=read,
+        destructive_hint=spec.destructive and not read,
+        idempotent_hint=read or spec.idempotent,
+        open_world_hint=True,
+    )
+
+
+def _sdk_tool(spec: ToolSpec, parameters: Mapping[str, Any], call: Run) -> SdkTool:
     schema.check_schema(parameters)
     return _CompassTool(
         fn=_unused,
-        name=name,
-        title=None,
-        description=description,
+        name=spec.name,
+        title=spec.label,
+        description=spec.description,
         parameters=copy.deepcopy(dict(parameters)),
         fn_metadata=func_metadata(_unused, skip_names=["context"], structured_output=False),
         is_async=True,
         context_kwarg="context",
-        annotations=ToolAnnotations(read_only_hint=read_only, open_world_hint=True),
+        annotations=tool_annotations(spec),
         call=call,
     )
 
@@ -387,9 +395,7 @@ def _comms_tool(row: Row, session: AgentSession, settings: Settings) -> SdkTool:
             row.after(actor, args)
         return _result(text, structured)
 
-    return _sdk_tool(
-        row.name, row.description, _with_agent(spec.parameters), call, read_only=row.read_only
-    )
+    return _sdk_tool(spec, _with_agent(spec.parameters), call)
 
 
 def _spawn_tool(session: AgentSession) -> SdkTool:
@@ -413,9 +419,8 @@ def _spawn_tool(session: AgentSession) -> SdkTool:
             {"account_id": sub.agent_id, "handle": sub.handle},
         )
 
-    return _sdk_tool(
-        "spawn_agent", SPAWN_DESCRIPTION, _with_agent(spec.parameters), call, read_only=False
-    )
+    shown = replace(spec, name="spawn_agent", description=SPAWN_DESCRIPTION)
+    return _sdk_tool(shown, _with_agent(spec.parameters), call)
 
 
 # --- ask --------------------------------------------------------------------------------
@@ -459,6 +464,7 @@ def _ask_spec(settings: Settings) -> ToolSpec:
     return replace(
         spec,
         name="ask",
+        label="Ask people and wait for the answer",
         description=ASK_DESCRIPTION,
         parameters=parameters,
         meanings={
@@ -547,7 +553,7 @@ def _ask_tool(session: AgentSession, settings: Settings) -> SdkTool:
             ended.cancel()
             failed.cancel()
 
-    return _sdk_tool("ask", ASK_DESCRIPTION, _with_agent(spec.parameters), call, read_only=False)
+    return _sdk_tool(spec, _with_agent(spec.parameters), call)
 
 
 def build_server(session: AgentSession, settings: Settings) -> MCPServer[Any]:
@@ -557,4 +563,9 @@ def build_server(session: AgentSession, settings: Settings) -> MCPServer[Any]:
         *(_comms_tool(row, session, settings) for row in ROWS),
         _spawn_tool(session),
     ]
-    return MCPServer("compass", instructions=INSTRUCTIONS, tools=tools)
+    return MCPServer(
+        "compass",
+        version=version("compass-agentkit"),
+        instructions=INSTRUCTIONS,
+        tools=tools,
+    )
