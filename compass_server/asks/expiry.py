@@ -68,8 +68,11 @@ class Expiry:
             if self._next is not None:
                 until = (self._next - _now()).total_seconds()
                 delay = min(delay, until + _LATE if until > 0 else _RETRY)
+            # Not wait_for: on Python 3.11 it swallows a cancellation that
+            # lands as the event fires, and stopping would wait forever.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), delay)
+                async with asyncio.timeout(delay):
+                    await self._wake.wait()
             if self._wake.is_set() and self._next is not None and self._next > _now():
                 continue  # woken to sleep until an earlier deadline
             try:

@@ -88,7 +88,8 @@ class Session:
         while len(self.in_flight) >= self.window:
             self._freed.clear()
             try:
-                await asyncio.wait_for(self._freed.wait(), ack_timeout)
+                async with asyncio.timeout(ack_timeout):
+                    await self._freed.wait()
             except TimeoutError:
                 raise Stalled from None
 

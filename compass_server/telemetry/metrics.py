@@ -103,7 +103,8 @@ class Metrics:
         """The exposition text, gauges sampled now."""
         for sample in self.samplers:
             try:
-                await asyncio.wait_for(sample(), SAMPLE_SECONDS)
+                async with asyncio.timeout(SAMPLE_SECONDS):
+                    await sample()
             except Exception as exc:
                 log.warning("sampling metrics failed (%s); reporting the last values", exc)
         return generate_latest(self.registry)
