@@ -137,9 +137,7 @@ def hears(agent_id: uuid.UUID, reach: Reach) -> Callable[[Event], bool]:
                 and b.ending.actor_id != agent_id
                 for b in message.blocks
             )
-        return message.author_id != agent_id and reach.heard_since(
-            message.channel_id, event.created_at
-        )
+        return message.author_id != agent_id and reach.hears(event)
 
     return visible
 
