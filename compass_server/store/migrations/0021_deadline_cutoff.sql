@@ -11,6 +11,15 @@
 -- 2. A new deadline is announced on compass_deadlines (its epoch seconds),
 -- in the transaction that posts it, so every server's expiry loop wakes for
 -- the nearest one, not only the posting server's.
+--
+-- 3. Nothing rewrites an ask's content, by construction: the tables refuse
+-- it, whatever function, trigger, rule or statement composed anywhere tries.
+-- A message changes after its post only in its asks' server-owned state
+-- (answered, cancelled, ending; each question's chosen options, custom text
+-- and timed_out), and an ask that ended stays as it ended. An inbox
+-- message's content never changes (an inbox ask's standing lives in its own
+-- columns). compass_app writes messages only through the write functions,
+-- so it holds no INSERT, UPDATE or DELETE on the table.
 
 -- Whether the ask's deadline has passed by the clock now: a write that
 -- waited for the row lock decides when it holds it, not when it began.
@@ -250,3 +259,70 @@ $$;
 CREATE TRIGGER asks_deadlines_posted AFTER INSERT ON asks
   REFERENCING NEW TABLE AS posted
   FOR EACH STATEMENT EXECUTE FUNCTION compass_deadlines_posted();
+
+-- 3. An ask's content holds.
+
+-- The ask as posted: its server-owned state taken out.
+CREATE FUNCTION compass_ask_content(ask jsonb) RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT (ask - 'answered' - 'cancelled' - 'ending') || jsonb_build_object('questions', (
+    SELECT coalesce(jsonb_agg(q - 'chosen_option_ids' - 'custom_text' - 'timed_out'
+                              ORDER BY i), '[]')
+    FROM jsonb_array_elements(ask -> 'questions') WITH ORDINALITY AS x (q, i)))
+$$;
+
+-- A message's blocks as posted.
+CREATE FUNCTION compass_message_content(blocks jsonb) RETURNS jsonb
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT coalesce(jsonb_agg(
+    CASE WHEN b ->> 'kind' = 'ask' THEN jsonb_set(b, '{ask}', compass_ask_content(b -> 'ask'))
+         ELSE b END ORDER BY i), '[]')
+  FROM jsonb_array_elements(blocks) WITH ORDINALITY AS x (b, i)
+$$;
+
+-- After the row is final (so no other trigger can change it after the check).
+CREATE FUNCTION compass_message_kept() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF (NEW.id, NEW.workspace_id, NEW.channel_id, NEW.author_id, NEW.created_at, NEW.position,
+      NEW.search_text)
+     IS DISTINCT FROM (OLD.id, OLD.workspace_id, OLD.channel_id, OLD.author_id, OLD.created_at,
+      OLD.position, OLD.search_text)
+     OR compass_message_content(NEW.blocks) IS DISTINCT FROM compass_message_content(OLD.blocks)
+  THEN
+    RAISE EXCEPTION 'message %: an ask''s content never changes after its post', OLD.id
+      USING ERRCODE = 'check_violation';
+  END IF;
+  IF EXISTS (
+    SELECT 1 FROM jsonb_array_elements(OLD.blocks) WITH ORDINALITY AS o (b, i)
+    JOIN jsonb_array_elements(NEW.blocks) WITH ORDINALITY AS n (b, i) USING (i)
+    WHERE o.b ->> 'kind' = 'ask' AND compass_ask_standing(o.b -> 'ask') <> 'open'
+      AND o.b IS DISTINCT FROM n.b)
+  THEN
+    RAISE EXCEPTION 'message %: an ask that ended stays as it ended', OLD.id
+      USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER messages_kept AFTER UPDATE ON messages
+  FOR EACH ROW EXECUTE FUNCTION compass_message_kept();
+
+CREATE FUNCTION compass_inbox_message_kept() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF (NEW.id, NEW.position, NEW.workspace_id, NEW.item_id, NEW.author_id, NEW.blocks, NEW.ask_id,
+      NEW.answers_message_id, NEW.client_key, NEW.created_at)
+     IS DISTINCT FROM (OLD.id, OLD.position, OLD.workspace_id, OLD.item_id, OLD.author_id,
+      OLD.blocks, OLD.ask_id, OLD.answers_message_id, OLD.client_key, OLD.created_at)
+  THEN
+    RAISE EXCEPTION 'inbox message %: an ask''s content never changes after its post', OLD.id
+      USING ERRCODE = 'check_violation';
+  END IF;
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER inbox_messages_kept AFTER UPDATE ON inbox_messages
+  FOR EACH ROW EXECUTE FUNCTION compass_inbox_message_kept();
+
+REVOKE INSERT, UPDATE, DELETE ON messages FROM compass_app;
