@@ -265,10 +265,6 @@ async def test_with_no_courier_running_what_is_owed_still_shows(
             listed = await client.call("ListWebhooks", ad.ListWebhooksRequest(), human)
             pending = {h.webhook_id: h.pending_deliveries for h in listed.webhooks}
             assert pending == {made.webhook.webhook_id: 3, asks_only.webhook.webhook_id: 1}
-            got = await client.call(
-                "GetWebhook", ad.GetWebhookRequest(webhook_id=made.webhook.webhook_id), human
-            )
-            assert got.webhook.pending_deliveries == 3
             for hook in (made, asks_only):
                 await client.call(
                     "DeleteWebhook",

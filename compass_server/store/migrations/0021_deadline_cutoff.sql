@@ -20,6 +20,10 @@
 -- message's content never changes (an inbox ask's standing lives in its own
 -- columns). compass_app writes messages only through the write functions,
 -- so it holds no INSERT, UPDATE or DELETE on the table.
+--
+-- 4. What a webhook endpoint is owed counts the events of the log its
+-- cursor hasn't reached yet, not only the deliveries a courier made of
+-- them: with no courier running anywhere, the backlog still shows.
 
 -- Whether the ask's deadline has passed by the clock now: a write that
 -- waited for the row lock decides when it holds it, not when it began.
@@ -326,3 +330,61 @@ CREATE TRIGGER inbox_messages_kept AFTER UPDATE ON inbox_messages
   FOR EACH ROW EXECUTE FUNCTION compass_inbox_message_kept();
 
 REVOKE INSERT, UPDATE, DELETE ON messages FROM compass_app;
+
+-- 4. What webhook endpoints are owed.
+
+-- The deliveries one event of the log makes for an endpoint taking `types`
+-- (empty: every type), by the rules of webhooks/payloads.py: an ask posted,
+-- an ask ended, an inbox item opened, answered or closed.
+CREATE FUNCTION compass_webhook_owed(kind text, payload jsonb, types text[]) RETURNS integer
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE kind
+    WHEN 'message_posted' THEN (
+      SELECT count(*)::integer FROM jsonb_array_elements(payload -> 'blocks') b
+      WHERE b ->> 'kind' = 'ask' AND (cardinality(types) = 0 OR 'ask.posted' = ANY (types)))
+    WHEN 'message_updated' THEN (
+      SELECT least(count(*), 1)::integer FROM jsonb_array_elements(payload -> 'blocks') b
+      WHERE b ->> 'kind' = 'ask' AND b -> 'ask' ? 'ending'
+        AND (cardinality(types) = 0 OR CASE b -> 'ask' -> 'ending' ->> 'kind'
+          WHEN 'answered' THEN 'ask.answered'
+          WHEN 'declined' THEN 'ask.declined'
+          WHEN 'expired' THEN 'ask.expired'
+          ELSE 'ask.withdrawn' END = ANY (types)))
+    WHEN 'inbox_item_changed' THEN (
+      SELECT CASE WHEN cardinality(types) > 0 AND NOT ('inbox.item.' || status) = ANY (types)
+                  THEN 0
+                  WHEN status = 'open' AND (message IS NULL OR asks) THEN 1
+                  WHEN status = 'answered' AND answers THEN 1
+                  WHEN status = 'closed' AND (message IS NULL OR asks) THEN 1
+                  ELSE 0 END
+      FROM (SELECT payload ->> 'status' AS status,
+                   nullif(payload -> 'message', 'null') AS message,
+                   coalesce(payload -> 'message' -> 'blocks' @> '[{"kind": "ask"}]', false) AS asks,
+                   coalesce(payload -> 'message' -> 'blocks' @> '[{"kind": "ask_answer"}]', false)
+                     AS answers) AS change)
+    ELSE 0
+  END
+$$;
+
+-- What one endpoint is owed: its deliveries still to send, and what the
+-- events past its cursor will make; and since when the oldest of them waits.
+CREATE FUNCTION compass_webhook_owing(e webhook_endpoints, OUT owed bigint, OUT since timestamptz)
+LANGUAGE sql STABLE AS $$
+  SELECT coalesce(d.n, 0) + coalesce(l.n, 0), least(d.since, l.since)
+  FROM (SELECT count(*) AS n, min(created_at) AS since FROM webhook_deliveries
+        WHERE endpoint_id = e.id AND state = 'pending') d,
+       (SELECT sum(w.n) AS n, min(w.created_at) FILTER (WHERE w.n > 0) AS since
+        FROM (SELECT compass_webhook_owed(ev.kind, ev.payload, e.event_types) AS n, ev.created_at
+              FROM events ev
+              WHERE e.enabled AND ev.workspace_id = e.workspace_id AND ev.id > e.event_cursor)
+             AS w) l
+$$;
+
+-- /metrics: the same, over every workspace.
+CREATE OR REPLACE FUNCTION compass_webhook_metrics()
+RETURNS TABLE (pending_deliveries bigint, oldest_pending_seconds double precision)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+  SELECT coalesce(sum(o.owed), 0)::bigint,
+         coalesce(extract(epoch FROM now() - min(o.since)), 0)::double precision
+    FROM webhook_endpoints e, compass_webhook_owing(e) o
+$$;
