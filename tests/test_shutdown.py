@@ -26,7 +26,7 @@ pytestmark = pytest.mark.timeout(120)
 DRAIN = 0.2
 # What stopping may take after the drain: streams end, pools close.
 STOP = 3.0
-RUNS = 8
+RUNS = 6
 
 
 def ask_due_in(seconds: float) -> pb.MessageBlock:

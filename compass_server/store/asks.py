@@ -7,6 +7,10 @@ lock, with its history entry and its events, so exactly one ending wins a
 race and the others are told which one did. Refusals come in the order
 visibility (NOT_FOUND), permission (PERMISSION_DENIED), state
 (ALREADY_EXISTS), input (INVALID_ARGUMENT), whatever the surface.
+
+A deadline is a cutoff (migration 0021): an ending that holds the row at or
+after it expires the ask instead, and every read shows an ask past its
+deadline expired, by the database's clock, swept or not.
 """
 
 from __future__ import annotations
