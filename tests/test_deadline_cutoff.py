@@ -35,7 +35,8 @@ from compass_server.store.types import (
 from tests.conftest import migrated_database
 from tests.procs import ServerProcess
 from tests.servers import CallError, GrpcClient
-from tests.test_ask_expiry import ask_block, fresh_database_url, open_world  # noqa: F401
+from tests.test_ask_expiry import fresh_database_url, open_world  # noqa: F401
+from tests.test_ask_expiry import post_through as post_ask_through
 from tests.test_coalesced_writes import lock_message, queued_behind
 from tests.world import World, two_question_ask
 
@@ -237,12 +238,8 @@ async def test_every_read_shows_an_ask_past_its_deadline_expired_before_any_swee
 
 
 async def post_through(client: GrpcClient, w: World, seconds: float) -> tuple[str, uuid.UUID]:
-    res = await client.call(
-        "PostMessage",
-        pb.PostMessageRequest(channel_id=str(w.channel.channel_id), blocks=[ask_block(seconds)]),
-        w.tokens[w.agent.account_id],
-    )
-    return res.message.blocks[0].ask.ask_id, uuid.UUID(res.message.message_id)
+    ask_id = await post_ask_through(client, w, seconds)
+    return ask_id, (await w.store.get_ask(w.human, ask_id))[0].message_id
 
 
 async def test_with_the_posting_server_down_another_refuses_an_answer_after_the_deadline(

@@ -19,6 +19,7 @@ from tests.conftest import ROOT
 from tests.procs import ServerProcess
 from tests.servers import CallError, GrpcClient
 from tests.test_ask_expiry import fresh_database_url, open_world  # noqa: F401  (fixture)
+from tests.test_ask_expiry import post_through as post
 from tests.world import World
 
 pytestmark = pytest.mark.timeout(120)
@@ -27,28 +28,6 @@ DRAIN = 0.2
 # What stopping may take after the drain: streams end, pools close.
 STOP = 3.0
 RUNS = 6
-
-
-def ask_due_in(seconds: float) -> pb.MessageBlock:
-    block = pb.MessageBlock(
-        ask=pb.Ask(
-            questions=[
-                pb.AskQuestion(
-                    question_id="q", question="Go?", options=[pb.AskOption(id="y", label="Yes")]
-                )
-            ]
-        )
-    )
-    block.ask.timeout.FromTimedelta(datetime.timedelta(seconds=seconds))
-    return block
-
-
-async def post(client: GrpcClient, w: World, seconds: float) -> None:
-    await client.call(
-        "PostMessage",
-        pb.PostMessageRequest(channel_id=str(w.channel.channel_id), blocks=[ask_due_in(seconds)]),
-        w.tokens[w.agent.account_id],
-    )
 
 
 async def test_sigterm_at_a_wake_up_always_stops_the_process(
