@@ -32,7 +32,7 @@ from compass_server.api.auth import Authenticator
 from compass_server.api.comms import CommsApi
 from compass_server.api.errors import ApiError, Status
 from compass_server.api.inbox import AgentInboxApi, InboxApi, InboxFiles
-from compass_server.asks import Expiry
+from compass_server.asks import DEADLINES, Expiry
 from compass_server.config import DEFAULT_GRPC_LISTEN, DEFAULT_HTTP_LISTEN, Settings
 from compass_server.events.hub import CHANNEL, EventHub
 from compass_server.relay import AgentGateway, Dispatcher, Heartbeat, arms_for
@@ -329,11 +329,12 @@ class CompassServer:
         if courier is not None:
             self.courier = courier
             hub.watch(CHANNEL, courier.poke)
+        expiry = Expiry(self.store, interval=self.settings.expiry_interval_seconds)
+        hub.watch(DEADLINES, expiry.heard)
         await hub.start()
         await self.auth.start()
         await heartbeat.start()
         self.heartbeat = heartbeat
-        expiry = Expiry(self.store, interval=self.settings.expiry_interval_seconds)
         await expiry.start()
         self.expiry = expiry
         if courier is not None:

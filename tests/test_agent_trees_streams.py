@@ -158,3 +158,46 @@ async def test_an_agent_spawns_a_subagent_its_runner_binds_at_once(
             assert "100 agents" in result.error.message
     finally:
         await grpc.close()
+
+
+async def test_after_a_move_a_subscribe_replay_and_the_relay_lane_hear_the_same(
+    client: Client, server: Any, api_world: World
+) -> None:
+    """One rule for both: a channel's events are heard from when the account
+    took part in it, so a replay after a move holds none of the new chain's
+    channel from before the move."""
+    w = api_world
+    planner, _, ranger, ops = await moved_away(w)
+    mark = await w.store.last_event_id(w.human)
+
+    async def post_in_ops(text: str) -> None:
+        await w.store.append_message(w.human, ops.channel_id, [TextBlock(text)])
+
+    await post_in_ops("ops, before the move")
+    await w.post_text(w.human, "general, before the move")
+    await w.reparent(planner, ranger)
+    await post_in_ops("ops, after the move")
+    await w.post_text(w.human, "general, after the move")
+    await post_in_ops("end")
+
+    replayed = []
+    stream = client.stream(
+        "Subscribe", pb.SubscribeRequest(after_event_id=mark), w.tokens[planner.account_id]
+    )
+    (ready,) = await next_events(stream, 1)
+    assert kind(ready) == "ready"
+    while not replayed or replayed[-1] != "end":
+        (event,) = await next_events(stream, 1)
+        if kind(event) == "message_posted":
+            replayed.append(text_of(event))
+    await stream.aclose()  # type: ignore[attr-defined]
+
+    delivered = []
+    async with relay(server.grpc_port, await runner_for(w, planner)) as r:
+        await r.bound("p", planner)
+        while not delivered or delivered[-1] != "end":
+            event = await r.delivery("p")
+            await r.ack("p", event.event_id)
+            delivered.append(text_of(event))
+
+    assert replayed == delivered == ["ops, after the move", "end"]

@@ -8,8 +8,12 @@ import re
 from typing import Any
 
 import httpx
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from compass_server.inbox.pictures import Picture
+from compass_agentkit.pictures import Picture as KitPicture
+from compass_agentkit.pictures import attach
+from compass_server.inbox.pictures import Picture, draw
 from compass_server.store.inbox import InboxStore
 from compass_server.store.types import TextBlock
 from tests.test_inbox_store import PNG
@@ -68,3 +72,28 @@ async def test_the_address_serves_the_bytes_to_a_reader_only(
             f"/inbox/{item.item_id}/files/not-an-id", headers={"authorization": f"Bearer {ada}"}
         )
         assert bogus.status_code == 404
+
+
+def test_a_name_in_a_tilde_fence_stays_as_written() -> None:
+    text = "See attachment:login.png\n~~~\ncat attachment:login.png\n~~~\nthen attachment:login.png"
+    assert draw(text, {"login.png": "/A"}) == (
+        "See /A\n~~~\ncat attachment:login.png\n~~~\nthen /A"
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([" PIC ", "`", "``", "```", "~~~", "~~", "\n", " x "]), max_size=30)
+)
+def test_the_server_draws_a_name_where_the_kit_named_it(tokens: list[str]) -> None:
+    """One rule for what is code: where the kit turned a path into a name,
+    the server draws the name; inside code neither touches the text."""
+    text = "".join(tokens)
+    picture = KitPicture(
+        path="shots/a.png", forms=("shots/a.png",), name="a.png", content_type="", data=b""
+    )
+    named = attach(text.replace("PIC", "shots/a.png"), [picture])
+    drawn = draw(text.replace("PIC", "attachment:a.png"), {"a.png": "/A"})
+    assert drawn == named.replace("attachment:a.png", "/A").replace(
+        "shots/a.png", "attachment:a.png"
+    )

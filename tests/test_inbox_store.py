@@ -600,6 +600,8 @@ async def test_an_open_inbox_ask_makes_the_agent_waiting_until_it_closes(
         (inbox.take_back_answer(world.human, item.item_id), "waiting"),
         (inbox.close(world.human, item.item_id), "offline"),
         (inbox.reopen(world.human, item.item_id), "waiting"),
+        (inbox.decline(world.human, item.item_id, "not now"), "offline"),
+        (inbox.reopen(world.human, item.item_id), "waiting"),
         (inbox.close_as_agent(world.agent, "k", "moot"), "offline"),
     ]
     for step, state in steps:

@@ -211,3 +211,65 @@ async def test_webhook_deliveries_still_to_send_show_as_backlog(
         finally:
             await client.close()
             await receiver.close()
+
+
+async def test_with_no_courier_running_what_is_owed_still_shows(
+    database_url: str, tmp_path: pathlib.Path
+) -> None:
+    """Deliveries are made by a courier from the log; with the courier off on
+    every process, the events it would read are owed all the same, and the
+    gauges and listings count them, so an alert can fire."""
+    from compass.v1 import admin_pb2 as ad
+    from compass_server.store.types import Answer
+    from compass_server.store.vault import new_key
+
+    async with running_server(
+        database_url,
+        tmp_path,
+        webhook_key=new_key(),
+        webhook_allowed_networks="127.0.0.0/8",
+        webhook_courier=False,
+    ) as srv:
+        client = GrpcClient(srv.grpc_port)
+        try:
+            w = await World.create(srv.store)
+            human = w.tokens[w.human.account_id]
+            before = await scrape(srv.http_port)
+            made = await client.call(
+                "CreateWebhook", ad.CreateWebhookRequest(url="http://127.0.0.1:9/hook"), human
+            )
+            asks_only = await client.call(
+                "CreateWebhook",
+                ad.CreateWebhookRequest(
+                    url="http://127.0.0.1:9/ended", event_types=["ask.answered"]
+                ),
+                human,
+            )
+            await w.post_text(w.human, "no ask, nothing owed")
+            first = await w.post_ask()
+            await w.post_ask()
+            await w.store.answer_ask(
+                w.human,
+                first.blocks[0].ask_id,  # type: ignore[union-attr]
+                [Answer("db", ("pg",)), Answer("langs", ("py",))],
+            )
+            await asyncio.sleep(1.0)
+            samples = await scrape(srv.http_port)
+            # Two asks posted and one answered: three to the first endpoint, the
+            # answer alone to the second.
+            assert (
+                value(samples, "compass_webhook_deliveries_pending")
+                == value(before, "compass_webhook_deliveries_pending") + 4
+            )
+            assert value(samples, "compass_webhook_oldest_pending_seconds") >= 1.0
+            listed = await client.call("ListWebhooks", ad.ListWebhooksRequest(), human)
+            pending = {h.webhook_id: h.pending_deliveries for h in listed.webhooks}
+            assert pending == {made.webhook.webhook_id: 3, asks_only.webhook.webhook_id: 1}
+            for hook in (made, asks_only):
+                await client.call(
+                    "DeleteWebhook",
+                    ad.DeleteWebhookRequest(webhook_id=hook.webhook.webhook_id),
+                    human,
+                )
+        finally:
+            await client.close()

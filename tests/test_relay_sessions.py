@@ -4,13 +4,17 @@ leave the stream up, one result per call, calls that don't wait on each other.""
 from __future__ import annotations
 
 import asyncio
+import logging
+import pathlib
 from typing import Any
 
 import psycopg
+import pytest
 
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
 from compass_server.store.types import AccountKind, PresenceState
+from tests.conftest import running_server
 from tests.relay_client import RelayClient, relay, runner_for
 from tests.world import World
 
@@ -168,3 +172,41 @@ async def test_the_relay_over_connect(server: Any, api_world: World) -> None:
             break
         await asyncio.sleep(0.05)
     assert await presence_of(w, w.agent.account_id) is PresenceState.OFFLINE
+
+
+async def test_a_runner_that_closes_right_after_a_call_is_quiet_and_costs_no_connection(
+    database_url: str, tmp_path: pathlib.Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An ordinary disconnect: the calls the runner sent still run to their
+    end (their results go nowhere), a delivery lane reading the log stops
+    without cutting its connection, nothing is logged as a warning and every
+    pooled connection goes back whole."""
+    caplog.set_level(logging.INFO)
+    async with running_server(database_url, tmp_path) as srv:
+        w = await World.create(srv.store)
+        token = await runner_for(w)
+        before = srv.db.pool.get_stats()
+        posted = pb.PostMessageRequest(
+            channel_id=str(w.channel.channel_id),
+            blocks=[pb.MessageBlock(text=pb.TextBlock(text="hello"))],
+        )
+        for i in range(12):
+            r = RelayClient.grpc(srv.grpc_port, token)
+            await r.bound("scout", w.agent)
+            r.start_call("scout", gw.CommsCallRequest(post_message=posted))
+            await asyncio.sleep(0.002 * (i % 4))
+            await r.close()
+        # Every session unbound, every call run.
+        for _ in range(200):
+            if not srv.gateway.streams:
+                break
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.3)
+        after = srv.db.pool.get_stats()
+    warned = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warned == [], [f"{r.name}: {r.getMessage()}" for r in warned]
+    assert after.get("returns_bad", 0) == before.get("returns_bad", 0)
+    # Opened and no longer in the pool: thrown away.
+    assert after["connections_num"] - after["pool_size"] == (
+        before["connections_num"] - before["pool_size"]
+    )

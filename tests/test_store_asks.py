@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+import psycopg
 import pytest
 
 from compass_server.store import Conflict, InvalidArgument, NotFound, PermissionDenied
@@ -449,7 +450,7 @@ async def test_a_corrupt_row_is_internal_not_a_wrong_answer(world: World, db: ob
 
     assert isinstance(db, Database)
     message = await world.post_ask()
-    async with db.tx(world.human) as conn:
+    async with await psycopg.AsyncConnection.connect(db.url, autocommit=True) as conn:
         await conn.execute(
             "UPDATE messages SET blocks = jsonb_set(jsonb_set(blocks, '{0,ask,answered}', 'true'),"
             " '{0,ask,cancelled}', 'true') WHERE id = %s",

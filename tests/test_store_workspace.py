@@ -181,16 +181,15 @@ DYNAMIC_SQL = re.compile(r"\bexecute\s+(?!function\b|procedure\b)", re.IGNORECAS
 
 # Post writes a message; only answer and cancel rewrite one, and only its
 # server-owned ask state. The app role writes through these functions, which
-# run as compass_writer (a role nothing logs in as).
+# run as compass_writer (a role nothing logs in as); the trigger is the one
+# that refuses any other change (see the end of this file).
 MESSAGE_WRITERS = {
     "function compass_answer_ask",
     "function compass_write_ending",
     "function compass_post_message",
-    "compass_app may DELETE messages",
-    "compass_app may INSERT messages",
-    "compass_app may UPDATE messages",
     "compass_writer may INSERT messages",
     "compass_writer may UPDATE messages",
+    "trigger messages_kept on messages",
 }
 
 
@@ -363,3 +362,138 @@ async def test_the_block_writer_guard_sees_an_injected_writer(
         await conn.execute(statement.encode())
         assert await message_writers(conn) == MESSAGE_WRITERS | {writer}
         await conn.rollback()
+
+
+# --- an ask's content holds by construction ------------------------------------------
+#
+# However a path to the rows is spelled, the tables refuse it: a trigger on
+# messages and on inbox_messages refuses any change to an ask's content (only
+# its server-owned state may change), and compass_app holds no UPDATE on
+# messages at all. Each case below is a path the text guard above can't see.
+
+FORGED = '"Deploy on Friday?"'
+
+
+@pytest.fixture
+async def guarded(pg_admin_url: str) -> AsyncIterator[tuple[str, World]]:
+    """A database of its own (the cases commit what they inject)."""
+    async with migrated_database(pg_admin_url) as url:
+        db = Database(url, min_size=1, max_size=4)
+        await db.open()
+        try:
+            yield url, await World.create(Store(db))
+        finally:
+            await db.close()
+
+
+async def ask_content(url: str, message_id: uuid.UUID, table: str = "messages") -> Any:
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        cur = await conn.execute(
+            f"SELECT blocks FROM {table} WHERE id = %s".encode(),  # a fixed name of this test
+            (message_id,),
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return row[0]
+
+
+async def as_owner(url: str, statement: str | psycopg.sql.Composed, *args: Any) -> None:
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(statement, args or None)  # type: ignore[arg-type]
+
+
+async def test_a_replaced_writer_cannot_rewrite_an_ask(guarded: tuple[str, World]) -> None:
+    url, w = guarded
+    message = await w.post_ask()
+    before = await ask_content(url, message.message_id)
+    # An allowed writer, replaced in place, now also rewrites the question.
+    await as_owner(
+        url,
+        "CREATE OR REPLACE FUNCTION compass_write_ending(m messages, idx int, kind text, "
+        "actor uuid, surface text, reason text, answered jsonb DEFAULT NULL) RETURNS jsonb "
+        "LANGUAGE plpgsql AS $$ DECLARE written messages%ROWTYPE; BEGIN "
+        "UPDATE messages SET blocks = jsonb_set(blocks, "
+        f"ARRAY[idx::text, 'ask', 'questions', '0', 'question'], '{FORGED}') "
+        "WHERE id = m.id RETURNING * INTO written; "
+        "RETURN compass_message_json(written, ''); END $$",
+    )
+    with pytest.raises(psycopg.errors.CheckViolation, match="content"):
+        await w.store.cancel_ask(w.agent, message.blocks[0].ask_id)  # type: ignore[union-attr]
+    assert await ask_content(url, message.message_id) == before
+
+
+async def test_forged_content_routed_through_an_allowed_writer_is_refused(
+    guarded: tuple[str, World],
+) -> None:
+    url, w = guarded
+    message = await w.post_ask()
+    before = await ask_content(url, message.message_id)
+    # A new function hands the writer a row whose ask says something else.
+    await as_owner(
+        url,
+        "CREATE FUNCTION compass_tidy(msg uuid) RETURNS jsonb LANGUAGE plpgsql AS $$ "
+        "DECLARE m messages; BEGIN SELECT * INTO m FROM messages WHERE id = msg; "
+        f"m.blocks := jsonb_set(m.blocks, '{{0,ask,questions,0,question}}', '{FORGED}'); "
+        "RETURN compass_write_ending(m, 0, 'withdrawn_by_agent', m.author_id, 'server', NULL); "
+        "END $$",
+    )
+    with pytest.raises(psycopg.errors.CheckViolation, match="content"):
+        await as_owner(url, "SELECT compass_tidy(%s)", message.message_id)
+    assert await ask_content(url, message.message_id) == before
+
+
+async def test_sql_composed_in_python_cannot_rewrite_an_ask(guarded: tuple[str, World]) -> None:
+    url, w = guarded
+    message = await w.post_ask()
+    before = await ask_content(url, message.message_id)
+    table = "mess" + "ages"  # no text guard reads this
+    rewrite = psycopg.sql.SQL(
+        "UPDATE {} SET blocks = jsonb_set(blocks, '{{0,ask,questions,0,question}}', %s) "
+        "WHERE id = %s"
+    ).format(psycopg.sql.Identifier(table))
+    # As the request path runs: compass_app may not update messages at all.
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        async with w.store.db.tx(w.human) as conn:
+            await conn.execute(rewrite, (FORGED, message.message_id))
+    # As the tables' owner: the table itself refuses.
+    with pytest.raises(psycopg.errors.CheckViolation, match="content"):
+        await as_owner(url, rewrite, FORGED, message.message_id)
+    assert await ask_content(url, message.message_id) == before
+
+
+async def test_an_inbox_asks_content_cannot_be_rewritten(guarded: tuple[str, World]) -> None:
+    from compass_server.store.inbox import InboxStore
+    from tests.world import two_question_ask
+
+    url, w = guarded
+    _, posted = await InboxStore(w.store.db).post(w.agent, "k", "T", "", two_question_ask())
+    before = await ask_content(url, posted.message_id, "inbox_messages")
+    rewrite = (
+        "UPDATE inbox_messages SET blocks = jsonb_set(blocks, "
+        "'{0,ask,questions,0,question}', %s) WHERE id = %s"
+    )
+    # compass_app updates an inbox ask's standing, never its content.
+    with pytest.raises(psycopg.errors.CheckViolation, match="content"):
+        async with w.store.db.tx(w.human) as conn:
+            await conn.execute(rewrite, (FORGED, posted.message_id))
+    with pytest.raises(psycopg.errors.CheckViolation, match="content"):
+        await as_owner(url, rewrite, FORGED, posted.message_id)
+    assert await ask_content(url, posted.message_id, "inbox_messages") == before
+
+
+async def test_an_asks_state_still_changes_and_only_once(guarded: tuple[str, World]) -> None:
+    """What the endings write passes; a second ending of the same ask, written
+    past the functions, does not."""
+    url, w = guarded
+    message = await w.post_ask()
+    ask_id = message.blocks[0].ask_id  # type: ignore[union-attr]
+    await w.store.answer_ask(w.human, ask_id, [Answer("db", ("pg",)), Answer("langs", ("py",))])
+    answered = await ask_content(url, message.message_id)
+    with pytest.raises(psycopg.errors.CheckViolation, match="ended"):
+        await as_owner(
+            url,
+            "UPDATE messages SET blocks = jsonb_set(blocks, '{0,ask,ending,kind}', "
+            "'\"withdrawn_by_agent\"') WHERE id = %s",
+            message.message_id,
+        )
+    assert await ask_content(url, message.message_id) == answered

@@ -17,6 +17,7 @@ from compass.v1 import admin_pb2 as ad
 from compass_server.store.types import Answer, Ask, AskOption, AskQuestion
 from tests.receiver import Received, Receiver
 from tests.servers import GrpcClient
+from tests.test_ask_expiry import fresh_database_url  # noqa: F401  (fixture)
 
 # The fixtures are used by name; ruff reads each test's parameter as redefining them.
 from tests.test_webhooks import (  # noqa: F401
@@ -171,3 +172,39 @@ async def test_a_huge_or_hostile_ask_still_makes_a_valid_card(
     assert "&lt;!channel&gt; &amp; &lt;https://evil.example|click&gt;" in first
     assert "<!channel>" not in json.dumps(card)
     assert "_…and 40 more_" in first or first.endswith("…")
+
+
+async def test_a_slack_url_never_reaches_the_log(
+    fresh_database_url: str,  # noqa: F811
+    receiver: Receiver,  # noqa: F811
+) -> None:
+    """A Slack endpoint's URL is itself its secret (it is stored sealed): the
+    server's log never holds it, not even at DEBUG, through every attempt."""
+    from compass_server.store.vault import new_key
+    from tests.procs import ServerProcess
+    from tests.test_ask_expiry import open_world
+
+    secret = "T0SECRET/B0SECRET/xoxb1a2b3c4d5e6f"
+    db, world = await open_world(fresh_database_url)
+    server = ServerProcess(
+        fresh_database_url,
+        env={
+            "COMPASS_LOG_LEVEL": "DEBUG",
+            "COMPASS_WEBHOOK_KEY": new_key(),
+            "COMPASS_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.0/8",
+            "COMPASS_WEBHOOK_POLL_SECONDS": "0.1",
+        },
+    ).start()
+    client = GrpcClient(server.grpc_port)
+    try:
+        await create(client, world, receiver.url(f"/services/{secret}"), kind=ad.WEBHOOK_KIND_SLACK)
+        message = await world.post_ask()
+        await world.store.cancel_ask(world.agent, ask_id_of(message))
+        assert len(await receiver.wait_for(2)) == 2
+    finally:
+        await client.close()
+        assert server.stop() == 0
+        await db.close()
+    log = "".join(server.log)
+    assert " DEBUG " in log
+    assert "SECRET" not in log and "xoxb1a2b3c4d5e6f" not in log, log

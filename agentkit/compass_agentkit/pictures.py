@@ -32,7 +32,7 @@ import os
 import pathlib
 import re
 import stat
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from compass_agentkit.schema import Refused
@@ -46,6 +46,7 @@ __all__ = [
     "Picture",
     "Sandbox",
     "attach",
+    "outside_code",
     "sniff",
 ]
 
@@ -213,8 +214,18 @@ class Sandbox:
         return os.path.commonpath([real, self.root]) == str(self.root)
 
 
-# Code: a fenced block (to its closing fence, or the end) or an inline span.
-_CODE = re.compile(r"(```[\s\S]*?(?:```|$)|~~~[\s\S]*?(?:~~~|$)|`[^`\n]+`)")
+# Code: a fenced block (``` or ~~~, to its closing fence or the end) or an
+# inline span. The server draws names by this same rule.
+_CODE = re.compile(r"(```[\s\S]*?(?:```|\Z)|~~~[\s\S]*?(?:~~~|\Z)|`[^`\n]+`)")
+
+
+def outside_code(text: str, rewrite: Callable[[str], str]) -> str:
+    """The text with `rewrite` applied to each part outside code; code stays
+    as written."""
+    parts = _CODE.split(text)
+    for i in range(0, len(parts), 2):  # even parts lie outside code
+        parts[i] = rewrite(parts[i])
+    return "".join(parts)
 
 
 def attach(text: str, pictures: Sequence[Picture]) -> str:
@@ -229,7 +240,4 @@ def attach(text: str, pictures: Sequence[Picture]) -> str:
     path = re.compile(
         r"(?<![\w./~-])(" + "|".join(re.escape(f) for f, _ in forms) + r")(?![\w/~-]|\.\w)"
     )
-    parts = _CODE.split(text)
-    for i in range(0, len(parts), 2):  # even parts lie outside code
-        parts[i] = path.sub(lambda m: address[m.group(1)], parts[i])
-    return "".join(parts)
+    return outside_code(text, lambda part: path.sub(lambda m: address[m.group(1)], part))

@@ -306,7 +306,8 @@ class Relay:
             await stream.done_writing()
         if self._task is not None:
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(self._task), grace)
+                async with asyncio.timeout(grace):
+                    await asyncio.shield(self._task)
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
@@ -353,7 +354,8 @@ class Relay:
         # Not confirmed in time or the stream dropped: the hub unbinds at stream end.
         with contextlib.suppress(RelayError, TimeoutError):
             await stream.write(gw.RunnerFrame(unbind=gw.UnbindSession(session_id=session_id)))
-            await asyncio.wait_for(done, UNBIND_SECONDS)
+            async with asyncio.timeout(UNBIND_SECONDS):
+                await done
 
     def _drop(self, session: _Session) -> None:
         if self._sessions.get(session.session_id) is session:
@@ -492,7 +494,8 @@ class Relay:
             delay = self.backoff.next()
             log.warning("relay stream ended (%s); reconnecting in %.2fs", reason, delay)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._closing.wait(), delay)
+                async with asyncio.timeout(delay):
+                    await self._closing.wait()
 
     async def _connect_once(self) -> str:
         self._generation += 1

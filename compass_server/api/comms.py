@@ -198,8 +198,7 @@ class CommsApi:
                 return reach.moved(event)
             if event.channel_id is None:
                 return True
-            reach.follow(event)
-            return reach.reaches(event.channel_id)
+            return reach.hears(event)
 
         if self._streams[actor.account_id] >= self.streams_per_account:
             raise ApiError(

@@ -3,8 +3,11 @@
 Every process runs one; the sweep (migration 0009) skips asks another process
 holds, so they never fight, and a sweep that dies mid-way leaves nothing half
 done. A loop sweeps at start (deadlines that passed while every server was
-down expire then), wakes at the nearest deadline any server posted, and at
-least every `interval` seconds.
+down expire then), wakes at the nearest deadline any server posted (each post
+announces its deadline on DEADLINES, migration 0021), and at least every
+`interval` seconds. The sweep is what tells agents promptly: an ending
+attempted after the deadline expires the ask by itself, and readers see it
+expired at once, swept or not.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from compass_server.store.asks import EXPIRY_BATCH
 log = logging.getLogger(__name__)
 
 INTERVAL_SECONDS = 30.0
+# Where every post of a deadline is announced (its epoch seconds).
+DEADLINES = "compass_deadlines"
 # A sweep runs this long after a deadline, so the database's clock has passed it.
 _LATE = 0.01
 # A due ask the last sweep skipped is held by a change in flight: look again soon.
@@ -35,6 +40,8 @@ class Expiry:
         self.batch = batch
         self._wake = asyncio.Event()
         self._next: datetime.datetime | None = None
+        # The soonest deadline heard while a sweep reads the next one.
+        self._heard: datetime.datetime | None = None
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -43,14 +50,29 @@ class Expiry:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
     def posted(self, deadline: datetime.datetime) -> None:
-        """A deadline posted through this process: wake for it if it comes first."""
+        """A deadline posted: wake for it if it comes first."""
+        if self._heard is None or deadline < self._heard:
+            self._heard = deadline
         if self._next is None or deadline < self._next:
             self._next = deadline
             self._wake.set()
 
+    def heard(self, payload: str | None) -> None:
+        """A deadline announced on DEADLINES by any server; None after the
+        listener reconnected (what was announced meanwhile is lost): sweep,
+        which reads the nearest deadline again."""
+        if payload is None:
+            self.posted(_now())
+            return
+        try:
+            self.posted(datetime.datetime.fromtimestamp(float(payload), datetime.UTC))
+        except ValueError:
+            log.warning("ignoring a malformed deadline %r", payload)
+
     async def sweep(self) -> int:
         """Expires every due ask, a batch at a time; returns how many."""
         total = 0
+        self._heard = None
         while True:
             n = await self.store.expire_due_asks(self.batch)
             total += n
@@ -58,7 +80,9 @@ class Expiry:
                 break
         if total:
             log.info("expired %d ask(s) whose deadline passed", total)
-        self._next = await self.store.next_ask_deadline()
+        found = await self.store.next_ask_deadline()
+        heard = self._heard
+        self._next = found if heard is None or (found is not None and found < heard) else heard
         return total
 
     async def _run(self) -> None:
@@ -68,8 +92,11 @@ class Expiry:
             if self._next is not None:
                 until = (self._next - _now()).total_seconds()
                 delay = min(delay, until + _LATE if until > 0 else _RETRY)
+            # Not wait_for: on Python 3.11 it swallows a cancellation that
+            # lands as the event fires, and stopping would wait forever.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), delay)
+                async with asyncio.timeout(delay):
+                    await self._wake.wait()
             if self._wake.is_set() and self._next is not None and self._next > _now():
                 continue  # woken to sleep until an earlier deadline
             try:

@@ -221,7 +221,8 @@ class Feed:
         while self.head <= cursor and not self.closed:
             changed = self._changed
             try:
-                await asyncio.wait_for(changed.wait(), RECHECK_SECONDS)
+                async with asyncio.timeout(RECHECK_SECONDS):
+                    await changed.wait()
             except TimeoutError:
                 self.poke(await self.read(self.store.last_event_id))
         if self.closed:
@@ -285,7 +286,8 @@ class EventHub:
     async def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._listen())
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._listening.wait(), 10)
+            async with asyncio.timeout(10):
+                await self._listening.wait()
 
     async def close(self) -> None:
         self._closed = True

@@ -49,8 +49,14 @@ class Reach:
         ):
             self.channels[channel.channel_id] = event.created_at
 
-    def reaches(self, channel_id: uuid.UUID | None) -> bool:
-        return channel_id in self.channels
+    def hears(self, event: Event) -> bool:
+        """Whether an event of a channel reaches this account: it took part in
+        the channel by the time of the event. A replay after a move holds
+        nothing of the new chain's channels from before it. The one rule of
+        Subscribe streams and relay lanes."""
+        self.follow(event)
+        channel_id = event.channel_id
+        return channel_id is not None and self.heard_since(channel_id, event.created_at)
 
     def heard_since(self, channel_id: uuid.UUID, at: datetime.datetime | None) -> bool:
         """In reach at `at` (None: whenever): the account took part by then."""

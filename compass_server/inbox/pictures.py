@@ -15,6 +15,7 @@ from compass_agentkit.pictures import (
     MAX_PICTURE_BYTES,
     MAX_PICTURES,
     TYPES,
+    outside_code,
     sniff,
 )
 from compass_server.store.errors import InvalidArgument, ResourceExhausted
@@ -75,8 +76,7 @@ def check_pictures(pictures: Sequence[Picture]) -> list[CheckedPicture]:
 
 # The agent kit names a picture in its message's text by `attachment:<name>`
 # (the id doesn't exist until the write mints it); the write draws it by its
-# address. Code spans and fenced blocks are left as written.
-_CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.S)
+# address. Code is left as written, by the kit's own rule (outside_code).
 
 
 def address(item_id: uuid.UUID, attachment_id: uuid.UUID) -> str:
@@ -94,13 +94,4 @@ def draw(text: str, addresses: Mapping[str, str]) -> str:
     # sentence's full stop may follow it.
     named = re.compile(rf"{re.escape(NAMED)}({names})(?![\w-]|\.[\w-])")
 
-    def outside_code(part: str) -> str:
-        return named.sub(lambda m: addresses[m.group(1)], part)
-
-    out, at = [], 0
-    for code in _CODE.finditer(text):
-        out.append(outside_code(text[at : code.start()]))
-        out.append(code.group(0))
-        at = code.end()
-    out.append(outside_code(text[at:]))
-    return "".join(out)
+    return outside_code(text, lambda part: named.sub(lambda m: addresses[m.group(1)], part))

@@ -88,7 +88,8 @@ class Session:
         while len(self.in_flight) >= self.window:
             self._freed.clear()
             try:
-                await asyncio.wait_for(self._freed.wait(), ack_timeout)
+                async with asyncio.timeout(ack_timeout):
+                    await self._freed.wait()
             except TimeoutError:
                 raise Stalled from None
 
@@ -136,11 +137,16 @@ def hears(agent_id: uuid.UUID, reach: Reach) -> Callable[[Event], bool]:
                 and b.ending.actor_id != agent_id
                 for b in message.blocks
             )
-        return message.author_id != agent_id and reach.heard_since(
-            message.channel_id, event.created_at
-        )
+        return message.author_id != agent_id and reach.hears(event)
 
     return visible
+
+
+def _stop(task: asyncio.Task[Any] | None) -> None:
+    """Cancels the task, once: cancelled again while at the database, psycopg
+    gives up cancelling its query and closes the pooled connection."""
+    if task is not None and not task.done() and not task.cancelling():
+        task.cancel()
 
 
 class Outbox:
@@ -208,6 +214,7 @@ class RelayStream:
         finally:
             self.ended = True
             self._stop_producers()
+            self.outbox.end()
 
     def end(self, failure: BaseException | None) -> None:
         """Ends the stream from the server's side; pending frames are dropped."""
@@ -219,13 +226,13 @@ class RelayStream:
         self.outbox.end()
 
     def _stop_producers(self) -> None:
-        if self._reader is not None:
-            self._reader.cancel()
+        _stop(self._reader)
+        # A call the runner sent runs to its end, its result going nowhere:
+        # cut off at the database, its pooled connection would be lost.
         for task in list(self.calls):
-            task.cancel()
+            self.gateway.keep(task)
         for session in self.sessions.values():
-            if session.deliveries is not None:
-                session.deliveries.cancel()
+            _stop(session.deliveries)
 
     async def _read(self, frames: AsyncIterator[gw.RunnerFrame]) -> None:
         try:
@@ -248,8 +255,7 @@ class RelayStream:
     async def unbind_all(self) -> None:
         sessions, self.sessions = list(self.sessions.values()), {}
         for session in sessions:
-            if session.deliveries is not None:
-                session.deliveries.cancel()
+            _stop(session.deliveries)
             # Logged where it failed; the next sessions still unbind.
             with contextlib.suppress(Exception):
                 await self.gateway.unbind(session)
@@ -336,8 +342,7 @@ class RelayStream:
     async def _unbind(self, session_id: str) -> None:
         session = self._session(session_id)
         del self.sessions[session_id]
-        if session.deliveries is not None:
-            session.deliveries.cancel()
+        _stop(session.deliveries)
         await self.gateway.unbind(session)
         await self.send(gw.HubFrame(unbound=gw.SessionUnbound(session_id=session_id)))
 
@@ -348,8 +353,7 @@ class RelayStream:
             if session.actor.account_id != agent_id or self.sessions.get(name) is not session:
                 continue
             del self.sessions[name]
-            if session.deliveries is not None:
-                session.deliveries.cancel()
+            _stop(session.deliveries)
             await self.gateway.unbind(session)
             if self.ended:
                 continue
@@ -384,7 +388,9 @@ class RelayStream:
                 f"of session {quoted(ack.session_id)}"
             )
         actor = session.actor
-        await self.gateway.store.ack_delivery(actor, actor.account_id, ack.event_id)
+        await self.gateway.finish(
+            self.gateway.store.ack_delivery(actor, actor.account_id, ack.event_id)
+        )
         session.acked(ack.event_id)
 
     async def _call(self, call: gw.RelayCommsCallRequest) -> None:
@@ -574,7 +580,7 @@ class AgentGateway:
             if not self._per_runner[runner.runner_id]:
                 del self._per_runner[runner.runner_id]
             # Runs to the end even when the stream was cancelled by a disconnect.
-            await self._finish(stream.unbind_all())
+            await self.finish(stream.unbind_all())
 
     async def bind(self, runner: RunnerPrincipal, agent_id: uuid.UUID) -> SessionBinding:
         task = asyncio.get_running_loop().create_task(
@@ -590,12 +596,14 @@ class AgentGateway:
     def _undo_bind(self, task: asyncio.Task[SessionBinding]) -> None:
         if not task.cancelled() and task.exception() is None:
             binding = task.result()
-            self._track(self.store.unbind_session(self.server_id, binding.session_id))
+            self.keep(self.store.unbind_session(self.server_id, binding.session_id))
 
     async def unbind(self, session: Session) -> None:
-        await self._finish(self.store.unbind_session(self.server_id, session.binding.session_id))
+        await self.finish(self.store.unbind_session(self.server_id, session.binding.session_id))
 
-    def _track(self, work: Awaitable[Any]) -> asyncio.Task[Any]:
+    def keep(self, work: Awaitable[Any]) -> asyncio.Task[Any]:
+        """Runs `work` to its end whoever stops waiting for it; closing the
+        gateway waits for it."""
         task = asyncio.ensure_future(work)
         self._cleanups.add(task)
         task.add_done_callback(self._finished)
@@ -604,10 +612,11 @@ class AgentGateway:
     def _finished(self, task: asyncio.Task[Any]) -> None:
         self._cleanups.discard(task)
         if not task.cancelled() and task.exception() is not None:
-            log.warning("unbinding a relay session failed: %s", task.exception())
+            log.warning("relay work its stream left behind failed: %s", task.exception())
 
-    async def _finish(self, work: Awaitable[Any]) -> None:
-        await asyncio.shield(self._track(work))
+    async def finish(self, work: Awaitable[Any]) -> None:
+        """Awaits `work`, which runs to its end even if this wait is cancelled."""
+        await asyncio.shield(self.keep(work))
 
     def on_access(self, payload: str | None) -> None:
         """A `compass_access` notification: an agent unassigned from a runner
@@ -616,7 +625,7 @@ class AgentGateway:
         if payload is None:
             self.unassignments += 1
             for stream in list(self.streams):
-                self._track(stream.drop_unassigned())
+                self.keep(stream.drop_unassigned())
             return
         kind, _, value = payload.partition(":")
         if kind != "unassign":
@@ -629,7 +638,7 @@ class AgentGateway:
         self.unassignments += 1
         for stream in list(self.streams):
             if stream.runner.runner_id == runner_id:
-                self._track(stream.drop_agent(agent_id))
+                self.keep(stream.drop_agent(agent_id))
 
     def end_all(self, failure: BaseException) -> None:
         for stream in list(self.streams):
@@ -641,6 +650,6 @@ class AgentGateway:
         streams = list(self.streams)
         self.end_all(Closed())
         for stream in streams:
-            await self._finish(stream.unbind_all())
+            await self.finish(stream.unbind_all())
         while self._cleanups:
             await asyncio.gather(*self._cleanups, return_exceptions=True)

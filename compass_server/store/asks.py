@@ -7,6 +7,10 @@ lock, with its history entry and its events, so exactly one ending wins a
 race and the others are told which one did. Refusals come in the order
 visibility (NOT_FOUND), permission (PERMISSION_DENIED), state
 (ALREADY_EXISTS), input (INVALID_ARGUMENT), whatever the surface.
+
+A deadline is a cutoff (migration 0021): an ending that holds the row at or
+after it expires the ask instead, and every read shows an ask past its
+deadline expired, by the database's clock, swept or not.
 """
 
 from __future__ import annotations
@@ -209,7 +213,9 @@ class AskEndings:
         if not isinstance(ask, Ask):
             raise Corrupt(f"ask {quoted(ask_id)} is indexed but missing from its message")
         self._asks.put(ask, blockrules.encoded_size(row["state"]["ask"]))
-        return _Seen(ask, bool(row["may_answer"]), row["owner_id"])
+        return _Seen(
+            blockrules.ask_as_of(ask, row["read_at"]), bool(row["may_answer"]), row["owner_id"]
+        )
 
     async def _ask_state(self, actor: Actor, ask_id: str) -> Ask:
         return (await self._seen(actor, ask_id)).ask
@@ -262,6 +268,7 @@ class AskEndings:
         )
         result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
         if result["status"] != "taken":
+            self._expired_instead(actor, result)
             raise refusal(result["status"], ask_id)
         if not result["numbered"]:
             self.db.sequencer.committed(actor.workspace_id)
@@ -321,6 +328,7 @@ class AskEndings:
         result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
         status = result["status"]
         if status not in ("changed", "unchanged"):
+            self._expired_instead(actor, result)
             raise refusal(status, ask_id)
         message = blockrules.message_from_json(result["ask_message"])
         if status == "changed":
@@ -328,6 +336,17 @@ class AskEndings:
                 self.db.sequencer.committed(actor.workspace_id)
             self._ended(kind.value, 1, message)
         return message, status == "changed"
+
+    def _expired_instead(self, actor: Actor, result: dict[str, Any]) -> None:
+        """An ending that came at or after the deadline expired the ask: its
+        events and listeners are the expiry's, and its caller is refused."""
+        if result["status"] != EndingKind.EXPIRED or "ask_message" not in result:
+            return
+        if not result["numbered"]:
+            self.db.sequencer.committed(actor.workspace_id)
+        self._ended(
+            EndingKind.EXPIRED.value, 1, blockrules.message_from_json(result["ask_message"])
+        )
 
     # --- expiry ------------------------------------------------------------------
 
@@ -366,19 +385,29 @@ class AskEndings:
             cur = await conn.execute(ASKS["ask_history"], {"ask_id": ask_id})
             rows = await cur.fetchall()
         is_open = seen.ask.ending is None
+        entries = [
+            AskHistoryEntry(
+                change=AskChange(r["kind"]),
+                at=r["at"],
+                actor_id=r["actor_id"],
+                actor_handle=r["actor_handle"],
+                surface=Surface(r["surface"]) if r["surface"] else None,
+                reason=r["reason"],
+            )
+            for r in rows
+        ]
+        ending = seen.ask.ending
+        if (
+            ending is not None
+            and ending.kind is EndingKind.EXPIRED
+            and ending.at is not None
+            and all(e.change is not AskChange.EXPIRED for e in entries)
+        ):
+            # Past its deadline and not yet swept: recorded as it will be.
+            entries.append(AskHistoryEntry(AskChange.EXPIRED, ending.at, surface=ending.surface))
         return AskHistory(
             ask_id=ask_id,
-            entries=tuple(
-                AskHistoryEntry(
-                    change=AskChange(r["kind"]),
-                    at=r["at"],
-                    actor_id=r["actor_id"],
-                    actor_handle=r["actor_handle"],
-                    surface=Surface(r["surface"]) if r["surface"] else None,
-                    reason=r["reason"],
-                )
-                for r in rows
-            ),
+            entries=tuple(entries),
             may_answer=is_open and actor.kind is AccountKind.HUMAN and seen.may_answer,
             may_withdraw=is_open and seen.owner_id == actor.account_id,
         )

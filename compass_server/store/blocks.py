@@ -6,6 +6,7 @@ store; nothing else validates an ask or an answer.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import secrets
@@ -440,6 +441,23 @@ def block_from_json(raw: dict[str, Any], where: str = "block") -> Block:
 
 def blocks_from_json(raw: Sequence[dict[str, Any]]) -> tuple[Block, ...]:
     return tuple(block_from_json(b, f"block {i}") for i, b in enumerate(raw))
+
+
+def ask_as_of(ask: Ask, now: datetime.datetime) -> Ask:
+    """The ask as a reader sees it at `now` (the database's clock): open past
+    its deadline, it reads expired, exactly as its expiry will be written
+    (compass_write_ending), whether or not a sweep has run yet."""
+    if not ask.is_open or ask.deadline is None or ask.deadline > now:
+        return ask
+    return dataclasses.replace(
+        ask,
+        questions=tuple(dataclasses.replace(q, timed_out=True) for q in ask.questions),
+        ending=AskEnding(EndingKind.EXPIRED, at=ask.deadline, surface=Surface.SERVER),
+    )
+
+
+def blocks_as_of(blocks: tuple[Block, ...], now: datetime.datetime) -> tuple[Block, ...]:
+    return tuple(ask_as_of(b, now) if isinstance(b, Ask) else b for b in blocks)
 
 
 def message_from_json(p: dict[str, Any]) -> Message:

@@ -671,8 +671,9 @@ class InboxStore:
             item = await self._set_item(
                 conn, item, rules.closed(item.state, actor.account_id, by_agent=False)
             )
-            # The agent hears the declined ask, its ending saying who and why.
-            await self._publish(conn, item, actor, await self._message(conn, asked))
+            # The agent hears the declined ask, its ending saying who and why;
+            # its presence follows, as after every other ending.
+            await self._publish(conn, item, actor, await self._message(conn, asked), settled=True)
         return item
 
     async def take_back_answer(self, actor: Actor, item_id: uuid.UUID) -> InboxItem:

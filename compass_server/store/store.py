@@ -100,7 +100,7 @@ def _message(row: dict[str, Any]) -> Message:
         channel_id=row["channel_id"],
         author_id=row["author_id"],
         author_handle=row["author_handle"],
-        blocks=blockrules.blocks_from_json(row["blocks"]),
+        blocks=blockrules.blocks_as_of(blockrules.blocks_from_json(row["blocks"]), row["read_at"]),
         created_at=row["created_at"],
         position=row["position"],
     )

@@ -63,12 +63,13 @@ class Metrics:
         )
         self.webhook_pending = Gauge(
             "compass_webhook_deliveries_pending",
-            "Webhook deliveries still to be sent (due or waiting for a retry), in the database.",
+            "Webhook deliveries owed, in the database: made and still to be sent (due or "
+            "waiting for a retry), and those the log holds that no courier has made yet.",
             registry=r,
         )
         self.webhook_oldest = Gauge(
             "compass_webhook_oldest_pending_seconds",
-            "How long the oldest webhook delivery still to be sent has waited, in the database.",
+            "How long the oldest webhook delivery owed has waited, in the database.",
             registry=r,
         )
         self.pool_in_use = Gauge(
@@ -103,7 +104,8 @@ class Metrics:
         """The exposition text, gauges sampled now."""
         for sample in self.samplers:
             try:
-                await asyncio.wait_for(sample(), SAMPLE_SECONDS)
+                async with asyncio.timeout(SAMPLE_SECONDS):
+                    await sample()
             except Exception as exc:
                 log.warning("sampling metrics failed (%s); reporting the last values", exc)
         return generate_latest(self.registry)

@@ -197,8 +197,7 @@ class RequestBody:
                     }
             elif kind == "http.response.body" and not message.get("more_body", False):
                 if not self.done and self.http1 and not self.closing:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._drain(), self.drain_seconds)
+                    await self._drain_within()
                 self.finish()
             await send(message)
 
@@ -208,14 +207,17 @@ class RequestBody:
         while not self.done:
             await self.receive()
 
+    async def _drain_within(self) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.drain_seconds):
+                await self._drain()
+
     def finish(self) -> None:
         """The app is done with the body: what hypercorn still puts is taken
         and dropped beside the answer's end, within the drain time."""
         if self.done or self._draining is not None:
             return
-        task = asyncio.get_running_loop().create_task(
-            asyncio.wait_for(self._drain(), self.drain_seconds)
-        )
+        task = asyncio.get_running_loop().create_task(self._drain_within())
         self._draining = task
         self.background.add(task)
         task.add_done_callback(_forget(self.background))
@@ -336,7 +338,8 @@ class Router:
         closes, so a stalled stream can't pin server memory."""
 
         async def timed(message: dict[str, Any]) -> None:
-            await asyncio.wait_for(send(message), self.slow_stream_seconds)
+            async with asyncio.timeout(self.slow_stream_seconds):
+                await send(message)
 
         return timed
 

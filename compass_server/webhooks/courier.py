@@ -130,7 +130,8 @@ class Courier:
         failures = 0
         while True:
             try:
-                await asyncio.wait_for(self._wake.wait(), self.poll)
+                async with asyncio.timeout(self.poll):
+                    await self._wake.wait()
             except TimeoutError:
                 # Retries come due, and other processes make deliveries.
                 self._log_moved = self._maybe_due = True

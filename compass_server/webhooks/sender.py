@@ -79,6 +79,9 @@ class Sender:
         self.reach = reach
         self.timeout = timeout
         self.response_bytes = response_bytes
+        # httpx logs every request's full URL at INFO, and an endpoint's URL
+        # (a Slack one above all) is a secret, stored sealed: never logged.
+        logging.getLogger("httpx").setLevel(logging.WARNING)
         self.client = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout),
             limits=httpx.Limits(

@@ -117,7 +117,8 @@ class AgentSession:
         if self.failure is not None:
             raise self.failure
         try:
-            return await asyncio.wait_for(asyncio.shield(self._bound), self.relay.call_timeout)
+            async with asyncio.timeout(self.relay.call_timeout):
+                return await asyncio.shield(self._bound)
         except TimeoutError:
             raise CallUnavailable(
                 f"Compass at {self.relay.address} did not take this agent's session within "

@@ -28,7 +28,8 @@ SELECT compass_end_asks(%(items)s) AS result
 -- The ask if the actor can see it (NULL state otherwise), whether the actor
 -- may answer it, and who owns its author.
 SELECT s.state, compass_may_answer(s.state -> 'ask', %(actor)s) AS may_answer,
-       (SELECT owner_id FROM accounts WHERE id = (s.state ->> 'author_id')::uuid) AS owner_id
+       (SELECT owner_id FROM accounts WHERE id = (s.state ->> 'author_id')::uuid) AS owner_id,
+       statement_timestamp() AS read_at
 FROM compass_ask_state(%(ask_id)s, %(actor)s) AS s (state)
 
 -- name: ask_history

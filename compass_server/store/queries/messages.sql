@@ -11,7 +11,10 @@ WHERE account_id = %(actor)s AND channel_id = %(channel_id)s
 LIMIT 1
 
 -- name: get_message_as_member
-SELECT m.id, m.channel_id, m.author_id, m.blocks, m.created_at, m.position, acc.handle AS author_handle
+-- Every read of messages takes the database's clock (read_at): an ask past
+-- its deadline reads expired by the clock that cuts its endings off.
+SELECT m.id, m.channel_id, m.author_id, m.blocks, m.created_at, m.position, acc.handle AS author_handle,
+       statement_timestamp() AS read_at
 FROM messages m
 JOIN accounts acc ON acc.id = m.author_id
 WHERE m.id = %(id)s
@@ -19,7 +22,8 @@ WHERE m.id = %(id)s
               WHERE p.account_id = %(actor)s AND p.channel_id = m.channel_id)
 
 -- name: get_ask_message
-SELECT m.id, m.channel_id, m.author_id, m.blocks, m.created_at, m.position, acc.handle AS author_handle
+SELECT m.id, m.channel_id, m.author_id, m.blocks, m.created_at, m.position, acc.handle AS author_handle,
+       statement_timestamp() AS read_at
 FROM asks a
 JOIN messages m ON m.id = a.message_id
 JOIN accounts acc ON acc.id = m.author_id
@@ -32,7 +36,7 @@ WHERE a.ask_id = %(ask_id)s
 -- matching a search pattern. At most %(limit)s, and no more than
 -- %(max_bytes)s of blocks unless the first alone weighs more; `fetched` is how
 -- many the count alone let through, so a page cut by bytes shows.
-SELECT * FROM (
+SELECT *, statement_timestamp() AS read_at FROM (
   SELECT page.*, sum(size) OVER (ORDER BY position DESC) AS running, count(*) OVER () AS fetched
   FROM (
     SELECT m.id, m.channel_id, m.author_id, m.blocks, m.created_at, m.position,

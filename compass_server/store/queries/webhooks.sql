@@ -14,8 +14,8 @@ VALUES (
 SELECT e.id, e.workspace_id, e.kind, e.url_shown, e.event_types, e.enabled, e.disabled_reason,
        e.disabled_at, e.created_at,
        CASE WHEN e.previous_until > now() THEN e.previous_until END AS previous_until,
-       (SELECT count(*) FROM webhook_deliveries d
-        WHERE d.endpoint_id = e.id AND d.state = 'pending') AS pending,
+       -- Owed: deliveries still to send and those the log past its cursor makes.
+       (compass_webhook_owing(e)).owed AS pending,
        (SELECT count(*) FROM webhook_deliveries d
         WHERE d.endpoint_id = e.id AND d.state = 'failed') AS failed
 FROM webhook_endpoints e WHERE e.id = %(id)s
@@ -24,8 +24,8 @@ FROM webhook_endpoints e WHERE e.id = %(id)s
 SELECT e.id, e.workspace_id, e.kind, e.url_shown, e.event_types, e.enabled, e.disabled_reason,
        e.disabled_at, e.created_at,
        CASE WHEN e.previous_until > now() THEN e.previous_until END AS previous_until,
-       (SELECT count(*) FROM webhook_deliveries d
-        WHERE d.endpoint_id = e.id AND d.state = 'pending') AS pending,
+       -- Owed: deliveries still to send and those the log past its cursor makes.
+       (compass_webhook_owing(e)).owed AS pending,
        (SELECT count(*) FROM webhook_deliveries d
         WHERE d.endpoint_id = e.id AND d.state = 'failed') AS failed
 FROM webhook_endpoints e
