@@ -79,6 +79,8 @@ class OpenIdProvider:
             timeout=timeout,
             follow_redirects=False,
         )
+        # Discovery and keys: plain GETs with no token (authlib's client wants one).
+        self._http = httpx.AsyncClient(timeout=timeout, follow_redirects=False)
         self._metadata: dict[str, Any] | None = None
         self._metadata_at = 0.0
         self._keys: KeySet | None = None
@@ -87,12 +89,13 @@ class OpenIdProvider:
 
     async def close(self) -> None:
         await self._client.aclose()
+        await self._http.aclose()
 
     # --- what the provider publishes -------------------------------------------------
 
     async def _get_json(self, url: str, what: str) -> dict[str, Any]:
         try:
-            response = await self._client.get(url, headers={"accept": "application/json"})
+            response = await self._http.get(url, headers={"accept": "application/json"})
         except httpx.HTTPError as exc:
             log.warning("signin provider %s: %s failed: %s", self.provider.name, what, exc)
             raise SignInFailed(f"{self.provider.label} can't be reached right now") from None
@@ -174,10 +177,12 @@ class OpenIdProvider:
                 code_verifier=code_verifier,
                 redirect_uri=self.redirect_uri,
             )
-        except httpx.HTTPError as exc:
-            log.warning("signin provider %s: the token request failed: %s", self.provider.name, exc)
-            raise SignInFailed(f"{self.provider.label} can't be reached right now") from None
         except Exception as exc:
+            if any(c.__name__ == "TransportError" for c in type(exc).__mro__):
+                log.warning(
+                    "signin provider %s: the token request failed: %s", self.provider.name, exc
+                )
+                raise SignInFailed(f"{self.provider.label} can't be reached right now") from None
             # authlib raises its OAuth error for an error answer (a used or wrong code).
             log.info("signin provider %s refused the code: %s", self.provider.name, exc)
             raise SignInFailed(
