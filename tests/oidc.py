@@ -209,8 +209,16 @@ class MockProcess:
 
     def start(self) -> MockProcess:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "oidc_provider_mock", "--port", str(self.port)]
-            + ["--host", "127.0.0.1", "--require-nonce"],
+            [
+                sys.executable,
+                "-m",
+                "oidc_provider_mock",
+                "--port",
+                str(self.port),
+                "--host",
+                "127.0.0.1",
+                "--require-nonce",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env={**os.environ, "PYTHONWARNINGS": "ignore"},

@@ -84,7 +84,7 @@ async def test_a_first_sign_in_creates_a_member_and_a_second_signs_into_it(
 async def test_a_taken_handle_is_made_unique(
     site: tuple[Any, World], idp: Provider, store: Store
 ) -> None:
-    srv, world = site
+    srv, _world = site
     idp.person("sub-ada-2", "ada@acme.test")  # "ada" is the world's first person
     async with browser(srv) as b:
         assert (await b.sign_in()).status_code == 303
@@ -202,7 +202,7 @@ async def test_a_callback_this_browser_did_not_start_is_refused(
 async def test_a_cross_origin_call_carrying_the_cookie_is_refused(
     site: tuple[Any, World], idp: Provider
 ) -> None:
-    srv, world = site
+    srv, _world = site
     idp.person("sub-c", "c@acme.test")
     async with browser(srv) as b:
         await b.sign_in()
