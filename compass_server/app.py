@@ -349,7 +349,9 @@ class CompassServer:
         admin = ServiceBinding.of(
             admin_pb2,
             "AdminService",
-            AdminApi(self.store.admin, self.auth, webhooks=self.webhooks, reach=reach),
+            AdminApi(
+                self.store.admin, self.auth, webhooks=self.webhooks, reach=reach, people=self.store
+            ),
             "account",
         )
         identity = ServiceBinding.of(

@@ -62,7 +62,7 @@ from google.protobuf import duration_pb2, json_format
 from google.protobuf.message import Message
 
 from compass.v1 import admin_pb2 as ad
-from compass_server import config
+from compass_server import config, people_cli
 from compass_server.api.admin import AdminApi
 from compass_server.app import (
     CompassServer,
@@ -151,6 +151,7 @@ _ACTIONS = {
     "list-deliveries": "lists a webhook's deliveries, newest first",
     "list-attempts": "a delivery, every attempt at it and its body",
     "redeliver": "sends a delivery again now, with the same webhook-id",
+    **people_cli.ACTIONS,
 }
 
 
@@ -286,7 +287,9 @@ def _parser() -> argparse.ArgumentParser:
     attempts.add_argument("delivery_id", type=uuid.UUID)
     redeliver = action("redeliver")
     redeliver.add_argument("delivery_id", type=uuid.UUID)
+    people = people_cli.add_parsers(action, _duration)
     for sub in (
+        *people,
         ws,
         acct,
         runner,
@@ -364,7 +367,10 @@ async def _admin(args: argparse.Namespace, settings: config.Settings) -> dict[st
             store.admin,
             webhooks=WebhookStore(db, store.admin, vault),
             reach=webhook_reach(settings),
+            people=store,
         )
+        args.public_url = settings.public_url
+        args.link_max = datetime.timedelta(seconds=settings.signin_link_max_seconds)
         return await _ADMIN[args.action](store, args)
     finally:
         await db.close()
@@ -678,6 +684,7 @@ _ADMIN: dict[str, Callable[[Store, argparse.Namespace], Awaitable[dict[str, Any]
     "list-deliveries": _list_deliveries,
     "list-attempts": _list_attempts,
     "redeliver": _redeliver,
+    **people_cli.HANDLERS,
 }
 
 
