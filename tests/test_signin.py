@@ -3,6 +3,7 @@ session cookie, and what a call carrying it must show."""
 
 from __future__ import annotations
 
+import asyncio
 import pathlib
 import time
 import uuid
@@ -268,3 +269,37 @@ async def test_an_unknown_provider_is_a_readable_page(site: tuple[Any, World]) -
     async with browser(srv) as b:
         page = await b.http.get("/auth/login/nope")
     assert page.status_code == 502 and "no sign-in provider" in page.text
+
+
+async def test_past_the_idle_time_a_session_signs_nothing_in(
+    database_url: str, tmp_path: pathlib.Path, idp: Provider, store: Store
+) -> None:
+    world = await World.create(store)
+    settings = idp.provider_settings(str(world.workspace_id), ["acme.test"])
+    async with signin_server(
+        database_url, tmp_path, [settings], signin_session_idle_seconds=1.0
+    ) as srv:
+        idp.person("sub-idle", "idle@acme.test")
+        async with browser(srv) as b:
+            assert (await b.sign_in()).status_code == 303
+            assert (await b.call("WhoAmI")).status_code == 200
+            await asyncio.sleep(1.5)
+            gone = await b.call("WhoAmI")
+            assert gone.status_code == 401 and "expired" in gone.json()["message"]
+
+
+async def test_past_the_most_sign_ins_under_way_a_login_is_refused(
+    database_url: str, tmp_path: pathlib.Path, idp: Provider, store: Store
+) -> None:
+    world = await World.create(store)
+    settings = idp.provider_settings(str(world.workspace_id), ["acme.test"])
+    async with (
+        signin_server(database_url, tmp_path, [settings], signin_attempts_max=1) as srv,
+        browser(srv) as b,
+    ):
+        async with store.db.maintenance() as conn:
+            await conn.execute("DELETE FROM signin_attempts")
+        assert (await b.http.get("/auth/login/test")).status_code == 302
+        refused = await b.http.get("/auth/login/test")
+        assert refused.status_code == 429
+        assert "1 sign-ins are under way" in refused.text
