@@ -209,6 +209,9 @@ class People:
             if person is None:
                 raise Refused(
                     "this workspace has no account for you: ask an admin to add your email"
+                    if email
+                    else "this workspace has no account for you, and your provider didn't "
+                    "confirm an email to link you by: ask an admin"
                 )
             secret = new_token("cps")
             session_id = uuid.uuid4()
