@@ -73,12 +73,12 @@ class SessionCookies:
 
     def set(self, secret: str, max_age: int) -> str:
         """The Set-Cookie value of a new session."""
-        return self._cookie(SESSION_COOKIE, secret, "/", max_age)
+        return self.header(SESSION_COOKIE, secret, "/", max_age)
 
     def clear(self, name: str = SESSION_COOKIE, path: str = "/") -> str:
-        return self._cookie(name, "", path, 0)
+        return self.header(name, "", path, 0)
 
-    def _cookie(self, name: str, value: str, path: str, max_age: int) -> str:
+    def header(self, name: str, value: str, path: str, max_age: int) -> str:
         parts = [
             f"{name}={value}",
             f"Path={path}",

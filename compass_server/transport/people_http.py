@@ -9,6 +9,7 @@ POST.
 from __future__ import annotations
 
 import html
+import json
 import logging
 import secrets
 import urllib.parse
@@ -22,7 +23,7 @@ from compass_server.signin.flow import Refused, SignInFailed, SignInFlow
 from compass_server.store.errors import StoreError
 from compass_server.store.links import LinkClosed, LinkPass
 from compass_server.store.store import Store
-from compass_server.store.types import Answer, Ask, AskEnding, EndingKind, Surface
+from compass_server.store.types import Actor, Answer, Ask, AskEnding, EndingKind, Surface
 from compass_server.transport.cookies import SessionCookies, cookie, header_getter
 
 log = logging.getLogger(__name__)
@@ -146,8 +147,6 @@ class PeopleRoutes:
     # --- signing in ----------------------------------------------------------------------
 
     async def _providers(self, scope: dict[str, Any], send: Send) -> None:
-        import json
-
         listed = [
             {"name": p.name, "label": p.label, "login": f"/auth/login/{p.name}"}
             for p in (self.flow.configured() if self.flow else [])
@@ -179,7 +178,7 @@ class PeopleRoutes:
             error = to_api_error(exc)
             await self._refuse(send, error.status.http, "Can't sign in", error.message)
             return
-        attempt = self.cookies._cookie(ATTEMPT_COOKIE, state, "/auth", int(self.attempt_seconds))
+        attempt = self.cookies.header(ATTEMPT_COOKIE, state, "/auth", int(self.attempt_seconds))
         await respond(
             send,
             302,
@@ -259,11 +258,8 @@ class PeopleRoutes:
             # Already ended: the cookie goes all the same.
             await respond(send, 204, headers=clear)
             return
-        assert signed.via == "session"
         actor = signed.principal
-        from compass_server.store.types import Actor
-
-        assert isinstance(actor, Actor)
+        assert signed.via == "session" and isinstance(actor, Actor)
         await self.store.sign_out(actor, signed.token_id)
         self.auth.forget(signed.token_id)
         await respond(send, 204, headers=clear)
