@@ -201,6 +201,7 @@ async def test_deactivating_an_account_ends_its_tokens_sessions_and_streams(
         err = await ended(token_stream, 5)
         assert err.code == "unauthenticated"
         end = await end_of(page_stream, 5)
+        await page_stream.aclose()
         assert end["error"]["code"] == "unauthenticated", end
         with pytest.raises(CallError) as refused:
             await client.call("WhoAmI", ad.WhoAmIRequest(), grace)
@@ -252,6 +253,7 @@ async def test_a_session_signed_out_on_one_server_closes_a_stream_opened_through
     assert out.status_code == 204
     assert "compass_session=;" in out.headers["set-cookie"]
     end = await end_of(stream, 5)
+    await stream.aclose()
     assert end["error"]["code"] == "unauthenticated", end
     assert "session has ended" in end["error"]["message"]
     # The sign-out returned once every server applied it: B refuses at once.
