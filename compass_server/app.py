@@ -36,6 +36,9 @@ from compass_server.asks import DEADLINES, Expiry
 from compass_server.config import DEFAULT_GRPC_LISTEN, DEFAULT_HTTP_LISTEN, Settings
 from compass_server.events.hub import CHANNEL, EventHub
 from compass_server.relay import AgentGateway, Dispatcher, Heartbeat, arms_for
+from compass_server.signin.flow import SignInFlow
+from compass_server.signin.oidc import OpenIdProvider
+from compass_server.signin.providers import ProviderError
 from compass_server.store import Database, Store
 from compass_server.store.admin import ACCESS_CHANNEL
 from compass_server.store.blocks import DeadlineBounds
@@ -49,7 +52,9 @@ from compass_server.telemetry.calls import Observer
 from compass_server.telemetry.metrics import CONTENT_TYPE, Metrics
 from compass_server.transport.binding import ServiceBinding
 from compass_server.transport.connect_app import HttpServer, Page, Router, apps_for
+from compass_server.transport.cookies import SessionCookies
 from compass_server.transport.grpc_server import GrpcServer
+from compass_server.transport.people_http import PeopleRoutes
 from compass_server.transport.tls import ServerTls, TlsFiles
 from compass_server.webhooks.courier import Courier, schedule
 from compass_server.webhooks.destination import Reach, networks
@@ -265,6 +270,7 @@ class CompassServer:
                 datetime.timedelta(seconds=self.settings.ask_deadline_max_seconds),
             ),
         )
+        self.store.link_lifetime = datetime.timedelta(seconds=settings.signin_link_max_seconds)
         self.store.ending_listeners.append(self.metrics.ended)
         self.store.write_listeners.append(self.metrics.wrote)
         if self.tracer is not None:
@@ -344,7 +350,9 @@ class CompassServer:
         admin = ServiceBinding.of(
             admin_pb2,
             "AdminService",
-            AdminApi(self.store.admin, self.auth, webhooks=self.webhooks, reach=reach),
+            AdminApi(
+                self.store.admin, self.auth, webhooks=self.webhooks, reach=reach, people=self.store
+            ),
             "account",
         )
         identity = ServiceBinding.of(
@@ -375,6 +383,7 @@ class CompassServer:
         if settings.metrics_listen is not None:
             del pages["/metrics"]
         http_at = addresses["--http-listen"]
+        cookies, people_routes = self._people(tls)
         self.http = await self._http(
             apps_for(
                 connect,
@@ -386,6 +395,8 @@ class CompassServer:
                 compress_min_bytes=settings.connect_compress_min_bytes,
                 observer=self.observer,
                 pages=pages,
+                cookies=cookies,
+                routes={"/auth/": people_routes, "/a/": people_routes},
             ),
             http_at,
             "--http-listen",
@@ -425,6 +436,41 @@ class CompassServer:
                         flag,
                         host,
                     )
+
+    def _people(self, tls: ServerTls | None) -> tuple[SessionCookies, PeopleRoutes]:
+        """Browser sessions' cookies, and the sign-in and one-ask pages."""
+        s = self.settings
+        cookies = SessionCookies(s.public_url, tls is not None or s.public_url.startswith("https:"))
+        providers = {}
+        for provider in s.signin_providers:
+            try:
+                secret = provider.secret()
+            except ProviderError as exc:
+                raise StartupError(str(exc)) from None
+            providers[provider.name] = OpenIdProvider(
+                provider,
+                secret,
+                s.public_url.rstrip("/") + "/auth/callback",
+                timeout=s.signin_http_timeout_seconds,
+                clock_skew=s.signin_clock_skew_seconds,
+                jwks_refetch=s.signin_jwks_refetch_seconds,
+            )
+        self.signin = SignInFlow(
+            self.store,
+            providers,
+            idle=datetime.timedelta(seconds=s.signin_session_idle_seconds),
+            lifetime=datetime.timedelta(seconds=s.signin_session_max_seconds),
+            attempt_lifetime=datetime.timedelta(seconds=s.signin_attempt_seconds),
+            attempts_max=s.signin_attempts_max,
+        )
+        routes = PeopleRoutes(
+            self.store,
+            self.auth,
+            cookies,
+            self.signin if providers else None,
+            attempt_seconds=s.signin_attempt_seconds,
+        )
+        return cookies, routes
 
     async def _grpc(
         self,
@@ -581,6 +627,8 @@ class CompassServer:
             await server.stop(grace)
         for http in getattr(self, "_http_servers", []):
             await http.stop()
+        if hasattr(self, "signin"):
+            await self.signin.close()
         if hasattr(self, "db"):
             await self.db.close()
         if self.embedded is not None:

@@ -66,7 +66,7 @@ from google.protobuf.message import Message
 
 from compass.v1 import admin_pb2 as ad
 from compass_agentkit.command import Parser, version
-from compass_server import config, environment
+from compass_server import config, environment, people_cli
 from compass_server.api.admin import AdminApi
 from compass_server.app import (
     CompassServer,
@@ -153,6 +153,7 @@ _ACTIONS = {
     "list-deliveries": "lists a webhook's deliveries, newest first",
     "list-attempts": "a delivery, every attempt at it and its body",
     "redeliver": "sends a delivery again now, with the same webhook-id",
+    **people_cli.ACTIONS,
 }
 
 
@@ -322,7 +323,9 @@ def _parser() -> argparse.ArgumentParser:
     redeliver.add_argument(
         "delivery_id", type=_uuid, metavar="DELIVERY_ID", help="the delivery's id"
     )
+    people = people_cli.add_parsers(action, _duration, _uuid)
     for sub in (
+        *people,
         ws,
         acct,
         runner,
@@ -421,7 +424,10 @@ async def _admin(args: argparse.Namespace, settings: config.Settings) -> dict[st
             store.admin,
             webhooks=WebhookStore(db, store.admin, vault),
             reach=webhook_reach(settings),
+            people=store,
         )
+        args.public_url = settings.public_url
+        args.link_max = datetime.timedelta(seconds=settings.signin_link_max_seconds)
         return await _ADMIN[args.action](store, args)
     finally:
         await db.close()
@@ -735,6 +741,7 @@ _ADMIN: dict[str, Callable[[Store, argparse.Namespace], Awaitable[dict[str, Any]
     "list-deliveries": _list_deliveries,
     "list-attempts": _list_attempts,
     "redeliver": _redeliver,
+    **people_cli.HANDLERS,
 }
 
 

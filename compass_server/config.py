@@ -33,9 +33,20 @@ from compass_server.relay.gateway import (
     STREAMS_PER_RUNNER,
     WINDOW,
 )
+from compass_server.signin.oidc import (
+    ATTEMPT_SECONDS,
+    ATTEMPTS_MAX,
+    CLOCK_SKEW_SECONDS,
+    HTTP_TIMEOUT_SECONDS,
+    JWKS_REFETCH_SECONDS,
+    SESSION_IDLE,
+    SESSION_MAX,
+)
+from compass_server.signin.providers import Provider, ProviderError, providers
 from compass_server.store.asks import ASK_CACHE_BYTES
 from compass_server.store.coalesce import WRITE_BATCH
 from compass_server.store.db import redacted_url
+from compass_server.store.links import LINK_LIFETIME
 from compass_server.transport.connect_app import COMPRESS_MIN_BYTES, DRAIN_BYTES, DRAIN_SECONDS
 from compass_server.webhooks.courier import POLL_SECONDS, RETRY_SCHEDULE, schedule
 from compass_server.webhooks.destination import networks
@@ -254,6 +265,34 @@ class Secret(Text):
         return "***" if value else value
 
 
+class Providers(Kind):
+    """OpenID providers: an array of tables in TOML, a JSON list as text."""
+
+    what = "a list of providers"
+
+    def from_toml(self, value: object) -> Any:
+        return providers(value)
+
+    def to_toml(self, value: Any) -> str:
+        return "[" + ", ".join(_inline(p) for p in value) + "]"
+
+    def shown(self, value: Any) -> Any:
+        return tuple(p.shown() for p in value)
+
+
+def _inline(table: Any) -> str:
+    if not isinstance(table, dict):
+        table = table.shown()
+    parts = []
+    for key, value in table.items():
+        if isinstance(value, list):
+            shown = "[" + ", ".join(_quoted(str(v)) for v in value) + "]"
+        else:
+            shown = _quoted(str(value))
+        parts.append(f"{key} = {shown}")
+    return "{ " + ", ".join(parts) + " }"
+
+
 def listen_address(value: str) -> tuple[str, int]:
     """(host, port) from PORT, HOST:PORT or [V6]:PORT; a bare port or an empty
     host means 127.0.0.1. ValueError when it is neither."""
@@ -305,8 +344,9 @@ _PREFIX = {
     "tls": "tls_",
     "tracing": "tracing_",
     "webhooks": "webhook_",
+    "signin": "signin_",
 }
-SECTIONS = ("", "database", "log", "tls", "tracing", "webhooks", "limits")
+SECTIONS = ("", "database", "log", "tls", "tracing", "webhooks", "signin", "limits")
 
 
 def _s(default: Any, section: str, kind: Kind, help: str) -> Any:
@@ -545,6 +585,57 @@ class Settings:
     webhook_poll_seconds: float = _s(
         POLL_SECONDS, "webhooks", Seconds(), "how often the courier looks for retries coming due"
     )
+    # --- people's sign-in ---
+    signin_providers: tuple[Provider, ...] = _s(
+        (),
+        "signin",
+        Providers(),
+        "OpenID providers people sign in through, each a [[signin.providers]] table (a JSON "
+        "list in the environment or a flag): see docs/signin.md",
+    )
+    signin_session_idle_seconds: float = _s(
+        SESSION_IDLE.total_seconds(),
+        "signin",
+        Seconds(),
+        "a browser session ends when unused this long (an open page's live stream is use)",
+    )
+    signin_session_max_seconds: float = _s(
+        SESSION_MAX.total_seconds(),
+        "signin",
+        Seconds(),
+        "a browser session ends this long after sign-in whatever its use",
+    )
+    signin_link_max_seconds: float = _s(
+        LINK_LIFETIME.total_seconds(),
+        "signin",
+        Seconds(),
+        "the longest a link to one ask opens it (it also ends being answerable with the ask)",
+    )
+    signin_attempt_seconds: float = _s(
+        ATTEMPT_SECONDS, "signin", Seconds(), "how long a sign-in may take at the provider"
+    )
+    signin_attempts_max: int = _s(
+        ATTEMPTS_MAX, "signin", Count(), "sign-ins under way at providers at once, in all"
+    )
+    signin_http_timeout_seconds: float = _s(
+        HTTP_TIMEOUT_SECONDS,
+        "signin",
+        Seconds(),
+        "how long one request to a provider (discovery, keys, token) may take",
+    )
+    signin_clock_skew_seconds: float = _s(
+        CLOCK_SKEW_SECONDS,
+        "signin",
+        Seconds(allow_zero=True),
+        "how far a provider's clock may be off when an ID token's times are checked",
+    )
+    signin_jwks_refetch_seconds: float = _s(
+        JWKS_REFETCH_SECONDS,
+        "signin",
+        Seconds(allow_zero=True),
+        "the soonest a provider's keys are fetched again for an ID token signed by a key "
+        "not seen before (a key rotation)",
+    )
     # Not a setting: this process's id among the servers sharing the database.
     server_id: uuid.UUID = field(default_factory=uuid.uuid4)
 
@@ -574,7 +665,10 @@ class Loaded:
     path: pathlib.Path | None
 
 
-def _bad(where: str, s: Setting, raw: object) -> ConfigError:
+def _bad(where: str, s: Setting, raw: object, exc: Exception | None = None) -> ConfigError:
+    if isinstance(exc, ProviderError):
+        # It names the provider and the key itself, never a secret.
+        return ConfigError(f"{where}: {exc}")
     shown = "***" if isinstance(s.kind, Secret) else raw
     if isinstance(shown, str):
         shown = _quoted(shown[:64])
@@ -633,23 +727,23 @@ def load(
         for name, (s, raw) in _from_file(file).items():
             try:
                 values[name] = s.kind.from_toml(raw)
-            except (ValueError, TypeError):
-                raise _bad(f"{file}: {s.key}", s, raw) from None
+            except (ValueError, TypeError) as exc:
+                raise _bad(f"{file}: {s.key}", s, raw, exc) from None
             sources[name] = str(file)
     for s in SETTINGS:
         raw = env.get(s.env)
         if raw is not None:
             try:
                 values[s.name] = s.kind.from_text(raw)
-            except (ValueError, TypeError, KeyError):
-                raise _bad(s.env, s, raw) from None
+            except (ValueError, TypeError, KeyError) as exc:
+                raise _bad(s.env, s, raw, exc) from None
             sources[s.name] = s.env
         given = flags.get(s.name)
         if given is not None:
             try:
                 values[s.name] = given if isinstance(given, bool) else s.kind.from_text(str(given))
-            except (ValueError, TypeError, KeyError):
-                raise _bad(s.flag, s, given) from None
+            except (ValueError, TypeError, KeyError) as exc:
+                raise _bad(s.flag, s, given, exc) from None
             sources[s.name] = s.flag
     settings = Settings(**values)
     _check_together(settings, sources)
@@ -728,7 +822,7 @@ def effective_toml(loaded: Loaded) -> str:
 
 
 def default_text(s: Setting) -> str:
-    if s.default is None:
+    if s.default is None or s.default == ():
         return "—"
     if isinstance(s.default, pathlib.Path) and not s.default.is_absolute():
         return f"./{s.default}"

@@ -38,6 +38,7 @@ CACHE_SIZE = 10_000
 
 REVOKED = ApiError(Status.UNAUTHENTICATED, "the token was revoked; sign in with a valid token")
 EXPIRED = ApiError(Status.UNAUTHENTICATED, "the token has expired; sign in with a valid token")
+SIGNED_OUT = ApiError(Status.UNAUTHENTICATED, "this browser session has ended; sign in again")
 
 
 class StreamGuard:
@@ -125,7 +126,9 @@ class Authenticator:
         if not authorization:
             raise ApiError(Status.UNAUTHENTICATED, "missing authorization: Bearer <token>")
         scheme, _, token = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        # "Session" is what the transports make of a browser's session cookie.
+        via = {"bearer": "token", "session": "session"}.get(scheme.lower())
+        if via is None or not token.strip():
             raise ApiError(Status.UNAUTHENTICATED, "authorization must be: Bearer <token>")
         token = token.strip()
         now = time.monotonic()
@@ -141,6 +144,9 @@ class Authenticator:
                 self._cache.clear()
             expires = now + found.expires_in if found.expires_in is not None else float("inf")
             self._cache[token] = (now + self.cache_seconds, expires, found)
+        if found.via != via:
+            # A session's secret is no token, nor the reverse.
+            raise ApiError(Status.UNAUTHENTICATED, "the token is not valid")
         if kind == "account" and not isinstance(found.principal, Actor):
             raise ApiError(
                 Status.PERMISSION_DENIED,
@@ -235,7 +241,7 @@ class Authenticator:
                 if token_id in states:
                     guard.expire_in(states[token_id])
                 else:
-                    guard.trip(REVOKED)
+                    guard.trip(REVOKED if guard.sign_in.via == "token" else SIGNED_OUT)
 
     # --- the beat ------------------------------------------------------------------
 

@@ -184,6 +184,10 @@ class AdminStore:
             raise Unauthenticated("the token is not valid")
         if row["revoked"]:
             raise Unauthenticated("the token was revoked")
+        if row["deactivated"]:
+            raise Unauthenticated("the account is deactivated")
+        if row["via"] == "link":
+            raise Unauthenticated("the token is not valid")
         expires_in = row["expires_in"]
         if expires_in is not None and expires_in <= 0:
             raise Unauthenticated("the token has expired")
@@ -194,7 +198,7 @@ class AdminStore:
             principal = Actor(
                 row["workspace_id"], row["account_id"], AccountKind(row["kind"]), digest
             )
-        return SignIn(principal, row["token_id"], expires_in)
+        return SignIn(principal, row["token_id"], expires_in, row["via"])
 
     async def token_states(self, token_ids: list[uuid.UUID]) -> dict[uuid.UUID, float | None]:
         """Seconds each token still signs in for (None: no expiry); revoked,

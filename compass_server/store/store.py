@@ -28,9 +28,11 @@ from compass_server.store.errors import (
     StoreError,
     quoted,
 )
+from compass_server.store.links import AskLinks
 from compass_server.store.pages import MAX_PAGE, page_size
 from compass_server.store.pages import decode_token as _decode_token
 from compass_server.store.pages import encode_token as _encode_token
+from compass_server.store.people import People
 from compass_server.store.types import (
     Account,
     AccountKind,
@@ -303,7 +305,7 @@ def _post_item(p: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class Store(AskEndings):
+class Store(AskEndings, People, AskLinks):
     def __init__(
         self,
         db: Database,

@@ -151,6 +151,8 @@ class SignIn:
     token_id: uuid.UUID
     # Seconds until it expires, as the database counted at sign-in; None: never.
     expires_in: float | None
+    # The credential's kind: "token", or "session" (a browser's cookie).
+    via: str = "token"
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from compass_server.api.text import check_strings
 from compass_server.telemetry.calls import Observer
 from compass_server.transport.binding import Method, ServiceBinding
 from compass_server.transport.codecs import CODECS, COMPRESSIONS, Gzip
+from compass_server.transport.cookies import SessionCookies
 from compass_server.transport.grpc_server import MAX_MESSAGE_BYTES, _error
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,11 @@ def _connect_error(err: ApiError) -> ConnectError:
 
 
 def _endpoint(
-    binding: ServiceBinding, method: Method, auth: Authenticator, observer: Observer
+    binding: ServiceBinding,
+    method: Method,
+    auth: Authenticator,
+    observer: Observer,
+    cookies: SessionCookies | None = None,
 ) -> Any:
     resolve = binding.resolver(auth)
     fn = getattr(binding.impl, method.attr)
@@ -66,6 +71,12 @@ def _endpoint(
         value = ctx.request_headers.get(name)
         return value if value is None else str(value)
 
+    def credential(ctx: Any) -> str | None:
+        # The header, else (from the server's own page only) the session cookie.
+        if cookies is None:
+            return header(ctx)
+        return cookies.authorization(lambda n: header(ctx, n))
+
     def traced(ctx: Any) -> Any:
         return ctx.request_headers if observer.tracer is not None else None
 
@@ -74,7 +85,7 @@ def _endpoint(
         async def unary(request: Any, ctx: Any) -> Any:
             with observer.call("connect", name, headers=traced(ctx)) as call:
                 try:
-                    signed = await resolve(header(ctx))
+                    signed = await resolve(credential(ctx))
                     call.signed_in(signed.principal)
                     check_strings(request)
                     with surface.through(surface.of_connect(header(ctx, surface.HEADER))):
@@ -91,7 +102,7 @@ def _endpoint(
     async def stream(request: Any, ctx: Any) -> AsyncIterator[Any]:
         with observer.call("connect", name, headers=traced(ctx), attach=False) as call:
             try:
-                signed = await resolve(header(ctx))
+                signed = await resolve(credential(ctx))
                 call.signed_in(signed.principal)
                 if not method.client_streaming:
                     check_strings(request)
@@ -112,16 +123,26 @@ def _endpoint(
 class _Adapter:
     """Looks like a generated Connect service protocol; calls the binding."""
 
-    def __init__(self, binding: ServiceBinding, auth: Authenticator, observer: Observer) -> None:
+    def __init__(
+        self,
+        binding: ServiceBinding,
+        auth: Authenticator,
+        observer: Observer,
+        cookies: SessionCookies | None = None,
+    ) -> None:
         for method in binding.methods:
-            setattr(self, method.attr, _endpoint(binding, method, auth, observer))
+            setattr(self, method.attr, _endpoint(binding, method, auth, observer, cookies))
 
 
 def connect_app(
-    binding: ServiceBinding, auth: Authenticator, app_class: Any, observer: Observer
+    binding: ServiceBinding,
+    auth: Authenticator,
+    app_class: Any,
+    observer: Observer,
+    cookies: SessionCookies | None = None,
 ) -> ASGIApp:
     app: ASGIApp = app_class(
-        service=_Adapter(binding, auth, observer),
+        service=_Adapter(binding, auth, observer, cookies),
         read_max_bytes=MAX_MESSAGE_BYTES,
         codecs=CODECS,
         compressions=COMPRESSIONS,
@@ -252,10 +273,13 @@ class Router:
         static: bool = True,
         compress_min_bytes: int = COMPRESS_MIN_BYTES,
         methods: dict[str, list[str]] | None = None,
+        routes: dict[str, ASGIApp] | None = None,
     ) -> None:
         self.apps = {f"/{name}/": app for name, app in apps.items()}
         # Service → its method names, for the error a misspelt path gets.
         self.methods = methods or {}
+        # Path prefixes served by an app of their own: sign-in and one-ask links.
+        self.routes = routes or {}
         self.compress_min_bytes = compress_min_bytes
         self.files = files
         self.pages = pages or {}
@@ -296,6 +320,10 @@ class Router:
                 except TimeoutError:
                     # Returning mid-body makes hypercorn close the connection.
                     log.info("closed a stalled stream on %s", path)
+                return
+        for prefix, route in self.routes.items():
+            if path.startswith(prefix):
+                await route(scope, receive, send)
                 return
         file = _FILE.match(path)
         if file is not None and self.files is not None:
@@ -573,10 +601,12 @@ def apps_for(
     observer: Observer | None = None,
     pages: dict[str, Page] | None = None,
     compress_min_bytes: int = COMPRESS_MIN_BYTES,
+    cookies: SessionCookies | None = None,
+    routes: dict[str, ASGIApp] | None = None,
 ) -> Router:
     observer = observer or Observer(access=False)
     return Router(
-        {b.full_name: connect_app(b, auth, cls, observer) for b, cls in bindings},
+        {b.full_name: connect_app(b, auth, cls, observer, cookies) for b, cls in bindings},
         slow_stream_seconds,
         drain_bytes,
         drain_seconds,
@@ -584,4 +614,5 @@ def apps_for(
         pages,
         compress_min_bytes=compress_min_bytes,
         methods={b.full_name: [m.name for m in b.methods] for b, _ in bindings},
+        routes=routes,
     )

@@ -1,5 +1,5 @@
 -- name: sign_in
-SELECT token_id, workspace_id, account_id, runner_id, kind, revoked, expires_in
+SELECT token_id, workspace_id, account_id, runner_id, kind, revoked, expires_in, via, deactivated
 FROM compass_sign_in(%(token_hash)s)
 
 -- name: lock_workspace
@@ -81,7 +81,7 @@ WHERE c.id = %(id)s
 -- name: lock_token
 SELECT c.id, c.account_id, c.runner_id, c.label, c.created_at, c.expires_at,
        c.revoked_at IS NULL AND (c.expires_at IS NULL OR c.expires_at > now()) AS active
-FROM credentials c WHERE c.id = %(id)s FOR UPDATE
+FROM credentials c WHERE c.id = %(id)s AND c.kind = 'token' FOR UPDATE
 
 -- name: list_tokens
 -- Newest first.
@@ -89,7 +89,8 @@ SELECT c.id, c.workspace_id, c.account_id, a.kind AS account_kind, c.runner_id, 
        c.created_at, c.expires_at, c.last_used_at, c.revoked_at, c.replaced_by,
        c.revoked_at IS NULL AND (c.expires_at IS NULL OR c.expires_at > now()) AS active
 FROM credentials c LEFT JOIN accounts a ON a.id = c.account_id
-WHERE (%(account_id)s::uuid IS NULL OR c.account_id = %(account_id)s)
+WHERE c.kind = 'token'
+  AND (%(account_id)s::uuid IS NULL OR c.account_id = %(account_id)s)
   AND (%(runner_id)s::uuid IS NULL OR c.runner_id = %(runner_id)s)
   AND (%(include_inactive)s OR (c.revoked_at IS NULL AND (c.expires_at IS NULL OR c.expires_at > now())))
   AND (c.created_at, c.id) < (%(before_created)s, %(before_id)s)

@@ -9,7 +9,7 @@ import { LiveEvents } from "./live.js";
 import { Model } from "./model.js";
 import { Notifier } from "./notify.js";
 import { renderAgents } from "./presence.js";
-import { Comms, describe } from "./rpc.js";
+import { Comms, describe, endSession, signInProviders } from "./rpc.js";
 
 const TOKEN_KEY = "compass.token";
 const MAX_ALERTS = 3;
@@ -281,10 +281,11 @@ function showAlert(text) {
 
 let app = null;
 
+// null: signed in by the browser session's cookie (through a sign-in provider).
 async function signIn(token) {
   const comms = new Comms(token);
   const [channels, me] = await Promise.all([listAllChannels(comms), whoAmI(comms)]);
-  sessionStorage.setItem(TOKEN_KEY, token);
+  if (token) sessionStorage.setItem(TOKEN_KEY, token);
   $("sign-in-view").hidden = true;
   $("app-view").hidden = false;
   $("account").hidden = false;
@@ -295,6 +296,7 @@ async function signIn(token) {
 }
 
 function signOut(reason) {
+  if (app && !app.comms.token) endSession();
   app?.stop();
   app = null;
   sessionStorage.removeItem(TOKEN_KEY);
@@ -310,7 +312,22 @@ function signOut(reason) {
   status.textContent = "";
   delete status.dataset.state;
   setSignInError(reason ?? "");
-  $("token").focus();
+  showProviders();
+}
+
+/** "Sign in with <provider>" first; the token form opens when there is none. */
+async function showProviders() {
+  const providers = await signInProviders();
+  const back = encodeURIComponent(`/${location.hash}`);
+  $("providers").replaceChildren(
+    ...providers.map((p) =>
+      h("a", { class: "primary", href: `${p.login}?return_to=${back}` }, `Sign in with ${p.label}`),
+    ),
+  );
+  $("providers").hidden = providers.length === 0;
+  $("token-sign-in").open = providers.length === 0;
+  $("token-submit").classList.toggle("primary", providers.length === 0);
+  if (providers.length === 0) $("token").focus();
 }
 
 function setSignInError(text) {
@@ -326,7 +343,7 @@ $("sign-in").addEventListener("submit", async (event) => {
     setSignInError("Enter your account token.");
     return;
   }
-  const button = event.target.querySelector("button");
+  const button = $("token-submit");
   button.disabled = true;
   setSignInError("");
   try {
@@ -344,4 +361,7 @@ $("sign-out").addEventListener("click", () => signOut());
 const saved = sessionStorage.getItem(TOKEN_KEY);
 if (saved) {
   signIn(saved).catch((err) => signOut(describe(err, "Sign-in failed")));
+} else {
+  // A browser session from a provider's sign-in, if this browser has one.
+  signIn(null).catch((err) => signOut(err.code === "unauthenticated" ? "" : describe(err, "Sign-in failed")));
 }

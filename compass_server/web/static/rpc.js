@@ -53,13 +53,21 @@ function envelope(json) {
 }
 
 export class Comms {
+  /** `token`: an account token; null signs calls in with the browser session's cookie. */
   constructor(token) {
     this.token = token;
   }
 
   headers(contentType) {
     // The page names itself, so an ask's history can say a change came from here.
-    return { "content-type": contentType, authorization: `Bearer ${this.token}`, "compass-surface": "web" };
+    const headers = { "content-type": contentType, "compass-surface": "web" };
+    if (this.token) {
+      headers.authorization = `Bearer ${this.token}`;
+    } else {
+      // The cookie counts only with this header, which a cross-site form can't send.
+      headers["x-compass-csrf"] = "1";
+    }
+    return headers;
   }
 
   /**
@@ -136,5 +144,24 @@ export class Comms {
     } finally {
       reader.cancel().catch(() => {});
     }
+  }
+}
+
+/** The server's sign-in providers: [{ name, label, login }]. */
+export async function signInProviders() {
+  try {
+    const response = await fetch("/auth/providers");
+    return response.ok ? (await response.json()).providers : [];
+  } catch {
+    return [];
+  }
+}
+
+/** Ends the browser session on every server; the cookie goes. */
+export async function endSession() {
+  try {
+    await fetch("/auth/logout", { method: "POST", headers: { "x-compass-csrf": "1" } });
+  } catch {
+    // Signed out on this page all the same; the session ends when it idles.
   }
 }

@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .admin_pb2 import AssignAgentRequest, AssignAgentResponse, CreateAccountRequest, CreateAccountResponse, CreateRunnerRequest, CreateRunnerResponse, CreateTokenRequest, CreateTokenResponse, CreateWebhookRequest, CreateWebhookResponse, DeleteWebhookRequest, DeleteWebhookResponse, DisableWebhookRequest, DisableWebhookResponse, EnableWebhookRequest, EnableWebhookResponse, GetWebhookDeliveryRequest, GetWebhookDeliveryResponse, ListAccountsRequest, ListAccountsResponse, ListRunnersRequest, ListRunnersResponse, ListTokensRequest, ListTokensResponse, ListWebhookDeliveriesRequest, ListWebhookDeliveriesResponse, ListWebhooksRequest, ListWebhooksResponse, RedeliverWebhookDeliveryRequest, RedeliverWebhookDeliveryResponse, ReparentAgentRequest, ReparentAgentResponse, RevokeTokenRequest, RevokeTokenResponse, RotateTokenRequest, RotateTokenResponse, RotateWebhookSecretRequest, RotateWebhookSecretResponse, SetAccountRoleRequest, SetAccountRoleResponse, UnassignAgentRequest, UnassignAgentResponse, WhoAmIRequest, WhoAmIResponse
+from .admin_pb2 import AssignAgentRequest, AssignAgentResponse, CreateAccountRequest, CreateAccountResponse, CreateRunnerRequest, CreateRunnerResponse, CreateTokenRequest, CreateTokenResponse, CreateWebhookRequest, CreateWebhookResponse, DeactivateAccountRequest, DeactivateAccountResponse, DeleteWebhookRequest, DeleteWebhookResponse, DisableWebhookRequest, DisableWebhookResponse, EnableWebhookRequest, EnableWebhookResponse, GetWebhookDeliveryRequest, GetWebhookDeliveryResponse, ListAccountsRequest, ListAccountsResponse, ListRunnersRequest, ListRunnersResponse, ListSessionsRequest, ListSessionsResponse, ListTokensRequest, ListTokensResponse, ListWebhookDeliveriesRequest, ListWebhookDeliveriesResponse, ListWebhooksRequest, ListWebhooksResponse, ReactivateAccountRequest, ReactivateAccountResponse, RedeliverWebhookDeliveryRequest, RedeliverWebhookDeliveryResponse, ReparentAgentRequest, ReparentAgentResponse, RevokeSessionRequest, RevokeSessionResponse, RevokeSessionsRequest, RevokeSessionsResponse, RevokeTokenRequest, RevokeTokenResponse, RotateTokenRequest, RotateTokenResponse, RotateWebhookSecretRequest, RotateWebhookSecretResponse, SetAccountEmailRequest, SetAccountEmailResponse, SetAccountRoleRequest, SetAccountRoleResponse, UnassignAgentRequest, UnassignAgentResponse, WhoAmIRequest, WhoAmIResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Iterable, Mapping
@@ -192,6 +192,50 @@ class AdminService(Protocol):
         Sends a delivery again now, with the same webhook-id and body, its
         retry schedule from the start. FAILED_PRECONDITION while an attempt at it
         is under way or its webhook is disabled.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def list_sessions(self, request: ListSessionsRequest, ctx: RequestContext[ListSessionsRequest, ListSessionsResponse], /) -> ListSessionsResponse:
+        """
+        A person's browser sessions (signed in through an OpenID provider),
+        newest first, at most 200; never their secrets.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def revoke_session(self, request: RevokeSessionRequest, ctx: RequestContext[RevokeSessionRequest, RevokeSessionResponse], /) -> RevokeSessionResponse:
+        """
+        Ends one browser session on every server: its next call is refused and
+        the streams it opened end with UNAUTHENTICATED. Twice changes nothing.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def revoke_sessions(self, request: RevokeSessionsRequest, ctx: RequestContext[RevokeSessionsRequest, RevokeSessionsResponse], /) -> RevokeSessionsResponse:
+        """
+        Ends every browser session of a person, the same way.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def set_account_email(self, request: SetAccountEmailRequest, ctx: RequestContext[SetAccountEmailRequest, SetAccountEmailResponse], /) -> SetAccountEmailResponse:
+        """
+        The email a person's first sign-in links their account by (the
+        provider must have verified it). Empty clears it; an email another
+        account of the workspace has is FAILED_PRECONDITION.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def deactivate_account(self, request: DeactivateAccountRequest, ctx: RequestContext[DeactivateAccountRequest, DeactivateAccountResponse], /) -> DeactivateAccountResponse:
+        """
+        Ends every token, browser session and one-ask link of the account, on
+        every server (open streams end as for a revoked token); it signs in no
+        more, by any way, until reactivated. Your own account, or the
+        workspace's last admin, is FAILED_PRECONDITION.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def reactivate_account(self, request: ReactivateAccountRequest, ctx: RequestContext[ReactivateAccountRequest, ReactivateAccountResponse], /) -> ReactivateAccountResponse:
+        """
+        Lets a deactivated account sign in again (with new credentials: the
+        ended ones stay ended).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -439,6 +483,72 @@ class AdminServiceASGIApplication(ConnectASGIApplication[AdminService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.redeliver_webhook_delivery,
+                ),
+                "/compass.v1.AdminService/ListSessions": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListSessions",
+                        service_name="compass.v1.AdminService",
+                        input=ListSessionsRequest,
+                        output=ListSessionsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.list_sessions,
+                ),
+                "/compass.v1.AdminService/RevokeSession": Endpoint.unary(
+                    method=MethodInfo(
+                        name="RevokeSession",
+                        service_name="compass.v1.AdminService",
+                        input=RevokeSessionRequest,
+                        output=RevokeSessionResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.revoke_session,
+                ),
+                "/compass.v1.AdminService/RevokeSessions": Endpoint.unary(
+                    method=MethodInfo(
+                        name="RevokeSessions",
+                        service_name="compass.v1.AdminService",
+                        input=RevokeSessionsRequest,
+                        output=RevokeSessionsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.revoke_sessions,
+                ),
+                "/compass.v1.AdminService/SetAccountEmail": Endpoint.unary(
+                    method=MethodInfo(
+                        name="SetAccountEmail",
+                        service_name="compass.v1.AdminService",
+                        input=SetAccountEmailRequest,
+                        output=SetAccountEmailResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.set_account_email,
+                ),
+                "/compass.v1.AdminService/DeactivateAccount": Endpoint.unary(
+                    method=MethodInfo(
+                        name="DeactivateAccount",
+                        service_name="compass.v1.AdminService",
+                        input=DeactivateAccountRequest,
+                        output=DeactivateAccountResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.deactivate_account,
+                ),
+                "/compass.v1.AdminService/ReactivateAccount": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ReactivateAccount",
+                        service_name="compass.v1.AdminService",
+                        input=ReactivateAccountRequest,
+                        output=ReactivateAccountResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.reactivate_account,
                 ),
             },
             interceptors=interceptors,
@@ -992,6 +1102,152 @@ class AdminServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def list_sessions(
+        self,
+        request: ListSessionsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ListSessionsResponse:
+        """
+        A person's browser sessions (signed in through an OpenID provider),
+        newest first, at most 200; never their secrets.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListSessions",
+                service_name="compass.v1.AdminService",
+                input=ListSessionsRequest,
+                output=ListSessionsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def revoke_session(
+        self,
+        request: RevokeSessionRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> RevokeSessionResponse:
+        """
+        Ends one browser session on every server: its next call is refused and
+        the streams it opened end with UNAUTHENTICATED. Twice changes nothing.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RevokeSession",
+                service_name="compass.v1.AdminService",
+                input=RevokeSessionRequest,
+                output=RevokeSessionResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def revoke_sessions(
+        self,
+        request: RevokeSessionsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> RevokeSessionsResponse:
+        """
+        Ends every browser session of a person, the same way.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RevokeSessions",
+                service_name="compass.v1.AdminService",
+                input=RevokeSessionsRequest,
+                output=RevokeSessionsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def set_account_email(
+        self,
+        request: SetAccountEmailRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> SetAccountEmailResponse:
+        """
+        The email a person's first sign-in links their account by (the
+        provider must have verified it). Empty clears it; an email another
+        account of the workspace has is FAILED_PRECONDITION.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="SetAccountEmail",
+                service_name="compass.v1.AdminService",
+                input=SetAccountEmailRequest,
+                output=SetAccountEmailResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def deactivate_account(
+        self,
+        request: DeactivateAccountRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> DeactivateAccountResponse:
+        """
+        Ends every token, browser session and one-ask link of the account, on
+        every server (open streams end as for a revoked token); it signs in no
+        more, by any way, until reactivated. Your own account, or the
+        workspace's last admin, is FAILED_PRECONDITION.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DeactivateAccount",
+                service_name="compass.v1.AdminService",
+                input=DeactivateAccountRequest,
+                output=DeactivateAccountResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def reactivate_account(
+        self,
+        request: ReactivateAccountRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ReactivateAccountResponse:
+        """
+        Lets a deactivated account sign in again (with new credentials: the
+        ended ones stay ended).
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ReactivateAccount",
+                service_name="compass.v1.AdminService",
+                input=ReactivateAccountRequest,
+                output=ReactivateAccountResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
 
 class AdminServiceSync(Protocol):
     """
@@ -1148,6 +1404,50 @@ class AdminServiceSync(Protocol):
         Sends a delivery again now, with the same webhook-id and body, its
         retry schedule from the start. FAILED_PRECONDITION while an attempt at it
         is under way or its webhook is disabled.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def list_sessions(self, request: ListSessionsRequest, ctx: RequestContext[ListSessionsRequest, ListSessionsResponse], /) -> ListSessionsResponse:
+        """
+        A person's browser sessions (signed in through an OpenID provider),
+        newest first, at most 200; never their secrets.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def revoke_session(self, request: RevokeSessionRequest, ctx: RequestContext[RevokeSessionRequest, RevokeSessionResponse], /) -> RevokeSessionResponse:
+        """
+        Ends one browser session on every server: its next call is refused and
+        the streams it opened end with UNAUTHENTICATED. Twice changes nothing.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def revoke_sessions(self, request: RevokeSessionsRequest, ctx: RequestContext[RevokeSessionsRequest, RevokeSessionsResponse], /) -> RevokeSessionsResponse:
+        """
+        Ends every browser session of a person, the same way.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def set_account_email(self, request: SetAccountEmailRequest, ctx: RequestContext[SetAccountEmailRequest, SetAccountEmailResponse], /) -> SetAccountEmailResponse:
+        """
+        The email a person's first sign-in links their account by (the
+        provider must have verified it). Empty clears it; an email another
+        account of the workspace has is FAILED_PRECONDITION.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def deactivate_account(self, request: DeactivateAccountRequest, ctx: RequestContext[DeactivateAccountRequest, DeactivateAccountResponse], /) -> DeactivateAccountResponse:
+        """
+        Ends every token, browser session and one-ask link of the account, on
+        every server (open streams end as for a revoked token); it signs in no
+        more, by any way, until reactivated. Your own account, or the
+        workspace's last admin, is FAILED_PRECONDITION.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def reactivate_account(self, request: ReactivateAccountRequest, ctx: RequestContext[ReactivateAccountRequest, ReactivateAccountResponse], /) -> ReactivateAccountResponse:
+        """
+        Lets a deactivated account sign in again (with new credentials: the
+        ended ones stay ended).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -1393,6 +1693,72 @@ class AdminServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.redeliver_webhook_delivery,
+                ),
+                "/compass.v1.AdminService/ListSessions": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListSessions",
+                        service_name="compass.v1.AdminService",
+                        input=ListSessionsRequest,
+                        output=ListSessionsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.list_sessions,
+                ),
+                "/compass.v1.AdminService/RevokeSession": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="RevokeSession",
+                        service_name="compass.v1.AdminService",
+                        input=RevokeSessionRequest,
+                        output=RevokeSessionResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.revoke_session,
+                ),
+                "/compass.v1.AdminService/RevokeSessions": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="RevokeSessions",
+                        service_name="compass.v1.AdminService",
+                        input=RevokeSessionsRequest,
+                        output=RevokeSessionsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.revoke_sessions,
+                ),
+                "/compass.v1.AdminService/SetAccountEmail": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="SetAccountEmail",
+                        service_name="compass.v1.AdminService",
+                        input=SetAccountEmailRequest,
+                        output=SetAccountEmailResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.set_account_email,
+                ),
+                "/compass.v1.AdminService/DeactivateAccount": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="DeactivateAccount",
+                        service_name="compass.v1.AdminService",
+                        input=DeactivateAccountRequest,
+                        output=DeactivateAccountResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.deactivate_account,
+                ),
+                "/compass.v1.AdminService/ReactivateAccount": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ReactivateAccount",
+                        service_name="compass.v1.AdminService",
+                        input=ReactivateAccountRequest,
+                        output=ReactivateAccountResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.reactivate_account,
                 ),
             },
             interceptors=interceptors,
@@ -1940,6 +2306,152 @@ class AdminServiceClientSync(ConnectClientSync):
                 service_name="compass.v1.AdminService",
                 input=RedeliverWebhookDeliveryRequest,
                 output=RedeliverWebhookDeliveryResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def list_sessions(
+        self,
+        request: ListSessionsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ListSessionsResponse:
+        """
+        A person's browser sessions (signed in through an OpenID provider),
+        newest first, at most 200; never their secrets.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListSessions",
+                service_name="compass.v1.AdminService",
+                input=ListSessionsRequest,
+                output=ListSessionsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def revoke_session(
+        self,
+        request: RevokeSessionRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> RevokeSessionResponse:
+        """
+        Ends one browser session on every server: its next call is refused and
+        the streams it opened end with UNAUTHENTICATED. Twice changes nothing.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RevokeSession",
+                service_name="compass.v1.AdminService",
+                input=RevokeSessionRequest,
+                output=RevokeSessionResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def revoke_sessions(
+        self,
+        request: RevokeSessionsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> RevokeSessionsResponse:
+        """
+        Ends every browser session of a person, the same way.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RevokeSessions",
+                service_name="compass.v1.AdminService",
+                input=RevokeSessionsRequest,
+                output=RevokeSessionsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def set_account_email(
+        self,
+        request: SetAccountEmailRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> SetAccountEmailResponse:
+        """
+        The email a person's first sign-in links their account by (the
+        provider must have verified it). Empty clears it; an email another
+        account of the workspace has is FAILED_PRECONDITION.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="SetAccountEmail",
+                service_name="compass.v1.AdminService",
+                input=SetAccountEmailRequest,
+                output=SetAccountEmailResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def deactivate_account(
+        self,
+        request: DeactivateAccountRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> DeactivateAccountResponse:
+        """
+        Ends every token, browser session and one-ask link of the account, on
+        every server (open streams end as for a revoked token); it signs in no
+        more, by any way, until reactivated. Your own account, or the
+        workspace's last admin, is FAILED_PRECONDITION.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DeactivateAccount",
+                service_name="compass.v1.AdminService",
+                input=DeactivateAccountRequest,
+                output=DeactivateAccountResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def reactivate_account(
+        self,
+        request: ReactivateAccountRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ReactivateAccountResponse:
+        """
+        Lets a deactivated account sign in again (with new credentials: the
+        ended ones stay ended).
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ReactivateAccount",
+                service_name="compass.v1.AdminService",
+                input=ReactivateAccountRequest,
+                output=ReactivateAccountResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

@@ -542,3 +542,99 @@ class RedeliverWebhookDeliveryResponse(_message.Message):
     DELIVERY_FIELD_NUMBER: _ClassVar[int]
     delivery: WebhookDelivery
     def __init__(self, delivery: _Optional[_Union[WebhookDelivery, _Mapping]] = ...) -> None: ...
+
+class SessionInfo(_message.Message):
+    __slots__ = ("session_id", "account_id", "provider", "user_agent", "created_at", "last_used_at", "expires_at", "ends_at", "revoked_at", "active")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    PROVIDER_FIELD_NUMBER: _ClassVar[int]
+    USER_AGENT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    LAST_USED_AT_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    ENDS_AT_FIELD_NUMBER: _ClassVar[int]
+    REVOKED_AT_FIELD_NUMBER: _ClassVar[int]
+    ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    account_id: str
+    provider: str
+    user_agent: str
+    created_at: _timestamp_pb2.Timestamp
+    last_used_at: _timestamp_pb2.Timestamp
+    expires_at: _timestamp_pb2.Timestamp
+    ends_at: _timestamp_pb2.Timestamp
+    revoked_at: _timestamp_pb2.Timestamp
+    active: bool
+    def __init__(self, session_id: _Optional[str] = ..., account_id: _Optional[str] = ..., provider: _Optional[str] = ..., user_agent: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_used_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., ends_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., revoked_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., active: _Optional[bool] = ...) -> None: ...
+
+class ListSessionsRequest(_message.Message):
+    __slots__ = ("account_id", "include_inactive")
+    ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_INACTIVE_FIELD_NUMBER: _ClassVar[int]
+    account_id: str
+    include_inactive: bool
+    def __init__(self, account_id: _Optional[str] = ..., include_inactive: _Optional[bool] = ...) -> None: ...
+
+class ListSessionsResponse(_message.Message):
+    __slots__ = ("sessions",)
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    sessions: _containers.RepeatedCompositeFieldContainer[SessionInfo]
+    def __init__(self, sessions: _Optional[_Iterable[_Union[SessionInfo, _Mapping]]] = ...) -> None: ...
+
+class RevokeSessionRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class RevokeSessionResponse(_message.Message):
+    __slots__ = ("session",)
+    SESSION_FIELD_NUMBER: _ClassVar[int]
+    session: SessionInfo
+    def __init__(self, session: _Optional[_Union[SessionInfo, _Mapping]] = ...) -> None: ...
+
+class RevokeSessionsRequest(_message.Message):
+    __slots__ = ("account_id",)
+    ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    account_id: str
+    def __init__(self, account_id: _Optional[str] = ...) -> None: ...
+
+class RevokeSessionsResponse(_message.Message):
+    __slots__ = ("sessions_revoked",)
+    SESSIONS_REVOKED_FIELD_NUMBER: _ClassVar[int]
+    sessions_revoked: int
+    def __init__(self, sessions_revoked: _Optional[int] = ...) -> None: ...
+
+class SetAccountEmailRequest(_message.Message):
+    __slots__ = ("account_id", "email")
+    ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    EMAIL_FIELD_NUMBER: _ClassVar[int]
+    account_id: str
+    email: str
+    def __init__(self, account_id: _Optional[str] = ..., email: _Optional[str] = ...) -> None: ...
+
+class SetAccountEmailResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DeactivateAccountRequest(_message.Message):
+    __slots__ = ("account_id",)
+    ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    account_id: str
+    def __init__(self, account_id: _Optional[str] = ...) -> None: ...
+
+class DeactivateAccountResponse(_message.Message):
+    __slots__ = ("credentials_revoked",)
+    CREDENTIALS_REVOKED_FIELD_NUMBER: _ClassVar[int]
+    credentials_revoked: int
+    def __init__(self, credentials_revoked: _Optional[int] = ...) -> None: ...
+
+class ReactivateAccountRequest(_message.Message):
+    __slots__ = ("account_id",)
+    ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    account_id: str
+    def __init__(self, account_id: _Optional[str] = ...) -> None: ...
+
+class ReactivateAccountResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

@@ -144,6 +144,36 @@ class AdminServiceStub:
                 request_serializer=compass_dot_v1_dot_admin__pb2.RedeliverWebhookDeliveryRequest.SerializeToString,
                 response_deserializer=compass_dot_v1_dot_admin__pb2.RedeliverWebhookDeliveryResponse.FromString,
                 _registered_method=True)
+        self.ListSessions = channel.unary_unary(
+                '/compass.v1.AdminService/ListSessions',
+                request_serializer=compass_dot_v1_dot_admin__pb2.ListSessionsRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.ListSessionsResponse.FromString,
+                _registered_method=True)
+        self.RevokeSession = channel.unary_unary(
+                '/compass.v1.AdminService/RevokeSession',
+                request_serializer=compass_dot_v1_dot_admin__pb2.RevokeSessionRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.RevokeSessionResponse.FromString,
+                _registered_method=True)
+        self.RevokeSessions = channel.unary_unary(
+                '/compass.v1.AdminService/RevokeSessions',
+                request_serializer=compass_dot_v1_dot_admin__pb2.RevokeSessionsRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.RevokeSessionsResponse.FromString,
+                _registered_method=True)
+        self.SetAccountEmail = channel.unary_unary(
+                '/compass.v1.AdminService/SetAccountEmail',
+                request_serializer=compass_dot_v1_dot_admin__pb2.SetAccountEmailRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.SetAccountEmailResponse.FromString,
+                _registered_method=True)
+        self.DeactivateAccount = channel.unary_unary(
+                '/compass.v1.AdminService/DeactivateAccount',
+                request_serializer=compass_dot_v1_dot_admin__pb2.DeactivateAccountRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.DeactivateAccountResponse.FromString,
+                _registered_method=True)
+        self.ReactivateAccount = channel.unary_unary(
+                '/compass.v1.AdminService/ReactivateAccount',
+                request_serializer=compass_dot_v1_dot_admin__pb2.ReactivateAccountRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.ReactivateAccountResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -325,6 +355,56 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListSessions(self, request, context):
+        """A person's browser sessions (signed in through an OpenID provider),
+        newest first, at most 200; never their secrets.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeSession(self, request, context):
+        """Ends one browser session on every server: its next call is refused and
+        the streams it opened end with UNAUTHENTICATED. Twice changes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeSessions(self, request, context):
+        """Ends every browser session of a person, the same way.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetAccountEmail(self, request, context):
+        """The email a person's first sign-in links their account by (the
+        provider must have verified it). Empty clears it; an email another
+        account of the workspace has is FAILED_PRECONDITION.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeactivateAccount(self, request, context):
+        """Ends every token, browser session and one-ask link of the account, on
+        every server (open streams end as for a revoked token); it signs in no
+        more, by any way, until reactivated. Your own account, or the
+        workspace's last admin, is FAILED_PRECONDITION.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReactivateAccount(self, request, context):
+        """Lets a deactivated account sign in again (with new credentials: the
+        ended ones stay ended).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -432,6 +512,36 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.RedeliverWebhookDelivery,
                     request_deserializer=compass_dot_v1_dot_admin__pb2.RedeliverWebhookDeliveryRequest.FromString,
                     response_serializer=compass_dot_v1_dot_admin__pb2.RedeliverWebhookDeliveryResponse.SerializeToString,
+            ),
+            'ListSessions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSessions,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.ListSessionsRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.ListSessionsResponse.SerializeToString,
+            ),
+            'RevokeSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeSession,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.RevokeSessionRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.RevokeSessionResponse.SerializeToString,
+            ),
+            'RevokeSessions': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeSessions,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.RevokeSessionsRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.RevokeSessionsResponse.SerializeToString,
+            ),
+            'SetAccountEmail': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetAccountEmail,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.SetAccountEmailRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.SetAccountEmailResponse.SerializeToString,
+            ),
+            'DeactivateAccount': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeactivateAccount,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.DeactivateAccountRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.DeactivateAccountResponse.SerializeToString,
+            ),
+            'ReactivateAccount': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReactivateAccount,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.ReactivateAccountRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.ReactivateAccountResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1006,6 +1116,168 @@ class AdminService:
             '/compass.v1.AdminService/RedeliverWebhookDelivery',
             compass_dot_v1_dot_admin__pb2.RedeliverWebhookDeliveryRequest.SerializeToString,
             compass_dot_v1_dot_admin__pb2.RedeliverWebhookDeliveryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSessions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/ListSessions',
+            compass_dot_v1_dot_admin__pb2.ListSessionsRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.ListSessionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/RevokeSession',
+            compass_dot_v1_dot_admin__pb2.RevokeSessionRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.RevokeSessionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeSessions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/RevokeSessions',
+            compass_dot_v1_dot_admin__pb2.RevokeSessionsRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.RevokeSessionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetAccountEmail(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/SetAccountEmail',
+            compass_dot_v1_dot_admin__pb2.SetAccountEmailRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.SetAccountEmailResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeactivateAccount(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/DeactivateAccount',
+            compass_dot_v1_dot_admin__pb2.DeactivateAccountRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.DeactivateAccountResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReactivateAccount(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/ReactivateAccount',
+            compass_dot_v1_dot_admin__pb2.ReactivateAccountRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.ReactivateAccountResponse.FromString,
             options,
             channel_credentials,
             insecure,

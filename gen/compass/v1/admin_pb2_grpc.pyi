@@ -115,6 +115,31 @@ class AdminServiceStub:
     retry schedule from the start. FAILED_PRECONDITION while an attempt at it
     is under way or its webhook is disabled.
     """
+    ListSessions: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListSessionsRequest, _admin_pb2.ListSessionsResponse]
+    """A person's browser sessions (signed in through an OpenID provider),
+    newest first, at most 200; never their secrets.
+    """
+    RevokeSession: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RevokeSessionRequest, _admin_pb2.RevokeSessionResponse]
+    """Ends one browser session on every server: its next call is refused and
+    the streams it opened end with UNAUTHENTICATED. Twice changes nothing.
+    """
+    RevokeSessions: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RevokeSessionsRequest, _admin_pb2.RevokeSessionsResponse]
+    """Ends every browser session of a person, the same way."""
+    SetAccountEmail: _grpc.UnaryUnaryMultiCallable[_admin_pb2.SetAccountEmailRequest, _admin_pb2.SetAccountEmailResponse]
+    """The email a person's first sign-in links their account by (the
+    provider must have verified it). Empty clears it; an email another
+    account of the workspace has is FAILED_PRECONDITION.
+    """
+    DeactivateAccount: _grpc.UnaryUnaryMultiCallable[_admin_pb2.DeactivateAccountRequest, _admin_pb2.DeactivateAccountResponse]
+    """Ends every token, browser session and one-ask link of the account, on
+    every server (open streams end as for a revoked token); it signs in no
+    more, by any way, until reactivated. Your own account, or the
+    workspace's last admin, is FAILED_PRECONDITION.
+    """
+    ReactivateAccount: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ReactivateAccountRequest, _admin_pb2.ReactivateAccountResponse]
+    """Lets a deactivated account sign in again (with new credentials: the
+    ended ones stay ended).
+    """
 
 @_typing.type_check_only
 class AdminServiceAsyncStub(AdminServiceStub):
@@ -202,6 +227,31 @@ class AdminServiceAsyncStub(AdminServiceStub):
     """Sends a delivery again now, with the same webhook-id and body, its
     retry schedule from the start. FAILED_PRECONDITION while an attempt at it
     is under way or its webhook is disabled.
+    """
+    ListSessions: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListSessionsRequest, _admin_pb2.ListSessionsResponse]  # type: ignore[assignment]
+    """A person's browser sessions (signed in through an OpenID provider),
+    newest first, at most 200; never their secrets.
+    """
+    RevokeSession: _aio.UnaryUnaryMultiCallable[_admin_pb2.RevokeSessionRequest, _admin_pb2.RevokeSessionResponse]  # type: ignore[assignment]
+    """Ends one browser session on every server: its next call is refused and
+    the streams it opened end with UNAUTHENTICATED. Twice changes nothing.
+    """
+    RevokeSessions: _aio.UnaryUnaryMultiCallable[_admin_pb2.RevokeSessionsRequest, _admin_pb2.RevokeSessionsResponse]  # type: ignore[assignment]
+    """Ends every browser session of a person, the same way."""
+    SetAccountEmail: _aio.UnaryUnaryMultiCallable[_admin_pb2.SetAccountEmailRequest, _admin_pb2.SetAccountEmailResponse]  # type: ignore[assignment]
+    """The email a person's first sign-in links their account by (the
+    provider must have verified it). Empty clears it; an email another
+    account of the workspace has is FAILED_PRECONDITION.
+    """
+    DeactivateAccount: _aio.UnaryUnaryMultiCallable[_admin_pb2.DeactivateAccountRequest, _admin_pb2.DeactivateAccountResponse]  # type: ignore[assignment]
+    """Ends every token, browser session and one-ask link of the account, on
+    every server (open streams end as for a revoked token); it signs in no
+    more, by any way, until reactivated. Your own account, or the
+    workspace's last admin, is FAILED_PRECONDITION.
+    """
+    ReactivateAccount: _aio.UnaryUnaryMultiCallable[_admin_pb2.ReactivateAccountRequest, _admin_pb2.ReactivateAccountResponse]  # type: ignore[assignment]
+    """Lets a deactivated account sign in again (with new credentials: the
+    ended ones stay ended).
     """
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -413,6 +463,67 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         """Sends a delivery again now, with the same webhook-id and body, its
         retry schedule from the start. FAILED_PRECONDITION while an attempt at it
         is under way or its webhook is disabled.
+        """
+
+    @_abc_1.abstractmethod
+    def ListSessions(
+        self,
+        request: _admin_pb2.ListSessionsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ListSessionsResponse, _abc.Awaitable[_admin_pb2.ListSessionsResponse]]:
+        """A person's browser sessions (signed in through an OpenID provider),
+        newest first, at most 200; never their secrets.
+        """
+
+    @_abc_1.abstractmethod
+    def RevokeSession(
+        self,
+        request: _admin_pb2.RevokeSessionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.RevokeSessionResponse, _abc.Awaitable[_admin_pb2.RevokeSessionResponse]]:
+        """Ends one browser session on every server: its next call is refused and
+        the streams it opened end with UNAUTHENTICATED. Twice changes nothing.
+        """
+
+    @_abc_1.abstractmethod
+    def RevokeSessions(
+        self,
+        request: _admin_pb2.RevokeSessionsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.RevokeSessionsResponse, _abc.Awaitable[_admin_pb2.RevokeSessionsResponse]]:
+        """Ends every browser session of a person, the same way."""
+
+    @_abc_1.abstractmethod
+    def SetAccountEmail(
+        self,
+        request: _admin_pb2.SetAccountEmailRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.SetAccountEmailResponse, _abc.Awaitable[_admin_pb2.SetAccountEmailResponse]]:
+        """The email a person's first sign-in links their account by (the
+        provider must have verified it). Empty clears it; an email another
+        account of the workspace has is FAILED_PRECONDITION.
+        """
+
+    @_abc_1.abstractmethod
+    def DeactivateAccount(
+        self,
+        request: _admin_pb2.DeactivateAccountRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.DeactivateAccountResponse, _abc.Awaitable[_admin_pb2.DeactivateAccountResponse]]:
+        """Ends every token, browser session and one-ask link of the account, on
+        every server (open streams end as for a revoked token); it signs in no
+        more, by any way, until reactivated. Your own account, or the
+        workspace's last admin, is FAILED_PRECONDITION.
+        """
+
+    @_abc_1.abstractmethod
+    def ReactivateAccount(
+        self,
+        request: _admin_pb2.ReactivateAccountRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ReactivateAccountResponse, _abc.Awaitable[_admin_pb2.ReactivateAccountResponse]]:
+        """Lets a deactivated account sign in again (with new credentials: the
+        ended ones stay ended).
         """
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

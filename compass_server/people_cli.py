@@ -1,0 +1,152 @@
+"""`compass-server admin` commands for people's sign-in: browser sessions,
+the email a first sign-in links by, deactivation, and one-ask links."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from compass.v1 import admin_pb2 as ad
+from compass_server.store import Store
+from compass_server.store.types import Operator
+
+ACTIONS = {
+    "list-sessions": "lists a person's browser sessions, newest first",
+    "revoke-session": "ends one browser session, on every server",
+    "revoke-sessions": "ends every browser session of a person",
+    "set-email": "the email a person's first sign-in links their account by",
+    "deactivate-account": "ends an account's tokens, sessions and links; it signs in no more",
+    "reactivate-account": "lets a deactivated account sign in again",
+    "create-ask-link": "a link that opens one ask for one person; prints its URL",
+    "revoke-ask-link": "a one-ask link opens nothing from now on",
+}
+
+
+def add_parsers(
+    action: Callable[[str], argparse.ArgumentParser],
+    duration: Callable[[str], datetime.timedelta],
+    an_id: Callable[[str], uuid.UUID],
+) -> list[argparse.ArgumentParser]:
+    def account(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--account", required=True, type=an_id, metavar="ID", help="the person")
+
+    listed = action("list-sessions")
+    account(listed)
+    listed.add_argument("--all", action="store_true", help="also ended sessions")
+    one = action("revoke-session")
+    one.add_argument("session_id", type=an_id, metavar="SESSION_ID", help="the session's id")
+    every = action("revoke-sessions")
+    account(every)
+    email = action("set-email")
+    account(email)
+    email.add_argument("--email", required=True, metavar="EMAIL", help='the email ("" clears it)')
+    off = action("deactivate-account")
+    off.add_argument("account_id", type=an_id, metavar="ACCOUNT_ID", help="the account's id")
+    on = action("reactivate-account")
+    on.add_argument("account_id", type=an_id, metavar="ACCOUNT_ID", help="the account's id")
+    link = action("create-ask-link")
+    link.add_argument("--ask", required=True, metavar="ASK_ID", help="the ask it opens")
+    account(link)
+    link.add_argument(
+        "--expires-in",
+        type=duration,
+        metavar="DURATION",
+        help="its lifetime, e.g. 3600, 90m, 12h or 30d (default and most: signin.link_max)",
+    )
+    unlink = action("revoke-ask-link")
+    unlink.add_argument("link_id", type=an_id, metavar="LINK_ID", help="the link's id")
+    return [listed, one, every, email, off, on, link, unlink]
+
+
+def _plain(message: Any) -> dict[str, Any]:
+    from google.protobuf import json_format
+
+    return json_format.MessageToDict(
+        message, always_print_fields_with_no_presence=True, preserving_proto_field_name=True
+    )
+
+
+async def _by(store: Store, object_id: uuid.UUID) -> Operator:
+    return Operator(await store.admin.workspace_of(object_id))
+
+
+async def _list_sessions(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    r = await args.admin_api.list_sessions(
+        await _by(store, args.account),
+        ad.ListSessionsRequest(account_id=str(args.account), include_inactive=args.all),
+    )
+    return {"sessions": [_plain(s) for s in r.sessions]}
+
+
+async def _revoke_session(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    r = await args.admin_api.revoke_session(
+        await _by(store, args.session_id), ad.RevokeSessionRequest(session_id=str(args.session_id))
+    )
+    return _plain(r.session)
+
+
+async def _revoke_sessions(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    r = await args.admin_api.revoke_sessions(
+        await _by(store, args.account), ad.RevokeSessionsRequest(account_id=str(args.account))
+    )
+    return _plain(r)
+
+
+async def _set_email(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    await args.admin_api.set_account_email(
+        await _by(store, args.account),
+        ad.SetAccountEmailRequest(account_id=str(args.account), email=args.email),
+    )
+    return {"account_id": str(args.account), "email": args.email}
+
+
+async def _deactivate(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    r = await args.admin_api.deactivate_account(
+        await _by(store, args.account_id),
+        ad.DeactivateAccountRequest(account_id=str(args.account_id)),
+    )
+    return {"account_id": str(args.account_id), **_plain(r)}
+
+
+async def _reactivate(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    await args.admin_api.reactivate_account(
+        await _by(store, args.account_id),
+        ad.ReactivateAccountRequest(account_id=str(args.account_id)),
+    )
+    return {"account_id": str(args.account_id), "deactivated": False}
+
+
+async def _create_link(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    by = await _by(store, args.account)
+    store.link_lifetime = args.link_max
+    minted = await store.mint_ask_link(by.workspace_id, args.ask, args.account, args.expires_in)
+    return {
+        "link_id": str(minted.link.link_id),
+        "ask_id": minted.link.ask_id,
+        "account_id": str(minted.link.account_id),
+        "expires_at": minted.link.expires_at.isoformat(),
+        "url": f"{args.public_url.rstrip('/')}/a/{minted.secret}",
+    }
+
+
+async def _revoke_link(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    link = await store.revoke_ask_link(await _by(store, args.link_id), args.link_id)
+    return {
+        "link_id": str(link.link_id),
+        "revoked_at": link.revoked_at.isoformat() if link.revoked_at else None,
+    }
+
+
+HANDLERS: dict[str, Callable[[Store, argparse.Namespace], Awaitable[dict[str, Any]]]] = {
+    "list-sessions": _list_sessions,
+    "revoke-session": _revoke_session,
+    "revoke-sessions": _revoke_sessions,
+    "set-email": _set_email,
+    "deactivate-account": _deactivate,
+    "reactivate-account": _reactivate,
+    "create-ask-link": _create_link,
+    "revoke-ask-link": _revoke_link,
+}

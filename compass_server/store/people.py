@@ -1,0 +1,373 @@
+"""People as they sign in: identities from an OpenID provider, browser
+sessions, sign-in attempts under way, and deactivation. Mixed into Store.
+
+An identity is (issuer, subject) in a workspace, linked to one account; an
+email alone never signs anyone in. A browser session is a credential of kind
+`session` (its secret's digest stored, the secret in an HttpOnly cookie): it
+ends after `idle` without use, and at its absolute end. Revoking one, or
+deactivating an account, notifies every server through `compass_access` as
+a revoked token does, and waits for every live server to apply it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import re
+import uuid
+from typing import Any
+
+import psycopg
+
+from compass_server.store.admin import MAX_HANDLE_CHARS, AdminStore, Asker, hash_token, new_token
+from compass_server.store.db import Conn, Database, queries
+from compass_server.store.errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    ResourceExhausted,
+)
+from compass_server.store.types import AccountKind, Actor, Operator, Role
+
+PEOPLE = queries("people")
+
+# Tried in turn when a handle is taken: ada, ada-2, … ada-100.
+MAX_HANDLE_TRIES = 100
+MAX_EMAIL_CHARS = 254
+MAX_USER_AGENT_CHARS = 200
+# A session listing reads at most this many.
+MAX_SESSIONS_LISTED = 200
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Person:
+    """Who an identity signs in as."""
+
+    account_id: uuid.UUID
+    handle: str
+    # How the account was found: "identity", "email" (linked now) or "created".
+    how: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BrowserSession:
+    session_id: uuid.UUID
+    account_id: uuid.UUID
+    # The provider it signed in through.
+    label: str
+    user_agent: str
+    created_at: datetime.datetime
+    last_used_at: datetime.datetime | None
+    # When it ends unless used again, and when it ends at the latest.
+    expires_at: datetime.datetime
+    ends_at: datetime.datetime
+    revoked_at: datetime.datetime | None
+    active: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StartedSession:
+    person: Person
+    # The cookie's value: shown once, stored as its digest.
+    secret: str
+    session: BrowserSession
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Attempt:
+    provider: str
+    nonce: str
+    code_verifier: str
+    return_to: str
+
+
+class Refused(Exception):
+    """A sign-in the rules turn away; the message is for the person."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def handle_from(value: str) -> str:
+    """A handle made of a claim's value: an email's local part, the letters,
+    digits, dots, dashes and underscores; "person" when nothing is left."""
+    local = value.split("@", 1)[0].strip().lower()
+    cleaned = re.sub(r"[^a-z0-9._-]+", "-", local).strip("-._")
+    return (cleaned or "person")[: MAX_HANDLE_CHARS - 4]
+
+
+def _session(row: dict[str, Any]) -> BrowserSession:
+    return BrowserSession(
+        session_id=row["id"],
+        account_id=row["account_id"],
+        label=row["label"],
+        user_agent=row["user_agent"],
+        created_at=row["created_at"],
+        last_used_at=row["last_used_at"],
+        expires_at=row["expires_at"],
+        ends_at=row["ends_at"],
+        revoked_at=row["revoked_at"],
+        active=row["active"],
+    )
+
+
+def _digest(secret: str) -> bytes:
+    return hashlib.sha256(secret.encode()).digest()
+
+
+class People:
+    """Identities, browser sessions and deactivation. Mixed into Store."""
+
+    db: Database
+    admin: AdminStore
+
+    # --- sign-in attempts (before anyone is known) -------------------------------------
+
+    async def start_attempt(
+        self, state: str, attempt: Attempt, lifetime: datetime.timedelta, most: int
+    ) -> None:
+        """Keeps what the callback needs, under the state's digest; at most
+        `most` attempts live at once (RESOURCE_EXHAUSTED past it)."""
+        async with self.db.maintenance() as conn:
+            cur = await conn.execute(
+                PEOPLE["start_attempt"],
+                {
+                    "state_hash": _digest(state),
+                    "provider": attempt.provider,
+                    "nonce": attempt.nonce,
+                    "code_verifier": attempt.code_verifier,
+                    "return_to": attempt.return_to,
+                    "lifetime": lifetime,
+                    "most": most,
+                },
+            )
+            if await cur.fetchone() is None:
+                raise ResourceExhausted(
+                    f"{most} sign-ins are under way, the most this server keeps; "
+                    "try again in a few minutes"
+                )
+
+    async def take_attempt(self, state: str) -> Attempt | None:
+        """The attempt of this state, once; None when unknown, used or too old."""
+        async with self.db.maintenance() as conn:
+            cur = await conn.execute(PEOPLE["take_attempt"], {"state_hash": _digest(state)})
+            row = await cur.fetchone()
+        if row is None or not row["live"]:
+            return None
+        return Attempt(row["provider"], row["nonce"], row["code_verifier"], row["return_to"])
+
+    # --- identities and sessions -----------------------------------------------------
+
+    async def sign_in_person(
+        self,
+        workspace_id: uuid.UUID,
+        *,
+        issuer: str,
+        subject: str,
+        email: str | None,
+        may_create: bool,
+        handle: str,
+        provider: str,
+        user_agent: str,
+        idle: datetime.timedelta,
+        lifetime: datetime.timedelta,
+    ) -> StartedSession:
+        """The account (issuer, subject) signs in as, and a new session for it,
+        in one transaction: the linked account; else, with a verified `email`,
+        the person created with that email (linked now); else, when
+        `may_create`, a new member (its handle `handle`, made unique). Refused
+        otherwise, and for a deactivated account; nothing is written then."""
+        person: Person | None = None
+        async with self.db.tx(Operator(workspace_id)) as conn:
+            row = await self._one(conn, "identity_account", issuer=issuer, subject=subject)
+            if row is not None:
+                _usable(row)
+                await conn.execute(
+                    PEOPLE["seen_identity"],
+                    {"issuer": issuer, "subject": subject, "email": email or ""},
+                )
+                person = Person(row["id"], row["handle"], "identity")
+            elif email:
+                row = await self._one(conn, "account_by_email", email=email, issuer=issuer)
+                if row is not None:
+                    _usable(row)
+                    person = Person(row["id"], row["handle"], "email")
+                elif may_create:
+                    person = await self._create_person(conn, handle, email)
+                if person is not None:
+                    await conn.execute(
+                        PEOPLE["insert_identity"],
+                        {
+                            "issuer": issuer,
+                            "subject": subject,
+                            "account_id": person.account_id,
+                            "email": email,
+                        },
+                    )
+            if person is None:
+                raise Refused(
+                    "this workspace has no account for you: ask an admin to add your email"
+                    if email
+                    else "this workspace has no account for you, and your provider didn't "
+                    "confirm an email to link you by: ask an admin"
+                )
+            secret = new_token("cps")
+            session_id = uuid.uuid4()
+            await conn.execute(
+                PEOPLE["insert_session"],
+                {
+                    "token_hash": hash_token(secret),
+                    "id": session_id,
+                    "account_id": person.account_id,
+                    "label": provider,
+                    "idle": idle,
+                    "lifetime": lifetime,
+                    "user_agent": user_agent[:MAX_USER_AGENT_CHARS],
+                },
+            )
+            session = await self._get_session(conn, session_id)
+        return StartedSession(person, secret, session)
+
+    async def _one(self, conn: Conn, query: str, **params: object) -> dict[str, Any] | None:
+        row: dict[str, Any] | None = await (await conn.execute(PEOPLE[query], params)).fetchone()
+        return row
+
+    async def _create_person(self, conn: Conn, handle: str, email: str) -> Person:
+        for n in range(1, MAX_HANDLE_TRIES + 1):
+            candidate = handle if n == 1 else f"{handle}-{n}"
+            try:
+                async with conn.transaction():
+                    cur = await conn.execute(
+                        PEOPLE["insert_person"],
+                        {"id": uuid.uuid4(), "handle": candidate, "email": email},
+                    )
+                    row = await cur.fetchone()
+            except psycopg.errors.UniqueViolation as exc:
+                if exc.diag.constraint_name == "accounts_email":
+                    raise Refused("another account has this email; ask an admin") from None
+                continue
+            assert row is not None
+            return Person(row["id"], row["handle"], "created")
+        raise Refused(f"no free handle like {handle!r}; ask an admin to create your account")
+
+    async def set_email(self, by: Asker, account_id: uuid.UUID, email: str) -> None:
+        """The email a person's first sign-in links by ("" clears it)."""
+        if len(email) > MAX_EMAIL_CHARS or (email and "@" not in email):
+            raise InvalidArgument(f"an email has an @ and at most {MAX_EMAIL_CHARS} characters")
+        async with self.db.tx(by) as conn:
+            await self.admin.admit(conn, by)
+            try:
+                row = await self._one(conn, "set_email", id=account_id, email=email or None)
+            except psycopg.errors.UniqueViolation:
+                raise FailedPrecondition(
+                    "another account of the workspace has this email"
+                ) from None
+            if row is None:
+                raise NotFound(f"no person {account_id}")
+
+    async def _get_session(self, conn: Conn, session_id: uuid.UUID) -> BrowserSession:
+        row = await self._one(conn, "get_session", id=session_id)
+        if row is None:
+            raise NotFound(f"no session {session_id}")
+        return _session(row)
+
+    async def list_sessions(
+        self, by: Asker, account_id: uuid.UUID, include_inactive: bool = False
+    ) -> list[BrowserSession]:
+        """A person's browser sessions, newest first (at most 200)."""
+        async with self.db.tx(by) as conn:
+            await self.admin.admit(conn, by)
+            await self.admin._get_account(conn, account_id)
+            cur = await conn.execute(
+                PEOPLE["list_sessions"],
+                {
+                    "account_id": account_id,
+                    "include_inactive": include_inactive,
+                    "limit": MAX_SESSIONS_LISTED,
+                },
+            )
+            return [_session(r) for r in await cur.fetchall()]
+
+    async def revoke_session(self, by: Asker, session_id: uuid.UUID) -> BrowserSession:
+        """Ends one session on every server; a revoked one stays as it is."""
+        async with self.db.tx(by) as conn:
+            await self.admin.admit(conn, by)
+            await self._get_session(conn, session_id)
+            seq = await self._revoke(conn, "revoke_credential", id=session_id, kind="session")
+            session = await self._get_session(conn, session_id)
+        await self._confirmed(seq)
+        return session
+
+    async def revoke_sessions(self, by: Asker, account_id: uuid.UUID) -> int:
+        """Ends every session of the person; returns how many were live."""
+        async with self.db.tx(by) as conn:
+            await self.admin.admit(conn, by)
+            await self.admin._get_account(conn, account_id)
+            ids = await self._revoked_ids(conn, "revoke_sessions_of", account_id=account_id)
+            seq = await self._notify(conn, ids)
+        await self._confirmed(seq)
+        return len(ids)
+
+    async def sign_out(self, actor: Actor, session_id: uuid.UUID) -> None:
+        """The person ends their own session (their cookie's), everywhere."""
+        async with self.db.tx(actor) as conn:
+            seq = await self._revoke(conn, "revoke_credential", id=session_id, kind="session")
+        await self._confirmed(seq)
+
+    async def set_deactivated(self, by: Asker, account_id: uuid.UUID, deactivated: bool) -> int:
+        """Deactivates an account (ending every token, session and link it has,
+        on every server) or lets it sign in again (with new credentials).
+        Returns how many credentials were ended. The last active admin stays."""
+        if isinstance(by, Actor) and by.account_id == account_id and deactivated:
+            raise FailedPrecondition("you can't deactivate your own account")
+        async with self.db.tx(by) as conn:
+            await self.admin.admit(conn, by)
+            row = await self._one(conn, "lock_account", id=account_id)
+            if row is None:
+                raise NotFound(f"no account {account_id}")
+            if deactivated and row["role"] == Role.ADMIN and row["kind"] == AccountKind.HUMAN:
+                await self.admin._lock_workspace(conn, by.workspace_id)
+                others = await self._one(conn, "other_active_admins", id=account_id)
+                if others is not None and others["n"] == 0:
+                    raise FailedPrecondition(
+                        "this is the workspace's last admin; make another admin first"
+                    )
+            await conn.execute(
+                PEOPLE["set_deactivated"], {"id": account_id, "deactivated": deactivated}
+            )
+            ids = (
+                await self._revoked_ids(conn, "revoke_everything_of", account_id=account_id)
+                if deactivated
+                else []
+            )
+            seq = await self._notify(conn, ids)
+        await self._confirmed(seq)
+        return len(ids)
+
+    # --- revocation, through the one mechanism tokens use --------------------------------
+
+    async def _revoked_ids(self, conn: Conn, query: str, **params: object) -> list[uuid.UUID]:
+        cur = await conn.execute(PEOPLE[query], params)
+        return [r["id"] for r in await cur.fetchall()]
+
+    async def _revoke(self, conn: Conn, query: str, **params: object) -> int | None:
+        return await self._notify(conn, await self._revoked_ids(conn, query, **params))
+
+    async def _notify(self, conn: Conn, ids: list[uuid.UUID]) -> int | None:
+        seq = None
+        for credential_id in ids:
+            seq = await self.admin._notify_revoked(conn, credential_id)
+        return seq
+
+    async def _confirmed(self, seq: int | None) -> None:
+        if seq is not None:
+            await self.admin._wait_applied(seq)
+
+
+def _usable(row: dict[str, Any]) -> None:
+    if row["kind"] != AccountKind.HUMAN:
+        raise Refused("that account is an agent's; people sign in to their own")
+    if row["deactivated"]:
+        raise Refused("your account is deactivated; ask an admin of the workspace")

@@ -1,0 +1,97 @@
+-- name: identity_account
+-- The account a provider's (issuer, subject) is linked to in this workspace.
+SELECT a.id, a.handle, a.kind, a.deactivated_at IS NOT NULL AS deactivated
+FROM identities i JOIN accounts a ON a.id = i.account_id
+WHERE i.issuer = %(issuer)s AND i.subject = %(subject)s
+
+-- name: seen_identity
+UPDATE identities SET last_seen_at = now(), email = %(email)s
+WHERE issuer = %(issuer)s AND subject = %(subject)s
+
+-- name: account_by_email
+-- A person the operator created with this email, not yet linked to this issuer.
+SELECT a.id, a.handle, a.kind, a.deactivated_at IS NOT NULL AS deactivated
+FROM accounts a
+WHERE lower(a.email) = lower(%(email)s) AND a.kind = 'human'
+  AND NOT EXISTS (SELECT 1 FROM identities i WHERE i.account_id = a.id AND i.issuer = %(issuer)s)
+
+-- name: insert_identity
+INSERT INTO identities (workspace_id, issuer, subject, account_id, email)
+VALUES (compass_workspace(), %(issuer)s, %(subject)s, %(account_id)s, %(email)s)
+
+-- name: insert_person
+INSERT INTO accounts (id, workspace_id, handle, kind, role, email)
+VALUES (%(id)s, compass_workspace(), %(handle)s, 'human', 'member', %(email)s)
+RETURNING id, handle
+
+-- name: set_email
+UPDATE accounts SET email = %(email)s WHERE id = %(id)s AND kind = 'human' RETURNING id
+
+-- name: insert_session
+INSERT INTO credentials
+  (token_hash, id, workspace_id, account_id, label, expires_at, kind, idle, ends_at, user_agent)
+VALUES (%(token_hash)s, %(id)s, compass_workspace(), %(account_id)s, %(label)s,
+        now() + least(%(idle)s::interval, %(lifetime)s::interval), 'session',
+        %(idle)s::interval, now() + %(lifetime)s::interval, %(user_agent)s)
+
+-- name: list_sessions
+-- Newest first.
+SELECT c.id, c.account_id, c.label, c.user_agent, c.created_at, c.last_used_at, c.expires_at,
+       c.ends_at, c.revoked_at,
+       c.revoked_at IS NULL AND c.expires_at > now() AS active
+FROM credentials c
+WHERE c.kind = 'session' AND c.account_id = %(account_id)s
+  AND (%(include_inactive)s OR (c.revoked_at IS NULL AND c.expires_at > now()))
+ORDER BY c.created_at DESC, c.id DESC
+LIMIT %(limit)s
+
+-- name: get_session
+SELECT c.id, c.account_id, c.label, c.user_agent, c.created_at, c.last_used_at, c.expires_at,
+       c.ends_at, c.revoked_at,
+       c.revoked_at IS NULL AND c.expires_at > now() AS active
+FROM credentials c WHERE c.id = %(id)s AND c.kind = 'session'
+
+-- name: revoke_credential
+-- A session or link (kind) that still signs in; none when it was revoked already.
+UPDATE credentials SET revoked_at = now()
+WHERE id = %(id)s AND kind = %(kind)s AND revoked_at IS NULL
+RETURNING id
+
+-- name: revoke_sessions_of
+UPDATE credentials SET revoked_at = now()
+WHERE account_id = %(account_id)s AND kind = 'session' AND revoked_at IS NULL
+  AND expires_at > now()
+RETURNING id
+
+-- name: revoke_everything_of
+-- Every credential of the account that still signs in: tokens, sessions, links.
+UPDATE credentials SET revoked_at = now()
+WHERE account_id = %(account_id)s AND revoked_at IS NULL
+  AND (expires_at IS NULL OR expires_at > now())
+RETURNING id
+
+-- name: lock_account
+SELECT id, kind, role, deactivated_at FROM accounts WHERE id = %(id)s FOR UPDATE
+
+-- name: set_deactivated
+UPDATE accounts SET deactivated_at = CASE WHEN %(deactivated)s THEN now() END
+WHERE id = %(id)s
+
+-- name: other_active_admins
+SELECT count(*) AS n FROM accounts
+WHERE role = 'admin' AND deactivated_at IS NULL AND id <> %(id)s
+
+-- name: start_attempt
+-- Attempts past their time go first, so the table holds only live ones.
+WITH gone AS (DELETE FROM signin_attempts WHERE expires_at <= now()),
+live AS (SELECT count(*) AS n FROM signin_attempts WHERE expires_at > now())
+INSERT INTO signin_attempts (state_hash, provider, nonce, code_verifier, return_to, expires_at)
+SELECT %(state_hash)s, %(provider)s, %(nonce)s, %(code_verifier)s, %(return_to)s,
+       now() + %(lifetime)s::interval
+FROM live WHERE live.n < %(most)s
+RETURNING 1 AS started
+
+-- name: take_attempt
+-- An attempt is used once: the callback takes it.
+DELETE FROM signin_attempts WHERE state_hash = %(state_hash)s
+RETURNING provider, nonce, code_verifier, return_to, expires_at > now() AS live

@@ -1,0 +1,430 @@
+"""What people reach on the HTTP port besides Connect: signing in through an
+OpenID provider (/auth/…) and the page a one-ask link opens (/a/<link>).
+
+Failures are a readable HTML page with the status that fits, never a
+traceback. A link's GET shows and changes nothing; its form answers with a
+POST.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import secrets
+import urllib.parse
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from compass_server.api.auth import Authenticator
+from compass_server.api.errors import ApiError, to_api_error
+from compass_server.signin.flow import Refused, SignInFailed, SignInFlow
+from compass_server.store.errors import StoreError
+from compass_server.store.links import LinkClosed, LinkPass
+from compass_server.store.store import Store
+from compass_server.store.types import Actor, Answer, Ask, AskEnding, EndingKind, Surface
+from compass_server.transport.cookies import SessionCookies, cookie, header_getter
+
+log = logging.getLogger(__name__)
+
+ATTEMPT_COOKIE = "compass_signin"
+# A link page's form is small; more is refused before it is read.
+MAX_FORM_BYTES = 256 * 1024
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+_STYLE = """
+body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}
+h1{font-size:1.4rem}
+fieldset{border:1px solid #ccd;border-radius:6px;margin:0 0 1rem;padding:.5rem 1rem}
+legend{font-weight:600}label{display:block;margin:.25rem 0}textarea{width:100%;min-height:3rem}
+.note{color:#555}.refused{color:#8a1f11}button{font:inherit;padding:.4rem 1rem;margin-right:.5rem}
+"""
+
+
+def page(title: str, *body: str) -> bytes:
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        '<meta name=viewport content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(title)} · Compass</title><style>{_STYLE}</style></head>"
+        f"<body><main><h1>{html.escape(title)}</h1>{''.join(body)}</main></body></html>"
+    ).encode()
+
+
+def para(text: str, cls: str = "") -> str:
+    attr = f' class="{cls}"' if cls else ""
+    return f"<p{attr}>{html.escape(text)}</p>"
+
+
+async def respond(
+    send: Send,
+    status: int,
+    body: bytes = b"",
+    content_type: str = "text/html; charset=utf-8",
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", content_type.encode()),
+                (b"content-length", str(len(body)).encode()),
+                (b"cache-control", b"no-store"),
+                (b"x-content-type-options", b"nosniff"),
+                (b"referrer-policy", b"no-referrer"),
+                (b"x-frame-options", b"DENY"),
+                *(headers or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def read_body(receive: Any, most: int) -> bytes | None:
+    """The request's body; None when it is over `most` bytes."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(parts)
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > most:
+            return None
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
+class PeopleRoutes:
+    """/auth/… and /a/<link>, as one ASGI app the router hands those paths."""
+
+    def __init__(
+        self,
+        store: Store,
+        auth: Authenticator,
+        cookies: SessionCookies,
+        flow: SignInFlow | None,
+        *,
+        attempt_seconds: float,
+    ) -> None:
+        self.store = store
+        self.auth = auth
+        self.cookies = cookies
+        self.flow = flow
+        self.attempt_seconds = attempt_seconds
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Send) -> None:
+        path: str = scope["path"]
+        try:
+            if path.startswith("/a/"):
+                await self._link(scope, receive, send, path[len("/a/") :])
+            elif path == "/auth/providers":
+                await self._providers(scope, send)
+            elif path.startswith("/auth/login/"):
+                await self._login(scope, send, path[len("/auth/login/") :])
+            elif path == "/auth/callback":
+                await self._callback(scope, send)
+            elif path == "/auth/logout":
+                await self._logout(scope, send)
+            else:
+                await respond(send, 404, page("Not found", para("There is no such page.")))
+        except Exception:
+            # Nothing of the exception reaches the person.
+            incident = uuid.uuid4().hex[:12]
+            log.exception("sign-in page failed (incident %s)", incident)
+            await respond(
+                send,
+                500,
+                page(
+                    "Something went wrong",
+                    para(f"The server couldn't finish this. Incident {incident}; try again."),
+                ),
+            )
+
+    # --- signing in ----------------------------------------------------------------------
+
+    async def _providers(self, scope: dict[str, Any], send: Send) -> None:
+        listed = [
+            {"name": p.name, "label": p.label, "login": f"/auth/login/{p.name}"}
+            for p in (self.flow.configured() if self.flow else [])
+        ]
+        await respond(send, 200, json.dumps({"providers": listed}).encode(), "application/json")
+
+    async def _refuse(self, send: Send, status: int, title: str, why: str) -> None:
+        await respond(
+            send,
+            status,
+            page(title, para(why, "refused"), '<p><a href="/">Back to Compass</a></p>'),
+            headers=[(b"set-cookie", self.cookies.clear(ATTEMPT_COOKIE, "/auth").encode())],
+        )
+
+    async def _login(self, scope: dict[str, Any], send: Send, name: str) -> None:
+        if scope["method"] != "GET":
+            await respond(send, 405, page("Not allowed", para("Open this address with GET.")))
+            return
+        if self.flow is None:
+            await self._refuse(send, 404, "Can't sign in", "This server has no sign-in provider.")
+            return
+        query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        try:
+            state, url = await self.flow.start(name, (query.get("return_to") or [None])[0])
+        except SignInFailed as exc:
+            await self._refuse(send, 502, "Can't sign in", exc.message)
+            return
+        except StoreError as exc:
+            error = to_api_error(exc)
+            await self._refuse(send, error.status.http, "Can't sign in", error.message)
+            return
+        attempt = self.cookies.header(ATTEMPT_COOKIE, state, "/auth", int(self.attempt_seconds))
+        await respond(
+            send,
+            302,
+            headers=[(b"location", url.encode()), (b"set-cookie", attempt.encode())],
+        )
+
+    async def _callback(self, scope: dict[str, Any], send: Send) -> None:
+        get = header_getter(scope.get("headers", ()))
+        query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        state = (query.get("state") or [""])[0]
+        if self.flow is None:
+            await self._refuse(send, 404, "Can't sign in", "This server has no sign-in provider.")
+            return
+        if "error" in query:
+            why = (query.get("error_description") or query["error"])[0][:200]
+            await self._refuse(send, 403, "Sign-in refused", f"The provider said: {why}")
+            return
+        # The attempt must be this browser's: it started it and holds its state.
+        held = cookie(get("cookie"), ATTEMPT_COOKIE)
+        if not state or held is None or not secrets.compare_digest(held, state):
+            await self._refuse(
+                send,
+                400,
+                "Can't sign in",
+                "This sign-in wasn't started in this browser, or it took too long; start again.",
+            )
+            return
+        code = (query.get("code") or [""])[0]
+        if not code:
+            await self._refuse(
+                send, 400, "Can't sign in", "The provider sent no code; start again."
+            )
+            return
+        try:
+            started, return_to = await self.flow.finish(state, code, get("user-agent") or "")
+        except SignInFailed as exc:
+            await self._refuse(send, 401, "Can't sign in", exc.message)
+            return
+        except Refused as exc:
+            await self._refuse(send, 403, "You can't sign in here", exc.message)
+            return
+        except StoreError as exc:
+            error = to_api_error(exc)
+            await self._refuse(send, error.status.http, "Can't sign in", error.message)
+            return
+        max_age = max(
+            0, int((started.session.ends_at - started.session.created_at).total_seconds())
+        )
+        await respond(
+            send,
+            303,
+            headers=[
+                (b"location", return_to.encode()),
+                (b"set-cookie", self.cookies.set(started.secret, max_age).encode()),
+                (b"set-cookie", self.cookies.clear(ATTEMPT_COOKIE, "/auth").encode()),
+            ],
+        )
+
+    async def _logout(self, scope: dict[str, Any], send: Send) -> None:
+        if scope["method"] != "POST":
+            await respond(send, 405, b"sign out with POST\n", "text/plain")
+            return
+        get = header_getter(scope.get("headers", ()))
+        clear = [(b"set-cookie", self.cookies.clear().encode())]
+        try:
+            authorization = self.cookies.authorization(
+                lambda n: None if n == "authorization" else get(n)
+            )
+            if authorization is None:
+                await respond(send, 204, headers=clear)
+                return
+            signed = await self.auth.sign_in(authorization, "account")
+        except ApiError as exc:
+            if exc.status.token == "permission_denied":
+                await respond(send, 403, f"{exc.message}\n".encode(), "text/plain")
+                return
+            # Already ended: the cookie goes all the same.
+            await respond(send, 204, headers=clear)
+            return
+        actor = signed.principal
+        assert signed.via == "session" and isinstance(actor, Actor)
+        await self.store.sign_out(actor, signed.token_id)
+        self.auth.forget(signed.token_id)
+        await respond(send, 204, headers=clear)
+
+    # --- a one-ask link ----------------------------------------------------------------------
+
+    async def _link(self, scope: dict[str, Any], receive: Any, send: Send, secret: str) -> None:
+        method = scope["method"]
+        if method not in ("GET", "HEAD", "POST"):
+            await respond(
+                send, 405, page("Not allowed", para("Open the link, or answer its form."))
+            )
+            return
+        try:
+            opened = await self.store.open_ask_link(secret)
+        except LinkClosed as exc:
+            await respond(send, 410 if exc.why != "unknown" else 404, _closed_page(exc.why))
+            return
+        if method == "POST":
+            body = await read_body(receive, MAX_FORM_BYTES)
+            if body is None:
+                await respond(send, 413, page("Too much", para("That form is too large.")))
+                return
+            await self._answer(
+                send,
+                opened,
+                secret,
+                urllib.parse.parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True),
+            )
+            return
+        await self._show(send, opened, secret, notice="", status=200, head=method == "HEAD")
+
+    async def _show(
+        self,
+        send: Send,
+        opened: LinkPass,
+        secret: str,
+        *,
+        notice: str,
+        status: int,
+        head: bool = False,
+    ) -> None:
+        try:
+            message, ask = await self.store.get_ask(opened.actor, opened.ask_id)
+        except StoreError:
+            await respond(send, 404, _closed_page("gone"))
+            return
+        body = _ask_page(message.author_handle, ask, secret, notice)
+        await respond(send, status, b"" if head else body)
+
+    async def _answer(
+        self, send: Send, opened: LinkPass, secret: str, form: dict[str, list[str]]
+    ) -> None:
+        if (form.get("ask_id") or [""])[0] != opened.ask_id:
+            await respond(
+                send,
+                403,
+                page("Not this ask", para("This link answers only the ask it was sent for.")),
+            )
+            return
+        action = (form.get("action") or [""])[0]
+        try:
+            if action == "decline":
+                await self.store.decline_ask(
+                    opened.actor,
+                    opened.ask_id,
+                    (form.get("reason") or [""])[0],
+                    surface=Surface.WEB,
+                )
+                notice = "You declined this ask."
+            elif action == "answer":
+                _, ask = await self.store.get_ask(opened.actor, opened.ask_id)
+                answers = [
+                    Answer(
+                        q.question_id,
+                        tuple(form.get(f"q.{q.question_id}", [])),
+                        (form.get(f"t.{q.question_id}") or [""])[0],
+                    )
+                    for q in ask.questions
+                ]
+                await self.store.answer_ask(
+                    opened.actor, opened.ask_id, answers, surface=Surface.WEB
+                )
+                notice = "Your answer was recorded."
+            else:
+                await respond(send, 400, page("Nothing to do", para("Answer or decline the ask.")))
+                return
+        except StoreError as exc:
+            error = to_api_error(exc)
+            status = 409 if error.status.token == "already_exists" else error.status.http
+            await self._show(send, opened, secret, notice=error.message, status=status)
+            return
+        await self._show(send, opened, secret, notice=notice, status=200)
+
+
+_CLOSED = {
+    "unknown": ("This link opens nothing", "It may be mistyped; open Compass instead."),
+    "revoked": ("This link was revoked", "Open Compass to see the ask."),
+    "expired": ("This link has expired", "Open Compass to see the ask."),
+    "deactivated": ("This link no longer works", "Your account is deactivated."),
+    "gone": ("This ask can't be shown", "You no longer take part in its channel."),
+}
+
+
+def _closed_page(why: str) -> bytes:
+    title, text = _CLOSED.get(why, _CLOSED["unknown"])
+    return page(title, para(text), '<p><a href="/">Open Compass</a></p>')
+
+
+_ENDED = {
+    EndingKind.ANSWERED: "Answered",
+    EndingKind.DECLINED: "Declined",
+    EndingKind.WITHDRAWN_BY_AGENT: "Withdrawn by the agent",
+    EndingKind.WITHDRAWN_BY_OWNER: "Withdrawn",
+    EndingKind.EXPIRED: "Expired: nobody answered in time",
+}
+
+
+def _ending_text(ending: AskEnding) -> str:
+    text = _ENDED.get(ending.kind, "Ended")
+    if ending.actor_handle and ending.kind is not EndingKind.EXPIRED:
+        text += f" by {ending.actor_handle}"
+    if ending.reason:
+        text += f": {ending.reason}"
+    if ending.at is not None:
+        text += f" ({ending.at.strftime('%Y-%m-%d %H:%M UTC')})"
+    return text + "."
+
+
+def _ask_page(author: str, ask: Ask, secret: str, notice: str) -> bytes:
+    e = html.escape
+    parts = [para(f"{author} asks:", "note")]
+    if notice:
+        parts.append(f'<p role="status" class="note"><strong>{e(notice)}</strong></p>')
+    if ask.ending is not None or not ask.is_open:
+        said = _ending_text(ask.ending) if ask.ending else "This ask has ended."
+        parts.append(f'<p id="ending"><strong>{e(said)}</strong></p>')
+        for q in ask.questions:
+            chosen = [o.label for o in q.options if o.id in q.chosen_option_ids]
+            answer = ", ".join(chosen + ([q.custom_text] if q.custom_text else [])) or "—"
+            parts.append(f"<p><strong>{e(q.question)}</strong><br>{e(answer)}</p>")
+        return page("An ask for you", *parts)
+    form = [
+        f'<form method="post" action="/a/{e(secret)}">',
+        f'<input type="hidden" name="ask_id" value="{e(ask.ask_id)}">',
+    ]
+    for q in ask.questions:
+        kind = "checkbox" if q.allow_multiple else "radio"
+        form.append(f"<fieldset><legend>{e(q.header or q.question)}</legend>")
+        if q.header:
+            form.append(para(q.question))
+        for o in q.options:
+            form.append(
+                f'<label><input type="{kind}" name="q.{e(q.question_id)}" value="{e(o.id)}"> '
+                f"{e(o.label)}{(' — ' + e(o.description)) if o.description else ''}</label>"
+            )
+        form.append(
+            f'<label>Your own words<textarea name="t.{e(q.question_id)}"></textarea></label>'
+        )
+        form.append("</fieldset>")
+    form.append('<button type="submit" name="action" value="answer">Submit</button>')
+    form.append(
+        "<details><summary>Decline instead</summary>"
+        '<label>Why (optional)<textarea name="reason"></textarea></label>'
+        '<button type="submit" name="action" value="decline">Decline</button></details>'
+    )
+    form.append("</form>")
+    return page("An ask for you", *parts, *form)

@@ -1,0 +1,210 @@
+"""Links that open one ask for one person: what the page shows, that opening
+changes nothing, that it answers only its ask as its person, and that it
+opens nothing else."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import re
+from typing import Any
+
+import httpx
+import pytest
+
+from compass_server.store.errors import FailedPrecondition, InvalidArgument, PermissionDenied
+from compass_server.store.links import MintedLink
+from compass_server.store.types import Ask, EndingKind, Surface
+from tests.world import World, two_question_ask
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def named(*people: Any) -> Ask:
+    ask = two_question_ask()
+    return Ask(questions=ask.questions, answerer_ids=tuple(p.account_id for p in people))
+
+
+async def ask_for(w: World, *people: Any) -> str:
+    message = await w.post_ask(w.agent, named(*people))
+    block = message.blocks[0]
+    assert isinstance(block, Ask)
+    return block.ask_id
+
+
+async def mint(w: World, ask_id: str, who: Any, **kw: Any) -> MintedLink:
+    return await w.store.mint_ask_link(w.workspace_id, ask_id, who.account_id, **kw)
+
+
+@pytest.fixture
+async def http(server: Any) -> Any:
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.http_port}") as client:
+        yield client
+
+
+async def state(w: World, ask_id: str) -> Ask:
+    _, ask = await w.store.get_ask(w.human, ask_id)
+    return ask
+
+
+async def test_the_link_shows_its_ask_and_opening_it_changes_nothing(
+    api_world: World, http: httpx.AsyncClient
+) -> None:
+    w = api_world
+    ask_id = await ask_for(w, w.human)
+    link = await mint(w, ask_id, w.human)
+    for method in ("GET", "HEAD", "GET"):
+        page = await http.request(method, f"/a/{link.secret}")
+        assert page.status_code == 200
+    assert "Which database?" in page.text and "PostgreSQL" in page.text
+    assert "scout asks" in page.text
+    assert page.headers["cache-control"] == "no-store"
+    assert page.headers["referrer-policy"] == "no-referrer"
+    assert (await state(w, ask_id)).is_open
+
+
+async def test_the_link_answers_its_ask_as_its_person_and_then_shows_the_ending(
+    api_world: World, http: httpx.AsyncClient
+) -> None:
+    w = api_world
+    ask_id = await ask_for(w, w.human)
+    link = await mint(w, ask_id, w.human)
+    done = await http.post(
+        f"/a/{link.secret}",
+        data={
+            "ask_id": ask_id,
+            "action": "answer",
+            "q.db": "pg",
+            "q.langs": ["py", "go"],
+            "t.langs": "and some Rust",
+        },
+    )
+    assert done.status_code == 200, done.text
+    assert "Your answer was recorded." in done.text
+    assert "Answered by ada" in done.text
+    ask = await state(w, ask_id)
+    assert ask.ending is not None and ask.ending.kind is EndingKind.ANSWERED
+    assert ask.ending.actor_id == w.human.account_id and ask.ending.surface is Surface.WEB
+    assert ask.questions[1].chosen_option_ids == ("py", "go")
+    assert ask.questions[1].custom_text == "and some Rust"
+    # Later, the link shows how it ended; a second answer changes nothing.
+    again = await http.get(f"/a/{link.secret}")
+    assert again.status_code == 200 and "Answered by ada" in again.text
+    assert "<form" not in again.text
+    twice = await http.post(
+        f"/a/{link.secret}", data={"ask_id": ask_id, "action": "answer", "q.db": "my"}
+    )
+    assert twice.status_code == 409 and "already answered" in twice.text
+    assert (await state(w, ask_id)).questions[0].chosen_option_ids == ("pg",)
+
+
+async def test_the_link_declines_and_shows_an_ending_that_came_another_way(
+    api_world: World, http: httpx.AsyncClient
+) -> None:
+    w = api_world
+    first = await ask_for(w, w.human)
+    link = await mint(w, first, w.human)
+    done = await http.post(
+        f"/a/{link.secret}", data={"ask_id": first, "action": "decline", "reason": "not mine"}
+    )
+    assert "You declined this ask." in done.text and "Declined by ada: not mine" in done.text
+
+    second = await ask_for(w, w.human)
+    other = await mint(w, second, w.human)
+    await w.store.cancel_ask(w.agent, second)
+    shown = await http.get(f"/a/{other.secret}")
+    assert "Withdrawn by the agent by scout" in shown.text or "Withdrawn" in shown.text
+    assert "<form" not in shown.text
+
+
+async def test_the_link_answers_no_other_ask_and_opens_nothing_else(
+    api_world: World, http: httpx.AsyncClient, server: Any
+) -> None:
+    w = api_world
+    mine = await ask_for(w, w.human)
+    other = await ask_for(w, w.human)
+    link = await mint(w, mine, w.human)
+    # The form can't be pointed at another ask.
+    refused = await http.post(
+        f"/a/{link.secret}", data={"ask_id": other, "action": "decline", "reason": "x"}
+    )
+    assert refused.status_code == 403
+    assert (await state(w, other)).is_open and (await state(w, mine)).is_open
+    # The secret signs nothing else in: not as a token, not as a session cookie.
+    for headers in (
+        {"authorization": f"Bearer {link.secret}"},
+        {
+            "cookie": f"compass_session={link.secret}",
+            "x-compass-csrf": "1",
+            "origin": f"http://127.0.0.1:{server.http_port}",
+        },
+    ):
+        for service, method in (
+            ("CommsService", "ListChannels"),
+            ("CommsService", "GetAskMessage"),
+            ("IdentityService", "WhoAmI"),
+        ):
+            call = await http.post(
+                f"/compass.v1.{service}/{method}",
+                json={"askId": other} if method == "GetAskMessage" else {},
+                headers=headers,
+            )
+            assert call.status_code == 401, (headers, method, call.text)
+    # The page shows nothing of the other ask nor of the channel's messages.
+    page = await http.get(f"/a/{link.secret}")
+    assert other not in page.text and w.channel.name not in page.text
+
+
+async def test_links_are_minted_only_for_a_person_the_ask_lets_answer(api_world: World) -> None:
+    w = api_world
+    named_ask = await ask_for(w, w.human)
+    # grace is not named (and not in the channel).
+    with pytest.raises(PermissionDenied):
+        await mint(w, named_ask, w.other_human)
+    with pytest.raises(Exception, match="no such person"):
+        await mint(w, named_ask, w.agent)
+    # An ask naming nobody: a person in its channel (the one notified), not another.
+    anyone = await ask_for(w)
+    await mint(w, anyone, w.human)
+    with pytest.raises(PermissionDenied):
+        await mint(w, anyone, w.other_human)
+    with pytest.raises(InvalidArgument):
+        await mint(w, anyone, w.human, lifetime=datetime.timedelta(days=365))
+    await w.store.cancel_ask(w.agent, anyone)
+    with pytest.raises(FailedPrecondition):
+        await mint(w, anyone, w.human)
+
+
+async def test_a_revoked_or_expired_link_opens_nothing(
+    api_world: World, http: httpx.AsyncClient
+) -> None:
+    from compass_server.store.types import Operator
+
+    w = api_world
+    ask_id = await ask_for(w, w.human)
+    revoked = await mint(w, ask_id, w.human)
+    short = await mint(w, ask_id, w.human, lifetime=datetime.timedelta(seconds=1))
+    await w.store.revoke_ask_link(Operator(w.workspace_id), revoked.link.link_id)
+    page = await http.get(f"/a/{revoked.secret}")
+    assert page.status_code == 410 and "This link was revoked" in page.text
+    await asyncio.sleep(1.2)
+    page = await http.get(f"/a/{short.secret}")
+    assert page.status_code == 410 and "This link has expired" in page.text
+    post = await http.post(f"/a/{short.secret}", data={"ask_id": ask_id, "action": "decline"})
+    assert post.status_code == 410
+    unknown = await http.get("/a/cpl_nothing-here")
+    assert unknown.status_code == 404 and "This link opens nothing" in unknown.text
+    assert (await state(w, ask_id)).is_open
+
+
+async def test_webhook_payloads_carry_no_link(api_world: World) -> None:
+    from compass_server.webhooks.payloads import ask_data, ask_link
+
+    w = api_world
+    ask_id = await ask_for(w, w.human)
+    link = await mint(w, ask_id, w.human)
+    _, ask = await w.store.get_ask(w.human, ask_id)
+    data = str(ask_data(ask, "open", ask_link("http://compass.example", ask_id)))
+    # A receiver gets the page's address of the ask, which asks whoever opens it to sign in.
+    assert f"http://compass.example/#/ask/{ask_id}" in data
+    assert link.secret not in data and not re.search(r"/a/cpl_", data)
