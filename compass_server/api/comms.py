@@ -127,13 +127,19 @@ class CommsApi:
     async def respond_to_ask(
         self, actor: Actor, req: pb.RespondToAskRequest
     ) -> pb.RespondToAskResponse:
-        ask_message, answer = await self.store.answer_ask(
-            actor, req.ask_id, wire.answers_from_wire(req.answers), surface=surface.current()
+        done = await self.store.answer(
+            actor,
+            req.ask_id,
+            wire.answers_from_wire(req.answers),
+            surface=surface.current(),
+            standing=wire.standing_terms_from_wire(req),
         )
-        return pb.RespondToAskResponse(
-            ask_message=wire.message_to_wire(ask_message),
-            answer_message=wire.message_to_wire(answer),
-        )
+        out = pb.RespondToAskResponse(ask_message=wire.message_to_wire(done.ask_message))
+        if done.answer_message is not None:
+            out.answer_message.CopyFrom(wire.message_to_wire(done.answer_message))
+        if done.standing_answer is not None:
+            out.standing_answer.CopyFrom(wire.standing_to_wire(done.standing_answer))
+        return out
 
     async def decline_ask(self, actor: Actor, req: pb.DeclineAskRequest) -> pb.DeclineAskResponse:
         ask_message = await self.store.decline_ask(
@@ -157,6 +163,22 @@ class CommsApi:
     ) -> pb.GetAskMessageResponse:
         message, _ = await self.store.get_ask(actor, req.ask_id)
         return pb.GetAskMessageResponse(message=wire.message_to_wire(message))
+
+    async def list_standing_answers(
+        self, actor: Actor, req: pb.ListStandingAnswersRequest
+    ) -> pb.ListStandingAnswersResponse:
+        found = await self.store.list_standing_answers(actor, req.include_ended)
+        return pb.ListStandingAnswersResponse(
+            standing_answers=[wire.standing_to_wire(s) for s in found]
+        )
+
+    async def revoke_standing_answer(
+        self, actor: Actor, req: pb.RevokeStandingAnswerRequest
+    ) -> pb.RevokeStandingAnswerResponse:
+        revoked = await self.store.revoke_standing_answer(
+            actor, parse_id(req.standing_answer_id, "standing_answer_id")
+        )
+        return pb.RevokeStandingAnswerResponse(standing_answer=wire.standing_to_wire(revoked))
 
     async def get_presence(
         self, actor: Actor, req: pb.GetPresenceRequest

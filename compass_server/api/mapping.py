@@ -23,8 +23,19 @@ from compass_server.store.store import parse_id
 # server's are dropped.
 OWNERSHIP: dict[str, dict[str, frozenset[str]]] = {
     "compass.v1.Ask": {
-        "client": frozenset({"questions", "deadline", "timeout", "answerer_account_ids"}),
-        "server": frozenset({"ask_id", "answered", "cancelled", "answerer_handles", "ending"}),
+        "client": frozenset(
+            {
+                "questions",
+                "deadline",
+                "timeout",
+                "answerer_account_ids",
+                "quorum",
+                "declines_count_against_quorum",
+            }
+        ),
+        "server": frozenset(
+            {"ask_id", "answered", "cancelled", "answerer_handles", "ending", "quorum_votes"}
+        ),
     },
     "compass.v1.AskQuestion": {
         "client": frozenset(
@@ -83,6 +94,8 @@ def ask_from_wire(a: pb.Ask) -> st.Ask:
         deadline=deadline,
         timeout=timeout,
         answerer_ids=tuple(_answerer_from_wire(i) for i in a.answerer_account_ids),
+        quorum=a.quorum,
+        declines_count_against_quorum=a.declines_count_against_quorum,
         questions=tuple(
             st.AskQuestion(
                 question_id=q.question_id,
@@ -123,6 +136,16 @@ def answers_from_wire(answers: Iterable[pb.AskQuestionAnswer]) -> list[st.Answer
     return [st.Answer(a.question_id, tuple(a.chosen_option_ids), a.custom_text) for a in answers]
 
 
+def standing_terms_from_wire(r: pb.RespondToAskRequest) -> st.StandingTerms | None:
+    if not r.HasField("standing"):
+        return None
+    try:
+        duration = r.standing.duration.ToTimedelta()
+    except (ValueError, OverflowError):
+        raise InvalidArgument("standing.duration is not a duration this server can hold") from None
+    return st.StandingTerms(duration, r.standing.include_subagents)
+
+
 # --- outbound --------------------------------------------------------------
 
 
@@ -161,6 +184,7 @@ SURFACE_TO_WIRE = {
     st.Surface.WEB: pb.ASK_SURFACE_WEB,
     st.Surface.INBOX: pb.ASK_SURFACE_INBOX,
     st.Surface.SERVER: pb.ASK_SURFACE_SERVER,
+    st.Surface.STANDING_ANSWER: pb.ASK_SURFACE_STANDING_ANSWER,
 }
 _ENDING_TO_WIRE = {
     st.EndingKind.ANSWERED: pb.ASK_ENDING_KIND_ANSWERED,
@@ -176,17 +200,55 @@ _CHANGE_TO_WIRE = {
     st.AskChange.WITHDRAWN_BY_OWNER: pb.ASK_HISTORY_KIND_WITHDRAWN_BY_OWNER,
     st.AskChange.DECLINED: pb.ASK_HISTORY_KIND_DECLINED,
     st.AskChange.EXPIRED: pb.ASK_HISTORY_KIND_EXPIRED,
+    st.AskChange.QUORUM_ANSWER: pb.ASK_HISTORY_KIND_QUORUM_ANSWER,
+    st.AskChange.QUORUM_DECLINE: pb.ASK_HISTORY_KIND_QUORUM_DECLINE,
+}
+_VOTE_TO_WIRE = {
+    st.VoteKind.ANSWER: pb.QUORUM_VOTE_KIND_ANSWER,
+    st.VoteKind.DECLINE: pb.QUORUM_VOTE_KIND_DECLINE,
 }
 
 
+def _surface(s: st.Surface | None) -> pb.AskSurface:
+    return SURFACE_TO_WIRE[s] if s else pb.ASK_SURFACE_UNSPECIFIED
+
+
+def _id(value: uuid.UUID | None) -> str:
+    return str(value) if value else ""
+
+
 def _who(e: st.AskEnding | st.AskHistoryEntry) -> dict[str, Any]:
-    """Who made a change to an ask, through which surface and why."""
+    """Who made a change to an ask, through which surface and why, and the
+    standing answer that made it for them."""
     return {
-        "actor_account_id": str(e.actor_id) if e.actor_id else "",
+        "actor_account_id": _id(e.actor_id),
         "actor_handle": e.actor_handle,
-        "surface": SURFACE_TO_WIRE[e.surface] if e.surface else pb.ASK_SURFACE_UNSPECIFIED,
+        "surface": _surface(e.surface),
         "reason": e.reason,
+        "standing_answer_id": _id(e.standing_answer_id),
     }
+
+
+def vote_to_wire(v: st.QuorumVote) -> pb.QuorumVote:
+    out = pb.QuorumVote(
+        account_id=str(v.account_id),
+        handle=v.handle,
+        kind=_VOTE_TO_WIRE[v.kind],
+        answers=[
+            pb.AskQuestionAnswer(
+                question_id=a.question_id,
+                chosen_option_ids=list(a.chosen_option_ids),
+                custom_text=a.custom_text,
+            )
+            for a in v.answers
+        ],
+        reason=v.reason,
+        surface=_surface(v.surface),
+        standing_answer_id=_id(v.standing_answer_id),
+    )
+    if v.at is not None:
+        out.at.CopyFrom(timestamp(v.at))
+    return out
 
 
 def ending_to_wire(e: st.AskEnding) -> pb.AskEnding:
@@ -204,6 +266,9 @@ def ask_to_wire(a: st.Ask) -> pb.Ask:
         cancelled=a.cancelled,
         answerer_account_ids=[str(i) for i in a.answerer_ids],
         answerer_handles=list(a.answerer_handles),
+        quorum=a.quorum,
+        declines_count_against_quorum=a.declines_count_against_quorum,
+        quorum_votes=[vote_to_wire(v) for v in a.quorum_votes],
     )
     if a.deadline is not None:
         out.deadline.CopyFrom(timestamp(a.deadline))
@@ -236,8 +301,28 @@ def block_to_wire(b: st.Block) -> pb.MessageBlock:
             ask_id=b.ask_id,
             ask_message_id=str(b.ask_message_id),
             questions=questions_to_wire(b.questions),
+            quorum_votes=[vote_to_wire(v) for v in b.quorum_votes],
         )
     )
+
+
+def standing_to_wire(s: st.StandingAnswer) -> pb.StandingAnswer:
+    out = pb.StandingAnswer(
+        standing_answer_id=str(s.standing_answer_id),
+        account_id=str(s.account_id),
+        handle=s.handle,
+        agent_account_id=str(s.agent_id),
+        agent_handle=s.agent_handle,
+        include_subagents=s.include_subagents,
+        questions=questions_to_wire(s.questions),
+        made_from_ask_id=s.made_from_ask_id,
+        created_at=timestamp(s.created_at),
+        expires_at=timestamp(s.expires_at),
+        asks_answered=s.asks_answered,
+    )
+    if s.revoked_at is not None:
+        out.revoked_at.CopyFrom(timestamp(s.revoked_at))
+    return out
 
 
 def message_to_wire(m: st.Message) -> pb.Message:

@@ -1,5 +1,5 @@
-"""AdminService's operations on people's sign-in: browser sessions, the
-email a first sign-in links by, and deactivation. For admins over RPC and
+"""AdminService's operations on people: browser sessions, the email a first
+sign-in links by, deactivation, and the standing answers people made. For admins over RPC and
 the operator at the command line alike (AdminApi takes them in)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from compass_server.api import mapping as wire
 from compass_server.api.auth import Authenticator
 from compass_server.store.admin import AdminStore, Asker
 from compass_server.store.people import BrowserSession, People
+from compass_server.store.standing import StandingAnswers
 from compass_server.store.store import parse_id
 
 
@@ -78,3 +79,15 @@ class SessionAdmin:
     ) -> ad.ReactivateAccountResponse:
         await self._people().set_deactivated(by, parse_id(req.account_id, "account_id"), False)
         return ad.ReactivateAccountResponse()
+
+    async def list_workspace_standing_answers(
+        self, by: Asker, req: ad.ListWorkspaceStandingAnswersRequest
+    ) -> ad.ListWorkspaceStandingAnswersResponse:
+        store = self._people()
+        assert isinstance(store, StandingAnswers), "AdminApi was built without the asks store"
+        found = await store.workspace_standing_answers(
+            by, wire.optional_id(req.account_id, "account_id"), req.include_ended
+        )
+        return ad.ListWorkspaceStandingAnswersResponse(
+            standing_answers=[wire.standing_to_wire(s) for s in found]
+        )

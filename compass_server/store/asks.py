@@ -11,6 +11,10 @@ visibility (NOT_FOUND), permission (PERMISSION_DENIED), state
 A deadline is a cutoff (migration 0021): an ending that holds the row at or
 after it expires the ask instead, and every read shows an ask past its
 deadline expired, by the database's clock, swept or not.
+
+A quorum ask (migration 0025) needs K of the people it names: each one's
+answer, or a decline that doesn't end it, is a vote, recorded under the
+same row lock and final for its person; the K-th answer is the ending.
 """
 
 from __future__ import annotations
@@ -33,9 +37,11 @@ from compass_server.store.errors import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
+    ResourceExhausted,
     StoreError,
     quoted,
 )
+from compass_server.store.standing import StandingAnswers
 from compass_server.store.types import (
     AccountKind,
     Actor,
@@ -47,6 +53,8 @@ from compass_server.store.types import (
     Block,
     EndingKind,
     Message,
+    StandingAnswer,
+    StandingTerms,
     Surface,
 )
 
@@ -67,7 +75,22 @@ _ENDED = {
 
 
 def refusal(status: str, ask_id: str) -> StoreError:
-    """The error for a refusal the ask functions of migration 0009 return."""
+    """The error for a refusal the ask functions of migrations 0009 and 0025
+    return."""
+    if status == "voted_answer":
+        return Conflict(f"you already answered ask {quoted(ask_id)}; a vote in a quorum is final")
+    if status == "voted_decline":
+        return Conflict(f"you already declined ask {quoted(ask_id)}; a vote in a quorum is final")
+    if status == "standing_full":
+        return ResourceExhausted(
+            "you have the most standing answers a person may have in force; revoke one first "
+            "(nothing was recorded)"
+        )
+    if status == "standing_not_agent":
+        return InvalidArgument(
+            f"ask {quoted(ask_id)} was asked by a person; a standing answer answers an agent's "
+            "asks (nothing was recorded)"
+        )
     if status == "unscoped":
         return signed_out()
     if status == "not_found":
@@ -89,12 +112,17 @@ def refusal(status: str, ask_id: str) -> StoreError:
 
 def ending_item(p: dict[str, Any]) -> dict[str, Any]:
     """An ending's parameters as an item of compass_end_asks."""
-    item = {k: v for k, v in p.items() if k not in ("cred", "actor", "answered", "answer_id")}
+    item = {
+        k: v
+        for k, v in p.items()
+        if k not in ("cred", "actor", "answered", "answer_id", "standing")
+    }
     item["cred"] = p["cred"].hex()
     item["actor"] = str(p["actor"])
     if "answered" in p:
         item["answered"] = p["answered"].obj
         item["answer_id"] = str(p["answer_id"])
+        item["standing"] = p["standing"].obj if p["standing"] is not None else None
     return item
 
 
@@ -130,6 +158,17 @@ class AskCache:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Answered:
+    """What an answer did: the ask's message (ended, or a quorum ask with the
+    vote added), the ask_answer message when it ended the ask, and the
+    standing answer it made, when it asked for one."""
+
+    ask_message: Message
+    answer_message: Message | None
+    standing_answer: StandingAnswer | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class _Seen:
     """An ask as one reader sees it, unlocked."""
 
@@ -138,9 +177,10 @@ class _Seen:
     owner_id: uuid.UUID | None
 
 
-class AskEndings:
+class AskEndings(StandingAnswers):
     """The store's asks: posting's checks of answerers and deadlines, every
-    ending, the expiry sweep and the history. Mixed into Store."""
+    ending, the expiry sweep and the history, and the standing answers an
+    answer makes. Mixed into Store."""
 
     db: Database
     _asks: AskCache
@@ -228,6 +268,9 @@ class AskEndings:
             raise refusal("not_named", ask_id)
         if seen.ask.ending is not None:
             raise refusal(seen.ask.ending.kind, ask_id)
+        vote = seen.ask.vote_of(actor.account_id)
+        if vote is not None:
+            raise refusal(f"voted_{vote.kind}", ask_id)
         return seen.ask
 
     # --- endings -----------------------------------------------------------------
@@ -239,9 +282,25 @@ class AskEndings:
         answers: Sequence[Answer],
         *,
         surface: Surface | None = None,
-    ) -> tuple[Message, Message]:
-        """Answers every question at once. Returns the ask's message, now
-        answered, and the new ask_answer message by the actor.
+    ) -> tuple[Message, Message | None]:
+        """`answer` with no standing answer: the ask's message and the
+        ask_answer message (None for a vote that left a quorum short)."""
+        done = await self.answer(actor, ask_id, answers, surface=surface)
+        return done.ask_message, done.answer_message
+
+    async def answer(
+        self,
+        actor: Actor,
+        ask_id: str,
+        answers: Sequence[Answer],
+        *,
+        surface: Surface | None = None,
+        standing: StandingTerms | None = None,
+    ) -> Answered:
+        """Answers every question at once: ends the ask answered, or, for a
+        quorum ask short of its K-th answer, records the actor's vote. With
+        `standing`, the answer also becomes a standing answer, in the same
+        transaction.
 
         An ask's content never changes, so the answers are checked against a
         cached copy; permission and state are checked on the locked row."""
@@ -252,6 +311,7 @@ class AskEndings:
             ask = await self._open_to_answer(actor, ask_id)
         try:
             answered = blockrules.apply_answers(ask, answers)
+            terms = self.standing_terms(standing)
         except InvalidArgument:
             await self._open_to_answer(actor, ask_id)
             raise
@@ -263,24 +323,35 @@ class AskEndings:
                 "answered": Jsonb(blockrules.block_to_json(answered)["ask"]["questions"]),
                 "answer_id": uuid.uuid4(),
                 "surface": surface.value if surface else None,
+                "standing": Jsonb(terms) if terms is not None else None,
             },
             sum(len(a.custom_text) + 64 * (1 + len(a.chosen_option_ids)) for a in answers),
         )
         result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
-        if result["status"] != "taken":
+        if result["status"] not in ("taken", "recorded"):
             self._expired_instead(actor, result)
             raise refusal(result["status"], ask_id)
         if not result["numbered"]:
             self.db.sequencer.committed(actor.workspace_id)
         ask_message = blockrules.message_from_json(result["ask_message"])
-        self._ended(EndingKind.ANSWERED.value, 1, ask_message)
-        return ask_message, blockrules.message_from_json(result["answer_message"])
+        answer_message = None
+        if result["status"] == "taken":
+            self._ended(EndingKind.ANSWERED.value, 1, ask_message)
+            answer_message = blockrules.message_from_json(result["answer_message"])
+        made = None
+        if "standing" in result:
+            made = await self.standing_answer(
+                actor, uuid.UUID(result["standing"]["standing_answer_id"])
+            )
+        return Answered(ask_message, answer_message, made)
 
     async def decline_ask(
         self, actor: Actor, ask_id: str, reason: str = "", *, surface: Surface | None = None
     ) -> Message:
         """Ends the ask without an answer; whoever may answer may decline. The
-        asking agent hears the reason."""
+        asking agent hears the reason. In a quorum ask that counts declines
+        against its quorum, a decline that leaves the quorum reachable is a
+        vote and the ask stays open."""
         _person(actor)
         _check_ask_id(ask_id)
         try:
@@ -327,15 +398,15 @@ class AskEndings:
         )
         result: dict[str, Any] = row["result"] if row else {"status": "not_found"}
         status = result["status"]
-        if status not in ("changed", "unchanged"):
+        if status not in ("changed", "unchanged", "recorded"):
             self._expired_instead(actor, result)
             raise refusal(status, ask_id)
         message = blockrules.message_from_json(result["ask_message"])
+        if status != "unchanged" and not result["numbered"]:
+            self.db.sequencer.committed(actor.workspace_id)
         if status == "changed":
-            if not result["numbered"]:
-                self.db.sequencer.committed(actor.workspace_id)
             self._ended(kind.value, 1, message)
-        return message, status == "changed"
+        return message, status != "unchanged"
 
     def _expired_instead(self, actor: Actor, result: dict[str, Any]) -> None:
         """An ending that came at or after the deadline expired the ask: its
@@ -393,6 +464,7 @@ class AskEndings:
                 actor_handle=r["actor_handle"],
                 surface=Surface(r["surface"]) if r["surface"] else None,
                 reason=r["reason"],
+                standing_answer_id=r["standing_answer_id"],
             )
             for r in rows
         ]
@@ -408,6 +480,9 @@ class AskEndings:
         return AskHistory(
             ask_id=ask_id,
             entries=tuple(entries),
-            may_answer=is_open and actor.kind is AccountKind.HUMAN and seen.may_answer,
+            may_answer=is_open
+            and actor.kind is AccountKind.HUMAN
+            and seen.may_answer
+            and seen.ask.vote_of(actor.account_id) is None,
             may_withdraw=is_open and seen.owner_id == actor.account_id,
         )

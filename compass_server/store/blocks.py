@@ -26,8 +26,10 @@ from compass_server.store.types import (
     Block,
     EndingKind,
     Message,
+    QuorumVote,
     Surface,
     TextBlock,
+    VoteKind,
 )
 
 MAX_BLOCKS = 20
@@ -114,6 +116,15 @@ def validate_ask(ask: Ask, where: str = "ask") -> None:
         )
     if len(set(ask.answerer_ids)) != len(ask.answerer_ids):
         raise InvalidArgument(f"{where} names an answerer twice")
+    if ask.quorum < 0 or ask.quorum > len(ask.answerer_ids):
+        raise InvalidArgument(
+            f"{where} quorum is {ask.quorum}; a quorum is 1 to the number of answerers it "
+            f"names ({len(ask.answerer_ids)}), or 0 for none"
+        )
+    if ask.declines_count_against_quorum and not ask.quorum:
+        raise InvalidArgument(
+            f"{where} says declines count against its quorum, but it has no quorum"
+        )
 
 
 def settle_deadline(
@@ -131,13 +142,13 @@ def settle_deadline(
         return None
     if not bounds.shortest <= deadline - now <= bounds.longest:
         raise InvalidArgument(
-            f"{where} deadline must be {_span(bounds.shortest)} to {_span(bounds.longest)} "
+            f"{where} deadline must be {span(bounds.shortest)} to {span(bounds.longest)} "
             "after the post"
         )
     return deadline
 
 
-def _span(value: datetime.timedelta) -> str:
+def span(value: datetime.timedelta) -> str:
     seconds = value.total_seconds()
     for unit, size in (("day", 86_400), ("hour", 3_600), ("minute", 60)):
         if seconds >= size and seconds % size == 0:
@@ -193,6 +204,8 @@ def prepare_for_append(
                     ask_id=ask_id,
                     deadline=deadline,
                     answerer_ids=block.answerer_ids,
+                    quorum=block.quorum,
+                    declines_count_against_quorum=block.declines_count_against_quorum,
                 )
             )
         else:
@@ -322,15 +335,64 @@ def block_to_json(block: Block) -> dict[str, Any]:
             ask["ending"] = _ending_to_json(block.ending)
         if block.trace:
             ask["trace"] = block.trace
+        if block.quorum:
+            ask["quorum"] = block.quorum
+        if block.declines_count_against_quorum:
+            ask["declines_count_against_quorum"] = True
+        if block.quorum_votes:
+            ask["quorum_votes"] = [_vote_to_json(v) for v in block.quorum_votes]
         return {"kind": "ask", "ask": ask}
-    return {
-        "kind": "ask_answer",
-        "ask_answer": {
-            "ask_id": block.ask_id,
-            "ask_message_id": str(block.ask_message_id),
-            "questions": [_question_to_json(q) for q in block.questions],
-        },
+    answer: dict[str, Any] = {
+        "ask_id": block.ask_id,
+        "ask_message_id": str(block.ask_message_id),
+        "questions": [_question_to_json(q) for q in block.questions],
     }
+    if block.quorum_votes:
+        answer["quorum_votes"] = [_vote_to_json(v) for v in block.quorum_votes]
+    return {"kind": "ask_answer", "ask_answer": answer}
+
+
+def _vote_to_json(v: QuorumVote) -> dict[str, Any]:
+    """As compass_vote (migration 0025) writes it."""
+    out: dict[str, Any] = {"account_id": str(v.account_id), "handle": v.handle, "kind": v.kind}
+    if v.answers:
+        out["answers"] = [
+            {
+                "question_id": a.question_id,
+                **({"chosen_option_ids": list(a.chosen_option_ids)} if a.chosen_option_ids else {}),
+                **({"custom_text": a.custom_text} if a.custom_text else {}),
+            }
+            for a in v.answers
+        ]
+    if v.reason:
+        out["reason"] = v.reason
+    if v.at is not None:
+        out["at"] = v.at.isoformat()
+    if v.surface is not None:
+        out["surface"] = v.surface.value
+    if v.standing_answer_id is not None:
+        out["standing_answer_id"] = str(v.standing_answer_id)
+    return out
+
+
+def _vote_from_json(raw: dict[str, Any]) -> QuorumVote:
+    return QuorumVote(
+        account_id=uuid.UUID(raw["account_id"]),
+        handle=raw.get("handle", ""),
+        kind=VoteKind(raw["kind"]),
+        answers=tuple(
+            Answer(
+                a["question_id"], tuple(a.get("chosen_option_ids", ())), a.get("custom_text", "")
+            )
+            for a in raw.get("answers", ())
+        ),
+        reason=raw.get("reason", ""),
+        at=datetime.datetime.fromisoformat(raw["at"]) if "at" in raw else None,
+        surface=Surface(raw["surface"]) if "surface" in raw else None,
+        standing_answer_id=(
+            uuid.UUID(raw["standing_answer_id"]) if "standing_answer_id" in raw else None
+        ),
+    )
 
 
 def _ending_to_json(e: AskEnding) -> dict[str, Any]:
@@ -344,6 +406,8 @@ def _ending_to_json(e: AskEnding) -> dict[str, Any]:
         out["surface"] = e.surface.value
     if e.reason:
         out["reason"] = e.reason
+    if e.standing_answer_id is not None:
+        out["standing_answer_id"] = str(e.standing_answer_id)
     return out
 
 
@@ -364,6 +428,9 @@ def ending_from_json(a: dict[str, Any]) -> AskEnding | None:
         actor_handle=raw.get("actor_handle", ""),
         surface=Surface(raw["surface"]) if "surface" in raw else None,
         reason=raw.get("reason", ""),
+        standing_answer_id=(
+            uuid.UUID(raw["standing_answer_id"]) if "standing_answer_id" in raw else None
+        ),
     )
 
 
@@ -371,7 +438,7 @@ def blocks_to_json(blocks: Iterable[Block]) -> list[dict[str, Any]]:
     return [block_to_json(b) for b in blocks]
 
 
-def _question_from_json(raw: dict[str, Any]) -> AskQuestion:
+def question_from_json(raw: dict[str, Any]) -> AskQuestion:
     return AskQuestion(
         question_id=raw["question_id"],
         question=raw.get("question", ""),
@@ -401,7 +468,7 @@ def block_from_json(raw: dict[str, Any], where: str = "block") -> Block:
         if kind == "ask":
             a = raw["ask"]
             ask = Ask(
-                questions=tuple(_question_from_json(q) for q in a.get("questions", ())),
+                questions=tuple(question_from_json(q) for q in a.get("questions", ())),
                 ask_id=a["ask_id"],
                 answered=bool(a.get("answered", False)),
                 cancelled=bool(a.get("cancelled", False)),
@@ -412,6 +479,9 @@ def block_from_json(raw: dict[str, Any], where: str = "block") -> Block:
                 answerer_handles=tuple(a.get("answerer_handles", ())),
                 ending=ending_from_json(a),
                 trace=str(a.get("trace", "")),
+                quorum=int(a.get("quorum", 0)),
+                declines_count_against_quorum=bool(a.get("declines_count_against_quorum", False)),
+                quorum_votes=tuple(_vote_from_json(v) for v in a.get("quorum_votes", ())),
             )
             if ask.answered and ask.cancelled:
                 raise Corrupt(
@@ -432,7 +502,8 @@ def block_from_json(raw: dict[str, Any], where: str = "block") -> Block:
             return AskAnswerBlock(
                 ask_id=a["ask_id"],
                 ask_message_id=uuid.UUID(a["ask_message_id"]),
-                questions=tuple(_question_from_json(q) for q in a.get("questions", ())),
+                questions=tuple(question_from_json(q) for q in a.get("questions", ())),
+                quorum_votes=tuple(_vote_from_json(v) for v in a.get("quorum_votes", ())),
             )
     except (KeyError, TypeError, ValueError) as exc:
         raise Corrupt(f"stored {where} is malformed") from exc

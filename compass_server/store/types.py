@@ -220,6 +220,9 @@ class AskChange(enum.StrEnum):
     WITHDRAWN_BY_OWNER = "withdrawn_by_owner"
     DECLINED = "declined"
     EXPIRED = "expired"
+    # A named person's vote in a quorum ask that did not end it.
+    QUORUM_ANSWER = "quorum_answer"
+    QUORUM_DECLINE = "quorum_decline"
 
 
 class Surface(enum.StrEnum):
@@ -233,6 +236,17 @@ class Surface(enum.StrEnum):
     INBOX = "inbox"
     # The server itself: an expiry.
     SERVER = "server"
+    # A person's standing answer, at the ask's post.
+    STANDING_ANSWER = "standing_answer"
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One question's answer as RespondToAsk carries it."""
+
+    question_id: str
+    chosen_option_ids: tuple[str, ...] = ()
+    custom_text: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +259,30 @@ class AskEnding:
     actor_handle: str = ""
     surface: Surface | None = None
     reason: str = ""
+    # The standing answer that answered the ask for its person (actor_id).
+    standing_answer_id: uuid.UUID | None = None
+
+
+class VoteKind(enum.StrEnum):
+    ANSWER = "answer"
+    DECLINE = "decline"
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumVote:
+    """One named person's part in a quorum ask: their answer or decline,
+    final for them."""
+
+    account_id: uuid.UUID
+    handle: str
+    kind: VoteKind
+    # An answer's answers, one per question.
+    answers: tuple[Answer, ...] = ()
+    reason: str = ""
+    at: datetime.datetime | None = None
+    surface: Surface | None = None
+    # The standing answer that voted for the person.
+    standing_answer_id: uuid.UUID | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,10 +305,24 @@ class Ask:
     # Server-owned, never on the wire: the W3C traceparent of the traced call
     # that posted it, so its ending and delivery join the asker's trace.
     trace: str = ""
+    # How many of answerer_ids must answer; 0: the first answer ends it.
+    quorum: int = 0
+    # With a quorum: a decline counts against it instead of ending the ask.
+    declines_count_against_quorum: bool = False
+    # Server-owned: the named people's votes, in the order recorded.
+    quorum_votes: tuple[QuorumVote, ...] = ()
 
     @property
     def is_open(self) -> bool:
         return self.ending is None and not self.answered and not self.cancelled
+
+    def vote_of(self, account_id: uuid.UUID) -> QuorumVote | None:
+        return next((v for v in self.quorum_votes if v.account_id == account_id), None)
+
+    @property
+    def quorum_answers(self) -> int:
+        """Answers a quorum ask has so far."""
+        return sum(1 for v in self.quorum_votes if v.kind is VoteKind.ANSWER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,18 +332,11 @@ class AskAnswerBlock:
     ask_id: str
     ask_message_id: uuid.UUID
     questions: tuple[AskQuestion, ...]
+    # A quorum ask's answers, every one of them.
+    quorum_votes: tuple[QuorumVote, ...] = ()
 
 
 Block = TextBlock | Ask | AskAnswerBlock
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """One question's answer as RespondToAsk carries it."""
-
-    question_id: str
-    chosen_option_ids: tuple[str, ...] = ()
-    custom_text: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +366,8 @@ class AskHistoryEntry:
     # None for changes made before surfaces were recorded.
     surface: Surface | None = None
     reason: str = ""
+    # The standing answer that made the change for its person.
+    standing_answer_id: uuid.UUID | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,6 +378,36 @@ class AskHistory:
     entries: tuple[AskHistoryEntry, ...]
     may_answer: bool
     may_withdraw: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StandingTerms:
+    """What an answer asks for to stand: for how long, and whether the
+    agents below the asking agent are included."""
+
+    duration: datetime.timedelta
+    include_subagents: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StandingAnswer:
+    """A person's rule: later asks of the agent (and with include_subagents
+    the agents below it) whose every question is one of `questions` are
+    answered at their post, this way, for the person."""
+
+    standing_answer_id: uuid.UUID
+    account_id: uuid.UUID
+    handle: str
+    agent_id: uuid.UUID
+    agent_handle: str
+    include_subagents: bool
+    # The questions it answers, each with its answer state.
+    questions: tuple[AskQuestion, ...]
+    made_from_ask_id: str
+    created_at: datetime.datetime
+    expires_at: datetime.datetime
+    revoked_at: datetime.datetime | None = None
+    asks_answered: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ ORDER BY x.n
 
 -- name: answer_ask
 SELECT compass_answer_ask(
-  %(cred)s, %(actor)s, %(ask_id)s, %(answered)s, %(answer_id)s, %(surface)s) AS result
+  %(cred)s, %(actor)s, %(ask_id)s, %(answered)s, %(answer_id)s, %(surface)s, %(standing)s)
+  AS result
 
 -- name: end_ask
 SELECT compass_end_ask(
@@ -33,7 +34,8 @@ SELECT s.state, compass_may_answer(s.state -> 'ask', %(actor)s) AS may_answer,
 FROM compass_ask_state(%(ask_id)s, %(actor)s) AS s (state)
 
 -- name: ask_history
-SELECT h.kind, h.actor_id, coalesce(acc.handle, '') AS actor_handle, h.surface, h.reason, h.at
+SELECT h.kind, h.actor_id, coalesce(acc.handle, '') AS actor_handle, h.surface, h.reason, h.at,
+       h.standing_answer_id
 FROM ask_history h
 LEFT JOIN accounts acc ON acc.id = h.actor_id
 WHERE h.ask_id = %(ask_id)s

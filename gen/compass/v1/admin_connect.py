@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .admin_pb2 import AssignAgentRequest, AssignAgentResponse, CreateAccountRequest, CreateAccountResponse, CreateRunnerRequest, CreateRunnerResponse, CreateTokenRequest, CreateTokenResponse, CreateWebhookRequest, CreateWebhookResponse, DeactivateAccountRequest, DeactivateAccountResponse, DeleteWebhookRequest, DeleteWebhookResponse, DisableWebhookRequest, DisableWebhookResponse, EnableWebhookRequest, EnableWebhookResponse, GetWebhookDeliveryRequest, GetWebhookDeliveryResponse, ListAccountsRequest, ListAccountsResponse, ListRunnersRequest, ListRunnersResponse, ListSessionsRequest, ListSessionsResponse, ListTokensRequest, ListTokensResponse, ListWebhookDeliveriesRequest, ListWebhookDeliveriesResponse, ListWebhooksRequest, ListWebhooksResponse, ReactivateAccountRequest, ReactivateAccountResponse, RedeliverWebhookDeliveryRequest, RedeliverWebhookDeliveryResponse, ReparentAgentRequest, ReparentAgentResponse, RevokeSessionRequest, RevokeSessionResponse, RevokeSessionsRequest, RevokeSessionsResponse, RevokeTokenRequest, RevokeTokenResponse, RotateTokenRequest, RotateTokenResponse, RotateWebhookSecretRequest, RotateWebhookSecretResponse, SetAccountEmailRequest, SetAccountEmailResponse, SetAccountRoleRequest, SetAccountRoleResponse, UnassignAgentRequest, UnassignAgentResponse, WhoAmIRequest, WhoAmIResponse
+from .admin_pb2 import AssignAgentRequest, AssignAgentResponse, CreateAccountRequest, CreateAccountResponse, CreateRunnerRequest, CreateRunnerResponse, CreateTokenRequest, CreateTokenResponse, CreateWebhookRequest, CreateWebhookResponse, DeactivateAccountRequest, DeactivateAccountResponse, DeleteWebhookRequest, DeleteWebhookResponse, DisableWebhookRequest, DisableWebhookResponse, EnableWebhookRequest, EnableWebhookResponse, GetWebhookDeliveryRequest, GetWebhookDeliveryResponse, ListAccountsRequest, ListAccountsResponse, ListRunnersRequest, ListRunnersResponse, ListSessionsRequest, ListSessionsResponse, ListTokensRequest, ListTokensResponse, ListWebhookDeliveriesRequest, ListWebhookDeliveriesResponse, ListWebhooksRequest, ListWebhooksResponse, ListWorkspaceStandingAnswersRequest, ListWorkspaceStandingAnswersResponse, ReactivateAccountRequest, ReactivateAccountResponse, RedeliverWebhookDeliveryRequest, RedeliverWebhookDeliveryResponse, ReparentAgentRequest, ReparentAgentResponse, RevokeSessionRequest, RevokeSessionResponse, RevokeSessionsRequest, RevokeSessionsResponse, RevokeTokenRequest, RevokeTokenResponse, RotateTokenRequest, RotateTokenResponse, RotateWebhookSecretRequest, RotateWebhookSecretResponse, SetAccountEmailRequest, SetAccountEmailResponse, SetAccountRoleRequest, SetAccountRoleResponse, UnassignAgentRequest, UnassignAgentResponse, WhoAmIRequest, WhoAmIResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Iterable, Mapping
@@ -236,6 +236,14 @@ class AdminService(Protocol):
         """
         Lets a deactivated account sign in again (with new credentials: the
         ended ones stay ended).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def list_workspace_standing_answers(self, request: ListWorkspaceStandingAnswersRequest, ctx: RequestContext[ListWorkspaceStandingAnswersRequest, ListWorkspaceStandingAnswersResponse], /) -> ListWorkspaceStandingAnswersResponse:
+        """
+        The workspace's standing answers, newest first, at most 500: those in
+        force, and with include_ended the revoked and expired ones too;
+        optionally only one person's (account_id).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -549,6 +557,17 @@ class AdminServiceASGIApplication(ConnectASGIApplication[AdminService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.reactivate_account,
+                ),
+                "/compass.v1.AdminService/ListWorkspaceStandingAnswers": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListWorkspaceStandingAnswers",
+                        service_name="compass.v1.AdminService",
+                        input=ListWorkspaceStandingAnswersRequest,
+                        output=ListWorkspaceStandingAnswersResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.list_workspace_standing_answers,
                 ),
             },
             interceptors=interceptors,
@@ -1248,6 +1267,31 @@ class AdminServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def list_workspace_standing_answers(
+        self,
+        request: ListWorkspaceStandingAnswersRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ListWorkspaceStandingAnswersResponse:
+        """
+        The workspace's standing answers, newest first, at most 500: those in
+        force, and with include_ended the revoked and expired ones too;
+        optionally only one person's (account_id).
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListWorkspaceStandingAnswers",
+                service_name="compass.v1.AdminService",
+                input=ListWorkspaceStandingAnswersRequest,
+                output=ListWorkspaceStandingAnswersResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
 
 class AdminServiceSync(Protocol):
     """
@@ -1448,6 +1492,14 @@ class AdminServiceSync(Protocol):
         """
         Lets a deactivated account sign in again (with new credentials: the
         ended ones stay ended).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def list_workspace_standing_answers(self, request: ListWorkspaceStandingAnswersRequest, ctx: RequestContext[ListWorkspaceStandingAnswersRequest, ListWorkspaceStandingAnswersResponse], /) -> ListWorkspaceStandingAnswersResponse:
+        """
+        The workspace's standing answers, newest first, at most 500: those in
+        force, and with include_ended the revoked and expired ones too;
+        optionally only one person's (account_id).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -1759,6 +1811,17 @@ class AdminServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.reactivate_account,
+                ),
+                "/compass.v1.AdminService/ListWorkspaceStandingAnswers": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListWorkspaceStandingAnswers",
+                        service_name="compass.v1.AdminService",
+                        input=ListWorkspaceStandingAnswersRequest,
+                        output=ListWorkspaceStandingAnswersResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.list_workspace_standing_answers,
                 ),
             },
             interceptors=interceptors,
@@ -2452,6 +2515,31 @@ class AdminServiceClientSync(ConnectClientSync):
                 service_name="compass.v1.AdminService",
                 input=ReactivateAccountRequest,
                 output=ReactivateAccountResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def list_workspace_standing_answers(
+        self,
+        request: ListWorkspaceStandingAnswersRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ListWorkspaceStandingAnswersResponse:
+        """
+        The workspace's standing answers, newest first, at most 500: those in
+        force, and with include_ended the revoked and expired ones too;
+        optionally only one person's (account_id).
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListWorkspaceStandingAnswers",
+                service_name="compass.v1.AdminService",
+                input=ListWorkspaceStandingAnswersRequest,
+                output=ListWorkspaceStandingAnswersResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

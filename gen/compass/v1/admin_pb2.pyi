@@ -1,5 +1,6 @@
 import datetime
 
+from compass.v1 import comms_pb2 as _comms_pb2
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
@@ -638,3 +639,17 @@ class ReactivateAccountRequest(_message.Message):
 class ReactivateAccountResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class ListWorkspaceStandingAnswersRequest(_message.Message):
+    __slots__ = ("account_id", "include_ended")
+    ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_ENDED_FIELD_NUMBER: _ClassVar[int]
+    account_id: str
+    include_ended: bool
+    def __init__(self, account_id: _Optional[str] = ..., include_ended: _Optional[bool] = ...) -> None: ...
+
+class ListWorkspaceStandingAnswersResponse(_message.Message):
+    __slots__ = ("standing_answers",)
+    STANDING_ANSWERS_FIELD_NUMBER: _ClassVar[int]
+    standing_answers: _containers.RepeatedCompositeFieldContainer[_comms_pb2.StandingAnswer]
+    def __init__(self, standing_answers: _Optional[_Iterable[_Union[_comms_pb2.StandingAnswer, _Mapping]]] = ...) -> None: ...

@@ -174,6 +174,11 @@ class AdminServiceStub:
                 request_serializer=compass_dot_v1_dot_admin__pb2.ReactivateAccountRequest.SerializeToString,
                 response_deserializer=compass_dot_v1_dot_admin__pb2.ReactivateAccountResponse.FromString,
                 _registered_method=True)
+        self.ListWorkspaceStandingAnswers = channel.unary_unary(
+                '/compass.v1.AdminService/ListWorkspaceStandingAnswers',
+                request_serializer=compass_dot_v1_dot_admin__pb2.ListWorkspaceStandingAnswersRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.ListWorkspaceStandingAnswersResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -405,6 +410,15 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListWorkspaceStandingAnswers(self, request, context):
+        """The workspace's standing answers, newest first, at most 500: those in
+        force, and with include_ended the revoked and expired ones too;
+        optionally only one person's (account_id).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -542,6 +556,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ReactivateAccount,
                     request_deserializer=compass_dot_v1_dot_admin__pb2.ReactivateAccountRequest.FromString,
                     response_serializer=compass_dot_v1_dot_admin__pb2.ReactivateAccountResponse.SerializeToString,
+            ),
+            'ListWorkspaceStandingAnswers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListWorkspaceStandingAnswers,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.ListWorkspaceStandingAnswersRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.ListWorkspaceStandingAnswersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1278,6 +1297,33 @@ class AdminService:
             '/compass.v1.AdminService/ReactivateAccount',
             compass_dot_v1_dot_admin__pb2.ReactivateAccountRequest.SerializeToString,
             compass_dot_v1_dot_admin__pb2.ReactivateAccountResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListWorkspaceStandingAnswers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/ListWorkspaceStandingAnswers',
+            compass_dot_v1_dot_admin__pb2.ListWorkspaceStandingAnswersRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.ListWorkspaceStandingAnswersResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -140,6 +140,11 @@ class AdminServiceStub:
     """Lets a deactivated account sign in again (with new credentials: the
     ended ones stay ended).
     """
+    ListWorkspaceStandingAnswers: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListWorkspaceStandingAnswersRequest, _admin_pb2.ListWorkspaceStandingAnswersResponse]
+    """The workspace's standing answers, newest first, at most 500: those in
+    force, and with include_ended the revoked and expired ones too;
+    optionally only one person's (account_id).
+    """
 
 @_typing.type_check_only
 class AdminServiceAsyncStub(AdminServiceStub):
@@ -252,6 +257,11 @@ class AdminServiceAsyncStub(AdminServiceStub):
     ReactivateAccount: _aio.UnaryUnaryMultiCallable[_admin_pb2.ReactivateAccountRequest, _admin_pb2.ReactivateAccountResponse]  # type: ignore[assignment]
     """Lets a deactivated account sign in again (with new credentials: the
     ended ones stay ended).
+    """
+    ListWorkspaceStandingAnswers: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListWorkspaceStandingAnswersRequest, _admin_pb2.ListWorkspaceStandingAnswersResponse]  # type: ignore[assignment]
+    """The workspace's standing answers, newest first, at most 500: those in
+    force, and with include_ended the revoked and expired ones too;
+    optionally only one person's (account_id).
     """
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -524,6 +534,17 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_admin_pb2.ReactivateAccountResponse, _abc.Awaitable[_admin_pb2.ReactivateAccountResponse]]:
         """Lets a deactivated account sign in again (with new credentials: the
         ended ones stay ended).
+        """
+
+    @_abc_1.abstractmethod
+    def ListWorkspaceStandingAnswers(
+        self,
+        request: _admin_pb2.ListWorkspaceStandingAnswersRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ListWorkspaceStandingAnswersResponse, _abc.Awaitable[_admin_pb2.ListWorkspaceStandingAnswersResponse]]:
+        """The workspace's standing answers, newest first, at most 500: those in
+        force, and with include_ended the revoked and expired ones too;
+        optionally only one person's (account_id).
         """
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

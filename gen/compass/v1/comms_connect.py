@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .comms_pb2 import AddChannelMemberRequest, AddChannelMemberResponse, CreateChannelRequest, CreateChannelResponse, DeclineAskRequest, DeclineAskResponse, Event, GetAccountsRequest, GetAccountsResponse, GetAskHistoryRequest, GetAskHistoryResponse, GetAskMessageRequest, GetAskMessageResponse, GetMessageRequest, GetMessageResponse, GetPresenceRequest, GetPresenceResponse, ListChannelsRequest, ListChannelsResponse, ListMessagesRequest, ListMessagesResponse, OpenDMRequest, OpenDMResponse, PostMessageRequest, PostMessageResponse, RespondToAskRequest, RespondToAskResponse, SearchMessagesRequest, SearchMessagesResponse, SubscribeRequest, UpdateTopicRequest, UpdateTopicResponse, WithdrawAskRequest, WithdrawAskResponse
+from .comms_pb2 import AddChannelMemberRequest, AddChannelMemberResponse, CreateChannelRequest, CreateChannelResponse, DeclineAskRequest, DeclineAskResponse, Event, GetAccountsRequest, GetAccountsResponse, GetAskHistoryRequest, GetAskHistoryResponse, GetAskMessageRequest, GetAskMessageResponse, GetMessageRequest, GetMessageResponse, GetPresenceRequest, GetPresenceResponse, ListChannelsRequest, ListChannelsResponse, ListMessagesRequest, ListMessagesResponse, ListStandingAnswersRequest, ListStandingAnswersResponse, OpenDMRequest, OpenDMResponse, PostMessageRequest, PostMessageResponse, RespondToAskRequest, RespondToAskResponse, RevokeStandingAnswerRequest, RevokeStandingAnswerResponse, SearchMessagesRequest, SearchMessagesResponse, SubscribeRequest, UpdateTopicRequest, UpdateTopicResponse, WithdrawAskRequest, WithdrawAskResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
@@ -132,6 +132,22 @@ class CommsService(Protocol):
         """
         The message holding an ask, for anyone who can see it (NOT_FOUND
         otherwise): how a link to an ask finds its channel.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def list_standing_answers(self, request: ListStandingAnswersRequest, ctx: RequestContext[ListStandingAnswersRequest, ListStandingAnswersResponse], /) -> ListStandingAnswersResponse:
+        """
+        The caller's standing answers, newest first: those in force, and with
+        include_ended the revoked and expired ones too. An agent has none.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def revoke_standing_answer(self, request: RevokeStandingAnswerRequest, ctx: RequestContext[RevokeStandingAnswerRequest, RevokeStandingAnswerResponse], /) -> RevokeStandingAnswerResponse:
+        """
+        Revoke one of the caller's standing answers: from the commit on it
+        answers nothing, even an ask whose post is under way (the post waits for
+        the revoke, or the revoke for the post). Someone else's is NOT_FOUND; a
+        repeat, or one that expired, succeeds and changes nothing.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -322,6 +338,28 @@ class CommsServiceASGIApplication(ConnectASGIApplication[CommsService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.get_ask_message,
+                ),
+                "/compass.v1.CommsService/ListStandingAnswers": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListStandingAnswers",
+                        service_name="compass.v1.CommsService",
+                        input=ListStandingAnswersRequest,
+                        output=ListStandingAnswersResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.list_standing_answers,
+                ),
+                "/compass.v1.CommsService/RevokeStandingAnswer": Endpoint.unary(
+                    method=MethodInfo(
+                        name="RevokeStandingAnswer",
+                        service_name="compass.v1.CommsService",
+                        input=RevokeStandingAnswerRequest,
+                        output=RevokeStandingAnswerResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.revoke_standing_answer,
                 ),
                 "/compass.v1.CommsService/Subscribe": Endpoint.server_stream(
                     method=MethodInfo(
@@ -729,6 +767,56 @@ class CommsServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def list_standing_answers(
+        self,
+        request: ListStandingAnswersRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ListStandingAnswersResponse:
+        """
+        The caller's standing answers, newest first: those in force, and with
+        include_ended the revoked and expired ones too. An agent has none.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListStandingAnswers",
+                service_name="compass.v1.CommsService",
+                input=ListStandingAnswersRequest,
+                output=ListStandingAnswersResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def revoke_standing_answer(
+        self,
+        request: RevokeStandingAnswerRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> RevokeStandingAnswerResponse:
+        """
+        Revoke one of the caller's standing answers: from the commit on it
+        answers nothing, even an ask whose post is under way (the post waits for
+        the revoke, or the revoke for the post). Someone else's is NOT_FOUND; a
+        repeat, or one that expired, succeeds and changes nothing.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RevokeStandingAnswer",
+                service_name="compass.v1.CommsService",
+                input=RevokeStandingAnswerRequest,
+                output=RevokeStandingAnswerResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
     def subscribe(
         self,
         request: SubscribeRequest,
@@ -896,6 +984,22 @@ class CommsServiceSync(Protocol):
         """
         The message holding an ask, for anyone who can see it (NOT_FOUND
         otherwise): how a link to an ask finds its channel.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def list_standing_answers(self, request: ListStandingAnswersRequest, ctx: RequestContext[ListStandingAnswersRequest, ListStandingAnswersResponse], /) -> ListStandingAnswersResponse:
+        """
+        The caller's standing answers, newest first: those in force, and with
+        include_ended the revoked and expired ones too. An agent has none.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def revoke_standing_answer(self, request: RevokeStandingAnswerRequest, ctx: RequestContext[RevokeStandingAnswerRequest, RevokeStandingAnswerResponse], /) -> RevokeStandingAnswerResponse:
+        """
+        Revoke one of the caller's standing answers: from the commit on it
+        answers nothing, even an ask whose post is under way (the post waits for
+        the revoke, or the revoke for the post). Someone else's is NOT_FOUND; a
+        repeat, or one that expired, succeeds and changes nothing.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -1084,6 +1188,28 @@ class CommsServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.get_ask_message,
+                ),
+                "/compass.v1.CommsService/ListStandingAnswers": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListStandingAnswers",
+                        service_name="compass.v1.CommsService",
+                        input=ListStandingAnswersRequest,
+                        output=ListStandingAnswersResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.list_standing_answers,
+                ),
+                "/compass.v1.CommsService/RevokeStandingAnswer": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="RevokeStandingAnswer",
+                        service_name="compass.v1.CommsService",
+                        input=RevokeStandingAnswerRequest,
+                        output=RevokeStandingAnswerResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.revoke_standing_answer,
                 ),
                 "/compass.v1.CommsService/Subscribe": EndpointSync.server_stream(
                     method=MethodInfo(
@@ -1485,6 +1611,56 @@ class CommsServiceClientSync(ConnectClientSync):
                 service_name="compass.v1.CommsService",
                 input=GetAskMessageRequest,
                 output=GetAskMessageResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def list_standing_answers(
+        self,
+        request: ListStandingAnswersRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ListStandingAnswersResponse:
+        """
+        The caller's standing answers, newest first: those in force, and with
+        include_ended the revoked and expired ones too. An agent has none.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListStandingAnswers",
+                service_name="compass.v1.CommsService",
+                input=ListStandingAnswersRequest,
+                output=ListStandingAnswersResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def revoke_standing_answer(
+        self,
+        request: RevokeStandingAnswerRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> RevokeStandingAnswerResponse:
+        """
+        Revoke one of the caller's standing answers: from the commit on it
+        answers nothing, even an ask whose post is under way (the post waits for
+        the revoke, or the revoke for the post). Someone else's is NOT_FOUND; a
+        repeat, or one that expired, succeeds and changes nothing.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RevokeStandingAnswer",
+                service_name="compass.v1.CommsService",
+                input=RevokeStandingAnswerRequest,
+                output=RevokeStandingAnswerResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

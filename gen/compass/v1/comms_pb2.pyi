@@ -17,6 +17,12 @@ class ChannelKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CHANNEL_KIND_CHANNEL: _ClassVar[ChannelKind]
     CHANNEL_KIND_DM: _ClassVar[ChannelKind]
 
+class QuorumVoteKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    QUORUM_VOTE_KIND_UNSPECIFIED: _ClassVar[QuorumVoteKind]
+    QUORUM_VOTE_KIND_ANSWER: _ClassVar[QuorumVoteKind]
+    QUORUM_VOTE_KIND_DECLINE: _ClassVar[QuorumVoteKind]
+
 class AskEndingKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ASK_ENDING_KIND_UNSPECIFIED: _ClassVar[AskEndingKind]
@@ -35,6 +41,7 @@ class AskSurface(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ASK_SURFACE_WEB: _ClassVar[AskSurface]
     ASK_SURFACE_INBOX: _ClassVar[AskSurface]
     ASK_SURFACE_SERVER: _ClassVar[AskSurface]
+    ASK_SURFACE_STANDING_ANSWER: _ClassVar[AskSurface]
 
 class PresenceState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -53,6 +60,8 @@ class AskHistoryKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ASK_HISTORY_KIND_WITHDRAWN_BY_OWNER: _ClassVar[AskHistoryKind]
     ASK_HISTORY_KIND_DECLINED: _ClassVar[AskHistoryKind]
     ASK_HISTORY_KIND_EXPIRED: _ClassVar[AskHistoryKind]
+    ASK_HISTORY_KIND_QUORUM_ANSWER: _ClassVar[AskHistoryKind]
+    ASK_HISTORY_KIND_QUORUM_DECLINE: _ClassVar[AskHistoryKind]
 
 class AccountKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -70,6 +79,9 @@ class InboxItemStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
 CHANNEL_KIND_UNSPECIFIED: ChannelKind
 CHANNEL_KIND_CHANNEL: ChannelKind
 CHANNEL_KIND_DM: ChannelKind
+QUORUM_VOTE_KIND_UNSPECIFIED: QuorumVoteKind
+QUORUM_VOTE_KIND_ANSWER: QuorumVoteKind
+QUORUM_VOTE_KIND_DECLINE: QuorumVoteKind
 ASK_ENDING_KIND_UNSPECIFIED: AskEndingKind
 ASK_ENDING_KIND_ANSWERED: AskEndingKind
 ASK_ENDING_KIND_WITHDRAWN_BY_AGENT: AskEndingKind
@@ -83,6 +95,7 @@ ASK_SURFACE_RELAY: AskSurface
 ASK_SURFACE_WEB: AskSurface
 ASK_SURFACE_INBOX: AskSurface
 ASK_SURFACE_SERVER: AskSurface
+ASK_SURFACE_STANDING_ANSWER: AskSurface
 PRESENCE_STATE_UNSPECIFIED: PresenceState
 PRESENCE_STATE_OFFLINE: PresenceState
 PRESENCE_STATE_IDLE: PresenceState
@@ -95,6 +108,8 @@ ASK_HISTORY_KIND_WITHDRAWN_BY_AGENT: AskHistoryKind
 ASK_HISTORY_KIND_WITHDRAWN_BY_OWNER: AskHistoryKind
 ASK_HISTORY_KIND_DECLINED: AskHistoryKind
 ASK_HISTORY_KIND_EXPIRED: AskHistoryKind
+ASK_HISTORY_KIND_QUORUM_ANSWER: AskHistoryKind
+ASK_HISTORY_KIND_QUORUM_DECLINE: AskHistoryKind
 ACCOUNT_KIND_UNSPECIFIED: AccountKind
 ACCOUNT_KIND_HUMAN: AccountKind
 ACCOUNT_KIND_AGENT: AccountKind
@@ -127,7 +142,7 @@ class TextBlock(_message.Message):
     def __init__(self, text: _Optional[str] = ...) -> None: ...
 
 class Ask(_message.Message):
-    __slots__ = ("ask_id", "questions", "answered", "cancelled", "deadline", "timeout", "answerer_account_ids", "answerer_handles", "ending")
+    __slots__ = ("ask_id", "questions", "answered", "cancelled", "deadline", "timeout", "answerer_account_ids", "answerer_handles", "ending", "quorum", "declines_count_against_quorum", "quorum_votes")
     ASK_ID_FIELD_NUMBER: _ClassVar[int]
     QUESTIONS_FIELD_NUMBER: _ClassVar[int]
     ANSWERED_FIELD_NUMBER: _ClassVar[int]
@@ -137,6 +152,9 @@ class Ask(_message.Message):
     ANSWERER_ACCOUNT_IDS_FIELD_NUMBER: _ClassVar[int]
     ANSWERER_HANDLES_FIELD_NUMBER: _ClassVar[int]
     ENDING_FIELD_NUMBER: _ClassVar[int]
+    QUORUM_FIELD_NUMBER: _ClassVar[int]
+    DECLINES_COUNT_AGAINST_QUORUM_FIELD_NUMBER: _ClassVar[int]
+    QUORUM_VOTES_FIELD_NUMBER: _ClassVar[int]
     ask_id: str
     questions: _containers.RepeatedCompositeFieldContainer[AskQuestion]
     answered: bool
@@ -146,23 +164,48 @@ class Ask(_message.Message):
     answerer_account_ids: _containers.RepeatedScalarFieldContainer[str]
     answerer_handles: _containers.RepeatedScalarFieldContainer[str]
     ending: AskEnding
-    def __init__(self, ask_id: _Optional[str] = ..., questions: _Optional[_Iterable[_Union[AskQuestion, _Mapping]]] = ..., answered: _Optional[bool] = ..., cancelled: _Optional[bool] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., answerer_account_ids: _Optional[_Iterable[str]] = ..., answerer_handles: _Optional[_Iterable[str]] = ..., ending: _Optional[_Union[AskEnding, _Mapping]] = ...) -> None: ...
+    quorum: int
+    declines_count_against_quorum: bool
+    quorum_votes: _containers.RepeatedCompositeFieldContainer[QuorumVote]
+    def __init__(self, ask_id: _Optional[str] = ..., questions: _Optional[_Iterable[_Union[AskQuestion, _Mapping]]] = ..., answered: _Optional[bool] = ..., cancelled: _Optional[bool] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., answerer_account_ids: _Optional[_Iterable[str]] = ..., answerer_handles: _Optional[_Iterable[str]] = ..., ending: _Optional[_Union[AskEnding, _Mapping]] = ..., quorum: _Optional[int] = ..., declines_count_against_quorum: _Optional[bool] = ..., quorum_votes: _Optional[_Iterable[_Union[QuorumVote, _Mapping]]] = ...) -> None: ...
+
+class QuorumVote(_message.Message):
+    __slots__ = ("account_id", "handle", "kind", "answers", "reason", "at", "surface", "standing_answer_id")
+    ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    ANSWERS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    SURFACE_FIELD_NUMBER: _ClassVar[int]
+    STANDING_ANSWER_ID_FIELD_NUMBER: _ClassVar[int]
+    account_id: str
+    handle: str
+    kind: QuorumVoteKind
+    answers: _containers.RepeatedCompositeFieldContainer[AskQuestionAnswer]
+    reason: str
+    at: _timestamp_pb2.Timestamp
+    surface: AskSurface
+    standing_answer_id: str
+    def __init__(self, account_id: _Optional[str] = ..., handle: _Optional[str] = ..., kind: _Optional[_Union[QuorumVoteKind, str]] = ..., answers: _Optional[_Iterable[_Union[AskQuestionAnswer, _Mapping]]] = ..., reason: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., surface: _Optional[_Union[AskSurface, str]] = ..., standing_answer_id: _Optional[str] = ...) -> None: ...
 
 class AskEnding(_message.Message):
-    __slots__ = ("kind", "actor_account_id", "actor_handle", "ended_at", "surface", "reason")
+    __slots__ = ("kind", "actor_account_id", "actor_handle", "ended_at", "surface", "reason", "standing_answer_id")
     KIND_FIELD_NUMBER: _ClassVar[int]
     ACTOR_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
     ACTOR_HANDLE_FIELD_NUMBER: _ClassVar[int]
     ENDED_AT_FIELD_NUMBER: _ClassVar[int]
     SURFACE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    STANDING_ANSWER_ID_FIELD_NUMBER: _ClassVar[int]
     kind: AskEndingKind
     actor_account_id: str
     actor_handle: str
     ended_at: _timestamp_pb2.Timestamp
     surface: AskSurface
     reason: str
-    def __init__(self, kind: _Optional[_Union[AskEndingKind, str]] = ..., actor_account_id: _Optional[str] = ..., actor_handle: _Optional[str] = ..., ended_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., surface: _Optional[_Union[AskSurface, str]] = ..., reason: _Optional[str] = ...) -> None: ...
+    standing_answer_id: str
+    def __init__(self, kind: _Optional[_Union[AskEndingKind, str]] = ..., actor_account_id: _Optional[str] = ..., actor_handle: _Optional[str] = ..., ended_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., surface: _Optional[_Union[AskSurface, str]] = ..., reason: _Optional[str] = ..., standing_answer_id: _Optional[str] = ...) -> None: ...
 
 class AskQuestion(_message.Message):
     __slots__ = ("question_id", "question", "header", "options", "allow_multiple", "recommended", "chosen_option_ids", "custom_text", "timed_out")
@@ -199,14 +242,16 @@ class AskOption(_message.Message):
     def __init__(self, id: _Optional[str] = ..., label: _Optional[str] = ..., description: _Optional[str] = ..., preview: _Optional[str] = ...) -> None: ...
 
 class AskAnswerBlock(_message.Message):
-    __slots__ = ("ask_id", "ask_message_id", "questions")
+    __slots__ = ("ask_id", "ask_message_id", "questions", "quorum_votes")
     ASK_ID_FIELD_NUMBER: _ClassVar[int]
     ASK_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     QUESTIONS_FIELD_NUMBER: _ClassVar[int]
+    QUORUM_VOTES_FIELD_NUMBER: _ClassVar[int]
     ask_id: str
     ask_message_id: str
     questions: _containers.RepeatedCompositeFieldContainer[AskQuestion]
-    def __init__(self, ask_id: _Optional[str] = ..., ask_message_id: _Optional[str] = ..., questions: _Optional[_Iterable[_Union[AskQuestion, _Mapping]]] = ...) -> None: ...
+    quorum_votes: _containers.RepeatedCompositeFieldContainer[QuorumVote]
+    def __init__(self, ask_id: _Optional[str] = ..., ask_message_id: _Optional[str] = ..., questions: _Optional[_Iterable[_Union[AskQuestion, _Mapping]]] = ..., quorum_votes: _Optional[_Iterable[_Union[QuorumVote, _Mapping]]] = ...) -> None: ...
 
 class MessageBlock(_message.Message):
     __slots__ = ("text", "ask", "ask_answer")
@@ -381,12 +426,74 @@ class SearchMessagesResponse(_message.Message):
     def __init__(self, messages: _Optional[_Iterable[_Union[Message, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class RespondToAskRequest(_message.Message):
-    __slots__ = ("ask_id", "answers")
+    __slots__ = ("ask_id", "answers", "standing")
     ASK_ID_FIELD_NUMBER: _ClassVar[int]
     ANSWERS_FIELD_NUMBER: _ClassVar[int]
+    STANDING_FIELD_NUMBER: _ClassVar[int]
     ask_id: str
     answers: _containers.RepeatedCompositeFieldContainer[AskQuestionAnswer]
-    def __init__(self, ask_id: _Optional[str] = ..., answers: _Optional[_Iterable[_Union[AskQuestionAnswer, _Mapping]]] = ...) -> None: ...
+    standing: StandingAnswerTerms
+    def __init__(self, ask_id: _Optional[str] = ..., answers: _Optional[_Iterable[_Union[AskQuestionAnswer, _Mapping]]] = ..., standing: _Optional[_Union[StandingAnswerTerms, _Mapping]] = ...) -> None: ...
+
+class StandingAnswerTerms(_message.Message):
+    __slots__ = ("duration", "include_subagents")
+    DURATION_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_SUBAGENTS_FIELD_NUMBER: _ClassVar[int]
+    duration: _duration_pb2.Duration
+    include_subagents: bool
+    def __init__(self, duration: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., include_subagents: _Optional[bool] = ...) -> None: ...
+
+class StandingAnswer(_message.Message):
+    __slots__ = ("standing_answer_id", "account_id", "handle", "agent_account_id", "agent_handle", "include_subagents", "questions", "made_from_ask_id", "created_at", "expires_at", "revoked_at", "asks_answered")
+    STANDING_ANSWER_ID_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    AGENT_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    AGENT_HANDLE_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_SUBAGENTS_FIELD_NUMBER: _ClassVar[int]
+    QUESTIONS_FIELD_NUMBER: _ClassVar[int]
+    MADE_FROM_ASK_ID_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    REVOKED_AT_FIELD_NUMBER: _ClassVar[int]
+    ASKS_ANSWERED_FIELD_NUMBER: _ClassVar[int]
+    standing_answer_id: str
+    account_id: str
+    handle: str
+    agent_account_id: str
+    agent_handle: str
+    include_subagents: bool
+    questions: _containers.RepeatedCompositeFieldContainer[AskQuestion]
+    made_from_ask_id: str
+    created_at: _timestamp_pb2.Timestamp
+    expires_at: _timestamp_pb2.Timestamp
+    revoked_at: _timestamp_pb2.Timestamp
+    asks_answered: int
+    def __init__(self, standing_answer_id: _Optional[str] = ..., account_id: _Optional[str] = ..., handle: _Optional[str] = ..., agent_account_id: _Optional[str] = ..., agent_handle: _Optional[str] = ..., include_subagents: _Optional[bool] = ..., questions: _Optional[_Iterable[_Union[AskQuestion, _Mapping]]] = ..., made_from_ask_id: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., revoked_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., asks_answered: _Optional[int] = ...) -> None: ...
+
+class ListStandingAnswersRequest(_message.Message):
+    __slots__ = ("include_ended",)
+    INCLUDE_ENDED_FIELD_NUMBER: _ClassVar[int]
+    include_ended: bool
+    def __init__(self, include_ended: _Optional[bool] = ...) -> None: ...
+
+class ListStandingAnswersResponse(_message.Message):
+    __slots__ = ("standing_answers",)
+    STANDING_ANSWERS_FIELD_NUMBER: _ClassVar[int]
+    standing_answers: _containers.RepeatedCompositeFieldContainer[StandingAnswer]
+    def __init__(self, standing_answers: _Optional[_Iterable[_Union[StandingAnswer, _Mapping]]] = ...) -> None: ...
+
+class RevokeStandingAnswerRequest(_message.Message):
+    __slots__ = ("standing_answer_id",)
+    STANDING_ANSWER_ID_FIELD_NUMBER: _ClassVar[int]
+    standing_answer_id: str
+    def __init__(self, standing_answer_id: _Optional[str] = ...) -> None: ...
+
+class RevokeStandingAnswerResponse(_message.Message):
+    __slots__ = ("standing_answer",)
+    STANDING_ANSWER_FIELD_NUMBER: _ClassVar[int]
+    standing_answer: StandingAnswer
+    def __init__(self, standing_answer: _Optional[_Union[StandingAnswer, _Mapping]] = ...) -> None: ...
 
 class DeclineAskRequest(_message.Message):
     __slots__ = ("ask_id", "reason")
@@ -421,20 +528,22 @@ class GetAskHistoryRequest(_message.Message):
     def __init__(self, ask_id: _Optional[str] = ...) -> None: ...
 
 class AskHistoryEntry(_message.Message):
-    __slots__ = ("kind", "actor_account_id", "actor_handle", "at", "surface", "reason")
+    __slots__ = ("kind", "actor_account_id", "actor_handle", "at", "surface", "reason", "standing_answer_id")
     KIND_FIELD_NUMBER: _ClassVar[int]
     ACTOR_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
     ACTOR_HANDLE_FIELD_NUMBER: _ClassVar[int]
     AT_FIELD_NUMBER: _ClassVar[int]
     SURFACE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    STANDING_ANSWER_ID_FIELD_NUMBER: _ClassVar[int]
     kind: AskHistoryKind
     actor_account_id: str
     actor_handle: str
     at: _timestamp_pb2.Timestamp
     surface: AskSurface
     reason: str
-    def __init__(self, kind: _Optional[_Union[AskHistoryKind, str]] = ..., actor_account_id: _Optional[str] = ..., actor_handle: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., surface: _Optional[_Union[AskSurface, str]] = ..., reason: _Optional[str] = ...) -> None: ...
+    standing_answer_id: str
+    def __init__(self, kind: _Optional[_Union[AskHistoryKind, str]] = ..., actor_account_id: _Optional[str] = ..., actor_handle: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., surface: _Optional[_Union[AskSurface, str]] = ..., reason: _Optional[str] = ..., standing_answer_id: _Optional[str] = ...) -> None: ...
 
 class GetAskHistoryResponse(_message.Message):
     __slots__ = ("ask_id", "entries", "caller_may_answer", "caller_may_withdraw")
@@ -459,12 +568,14 @@ class AskQuestionAnswer(_message.Message):
     def __init__(self, question_id: _Optional[str] = ..., chosen_option_ids: _Optional[_Iterable[str]] = ..., custom_text: _Optional[str] = ...) -> None: ...
 
 class RespondToAskResponse(_message.Message):
-    __slots__ = ("ask_message", "answer_message")
+    __slots__ = ("ask_message", "answer_message", "standing_answer")
     ASK_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     ANSWER_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    STANDING_ANSWER_FIELD_NUMBER: _ClassVar[int]
     ask_message: Message
     answer_message: Message
-    def __init__(self, ask_message: _Optional[_Union[Message, _Mapping]] = ..., answer_message: _Optional[_Union[Message, _Mapping]] = ...) -> None: ...
+    standing_answer: StandingAnswer
+    def __init__(self, ask_message: _Optional[_Union[Message, _Mapping]] = ..., answer_message: _Optional[_Union[Message, _Mapping]] = ..., standing_answer: _Optional[_Union[StandingAnswer, _Mapping]] = ...) -> None: ...
 
 class SubscribeRequest(_message.Message):
     __slots__ = ("after_event_id",)

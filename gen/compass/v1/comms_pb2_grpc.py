@@ -106,6 +106,16 @@ class CommsServiceStub:
                 request_serializer=compass_dot_v1_dot_comms__pb2.GetAskMessageRequest.SerializeToString,
                 response_deserializer=compass_dot_v1_dot_comms__pb2.GetAskMessageResponse.FromString,
                 _registered_method=True)
+        self.ListStandingAnswers = channel.unary_unary(
+                '/compass.v1.CommsService/ListStandingAnswers',
+                request_serializer=compass_dot_v1_dot_comms__pb2.ListStandingAnswersRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_comms__pb2.ListStandingAnswersResponse.FromString,
+                _registered_method=True)
+        self.RevokeStandingAnswer = channel.unary_unary(
+                '/compass.v1.CommsService/RevokeStandingAnswer',
+                request_serializer=compass_dot_v1_dot_comms__pb2.RevokeStandingAnswerRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_comms__pb2.RevokeStandingAnswerResponse.FromString,
+                _registered_method=True)
         self.Subscribe = channel.unary_stream(
                 '/compass.v1.CommsService/Subscribe',
                 request_serializer=compass_dot_v1_dot_comms__pb2.SubscribeRequest.SerializeToString,
@@ -239,6 +249,24 @@ class CommsServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListStandingAnswers(self, request, context):
+        """The caller's standing answers, newest first: those in force, and with
+        include_ended the revoked and expired ones too. An agent has none.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RevokeStandingAnswer(self, request, context):
+        """Revoke one of the caller's standing answers: from the commit on it
+        answers nothing, even an ask whose post is under way (the post waits for
+        the revoke, or the revoke for the post). Someone else's is NOT_FOUND; a
+        repeat, or one that expired, succeeds and changes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Subscribe(self, request, context):
         """The caller's events from the event log after after_event_id: first a
         ready frame with the current cursor, then events in order.
@@ -334,6 +362,16 @@ def add_CommsServiceServicer_to_server(servicer, server):
                     servicer.GetAskMessage,
                     request_deserializer=compass_dot_v1_dot_comms__pb2.GetAskMessageRequest.FromString,
                     response_serializer=compass_dot_v1_dot_comms__pb2.GetAskMessageResponse.SerializeToString,
+            ),
+            'ListStandingAnswers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListStandingAnswers,
+                    request_deserializer=compass_dot_v1_dot_comms__pb2.ListStandingAnswersRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_comms__pb2.ListStandingAnswersResponse.SerializeToString,
+            ),
+            'RevokeStandingAnswer': grpc.unary_unary_rpc_method_handler(
+                    servicer.RevokeStandingAnswer,
+                    request_deserializer=compass_dot_v1_dot_comms__pb2.RevokeStandingAnswerRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_comms__pb2.RevokeStandingAnswerResponse.SerializeToString,
             ),
             'Subscribe': grpc.unary_stream_rpc_method_handler(
                     servicer.Subscribe,
@@ -731,6 +769,60 @@ class CommsService:
             '/compass.v1.CommsService/GetAskMessage',
             compass_dot_v1_dot_comms__pb2.GetAskMessageRequest.SerializeToString,
             compass_dot_v1_dot_comms__pb2.GetAskMessageResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListStandingAnswers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.CommsService/ListStandingAnswers',
+            compass_dot_v1_dot_comms__pb2.ListStandingAnswersRequest.SerializeToString,
+            compass_dot_v1_dot_comms__pb2.ListStandingAnswersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RevokeStandingAnswer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.CommsService/RevokeStandingAnswer',
+            compass_dot_v1_dot_comms__pb2.RevokeStandingAnswerRequest.SerializeToString,
+            compass_dot_v1_dot_comms__pb2.RevokeStandingAnswerResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -84,6 +84,16 @@ class CommsServiceStub:
     """The message holding an ask, for anyone who can see it (NOT_FOUND
     otherwise): how a link to an ask finds its channel.
     """
+    ListStandingAnswers: _grpc.UnaryUnaryMultiCallable[_comms_pb2.ListStandingAnswersRequest, _comms_pb2.ListStandingAnswersResponse]
+    """The caller's standing answers, newest first: those in force, and with
+    include_ended the revoked and expired ones too. An agent has none.
+    """
+    RevokeStandingAnswer: _grpc.UnaryUnaryMultiCallable[_comms_pb2.RevokeStandingAnswerRequest, _comms_pb2.RevokeStandingAnswerResponse]
+    """Revoke one of the caller's standing answers: from the commit on it
+    answers nothing, even an ask whose post is under way (the post waits for
+    the revoke, or the revoke for the post). Someone else's is NOT_FOUND; a
+    repeat, or one that expired, succeeds and changes nothing.
+    """
     Subscribe: _grpc.UnaryStreamMultiCallable[_comms_pb2.SubscribeRequest, _comms_pb2.Event]
     """The caller's events from the event log after after_event_id: first a
     ready frame with the current cursor, then events in order.
@@ -150,6 +160,16 @@ class CommsServiceAsyncStub(CommsServiceStub):
     GetAskMessage: _aio.UnaryUnaryMultiCallable[_comms_pb2.GetAskMessageRequest, _comms_pb2.GetAskMessageResponse]  # type: ignore[assignment]
     """The message holding an ask, for anyone who can see it (NOT_FOUND
     otherwise): how a link to an ask finds its channel.
+    """
+    ListStandingAnswers: _aio.UnaryUnaryMultiCallable[_comms_pb2.ListStandingAnswersRequest, _comms_pb2.ListStandingAnswersResponse]  # type: ignore[assignment]
+    """The caller's standing answers, newest first: those in force, and with
+    include_ended the revoked and expired ones too. An agent has none.
+    """
+    RevokeStandingAnswer: _aio.UnaryUnaryMultiCallable[_comms_pb2.RevokeStandingAnswerRequest, _comms_pb2.RevokeStandingAnswerResponse]  # type: ignore[assignment]
+    """Revoke one of the caller's standing answers: from the commit on it
+    answers nothing, even an ask whose post is under way (the post waits for
+    the revoke, or the revoke for the post). Someone else's is NOT_FOUND; a
+    repeat, or one that expired, succeeds and changes nothing.
     """
     Subscribe: _aio.UnaryStreamMultiCallable[_comms_pb2.SubscribeRequest, _comms_pb2.Event]  # type: ignore[assignment]
     """The caller's events from the event log after after_event_id: first a
@@ -298,6 +318,28 @@ class CommsServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_comms_pb2.GetAskMessageResponse, _abc.Awaitable[_comms_pb2.GetAskMessageResponse]]:
         """The message holding an ask, for anyone who can see it (NOT_FOUND
         otherwise): how a link to an ask finds its channel.
+        """
+
+    @_abc_1.abstractmethod
+    def ListStandingAnswers(
+        self,
+        request: _comms_pb2.ListStandingAnswersRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_comms_pb2.ListStandingAnswersResponse, _abc.Awaitable[_comms_pb2.ListStandingAnswersResponse]]:
+        """The caller's standing answers, newest first: those in force, and with
+        include_ended the revoked and expired ones too. An agent has none.
+        """
+
+    @_abc_1.abstractmethod
+    def RevokeStandingAnswer(
+        self,
+        request: _comms_pb2.RevokeStandingAnswerRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_comms_pb2.RevokeStandingAnswerResponse, _abc.Awaitable[_comms_pb2.RevokeStandingAnswerResponse]]:
+        """Revoke one of the caller's standing answers: from the commit on it
+        answers nothing, even an ask whose post is under way (the post waits for
+        the revoke, or the revoke for the post). Someone else's is NOT_FOUND; a
+        repeat, or one that expired, succeeds and changes nothing.
         """
 
     @_abc_1.abstractmethod
