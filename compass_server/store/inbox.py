@@ -387,10 +387,12 @@ class InboxStore:
         rules.check_title(title)
         if not body and ask is None:
             raise InvalidArgument("a post needs a body, an ask, or both")
-        if ask is not None and (ask.deadline or ask.timeout or ask.answerer_ids):
+        if ask is not None and (ask.deadline or ask.timeout or ask.answerer_ids or ask.quorum):
             # Its readers are the agent's owner and those granted, and its
             # agent closes or replaces it itself.
-            raise InvalidArgument("an inbox ask takes no deadline and names no answerers")
+            raise InvalidArgument(
+                "an inbox ask takes no deadline, names no answerers and needs no quorum"
+            )
         blocks = _text_blocks(body)
         if ask is not None:
             prepared, _ = blockrules.prepare_for_append([ask])
