@@ -271,6 +271,10 @@ class CompassServer:
             ),
         )
         self.store.link_lifetime = datetime.timedelta(seconds=settings.signin_link_max_seconds)
+        self.store.standing_longest = datetime.timedelta(
+            seconds=settings.standing_answer_max_seconds
+        )
+        self.store.standing_per_person = settings.standing_answers_per_person
         self.store.ending_listeners.append(self.metrics.ended)
         self.store.write_listeners.append(self.metrics.wrote)
         if self.tracer is not None:

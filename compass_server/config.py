@@ -47,6 +47,7 @@ from compass_server.store.asks import ASK_CACHE_BYTES
 from compass_server.store.coalesce import WRITE_BATCH
 from compass_server.store.db import redacted_url
 from compass_server.store.links import LINK_LIFETIME
+from compass_server.store.standing import STANDING_ANSWER_MAX, STANDING_ANSWERS_PER_PERSON
 from compass_server.transport.connect_app import COMPRESS_MIN_BYTES, DRAIN_BYTES, DRAIN_SECONDS
 from compass_server.webhooks.courier import POLL_SECONDS, RETRY_SCHEDULE, schedule
 from compass_server.webhooks.destination import networks
@@ -529,6 +530,18 @@ class Settings:
     )
     ask_deadline_max_seconds: float = _s(
         30 * 86_400.0, "limits", Seconds(), "how late after its post an ask's deadline may be"
+    )
+    standing_answer_max_seconds: float = _s(
+        STANDING_ANSWER_MAX.total_seconds(),
+        "limits",
+        Seconds(),
+        "the longest a standing answer may stand (the shortest is a minute)",
+    )
+    standing_answers_per_person: int = _s(
+        STANDING_ANSWERS_PER_PERSON,
+        "limits",
+        Count(),
+        "standing answers one person may have in force at once",
     )
     auth_cache_seconds: float = _s(
         CACHE_SECONDS, "limits", Seconds(), "how long a process trusts a sign-in it looked up"
