@@ -6,6 +6,9 @@ to tell it from the ask's server-owned state (`Ask.ending`, or the older
 flags), and its words: answered, declined (by whom, and why), withdrawn by
 its agent, withdrawn by the agent's owner, or expired at its deadline. Every
 reader (the MCP `ask` and `check_ask` tools, `comms_get_ask`) knows them all.
+A quorum ask's answer lists each person's answers, and while it is open
+its readers say how many of the answers it needs it has (k of K). An answer
+a person's standing answer gave says so.
 
 `AskEndings` keeps the endings one agent session has heard of, by ask id,
 and wakes whoever waits on them. It is fed from the delivery lane (`hear`:
@@ -39,8 +42,10 @@ __all__ = [
     "continued",
     "ending_of",
     "open_terms",
+    "quorum_terms",
     "rfc3339",
     "state_text",
+    "vote_questions",
     "withdrawn_by_me",
 ]
 
@@ -84,14 +89,53 @@ def rfc3339(at: Timestamp) -> str:
     return at.ToDatetime().strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _voter(vote: pb.QuorumVote) -> str:
+    return "@" + _one_line(vote.handle) if vote.handle.strip() else vote.account_id
+
+
+def _answers(ask: pb.Ask) -> list[pb.QuorumVote]:
+    return [v for v in ask.quorum_votes if v.kind == pb.QUORUM_VOTE_KIND_ANSWER]
+
+
+def vote_questions(ask: pb.Ask, vote: pb.QuorumVote) -> list[pb.AskQuestion]:
+    """The ask's questions as one person's vote answered them."""
+    given = {a.question_id: a for a in vote.answers}
+    out = []
+    for question in ask.questions:
+        answered = pb.AskQuestion()
+        answered.CopyFrom(question)
+        if question.question_id in given:
+            answered.chosen_option_ids[:] = given[question.question_id].chosen_option_ids
+            answered.custom_text = given[question.question_id].custom_text
+        out.append(answered)
+    return out
+
+
+def _by_rule(ending: pb.AskEnding) -> str:
+    if not ending.standing_answer_id:
+        return ""
+    return f" by {actor(ending)}'s standing answer {ending.standing_answer_id}"
+
+
 # --- the rows -----------------------------------------------------------------------
 # Each ending kind's note is what a marker adds after the ask's first
 # question (render.py); its words are the sentence a tool returns.
 
 
 def _answered(ask: pb.Ask) -> str:
-    lines = [f"Ask {ask.ask_id} was answered:"]
-    lines += [continued(f"- {_one_line(q.question)} → {answer_text(q)}") for q in ask.questions]
+    answers = _answers(ask)
+    if not answers:
+        lines = [f"Ask {ask.ask_id} was answered{_by_rule(ask.ending)}:"]
+        lines += [continued(f"- {_one_line(q.question)} → {answer_text(q)}") for q in ask.questions]
+        return "\n".join(lines)
+    lines = [f"Ask {ask.ask_id} was answered by {len(answers)} people, as many as it needed:"]
+    for vote in answers:
+        rule = f" (standing answer {vote.standing_answer_id})" if vote.standing_answer_id else ""
+        lines.append(f"- {_voter(vote)}{rule}:")
+        lines += [
+            continued(f"  - {_one_line(q.question)} → {answer_text(q)}")
+            for q in vote_questions(ask, vote)
+        ]
     return "\n".join(lines)
 
 
@@ -233,13 +277,40 @@ def answerers(ask: pb.Ask) -> list[str]:
     ]
 
 
+def quorum_terms(ask: pb.Ask) -> list[str]:
+    """How many answers a quorum ask needs, what a decline does, and each
+    vote so far, as sentences; none for an ask without a quorum."""
+    if not ask.quorum:
+        return []
+    terms = [
+        f"It needs {ask.quorum} of their answers; "
+        + (
+            "a decline counts against that."
+            if ask.declines_count_against_quorum
+            else "a decline by any of them ends it."
+        )
+    ]
+    if ask.quorum_votes:
+        votes = []
+        for vote in ask.quorum_votes:
+            if vote.kind == pb.QUORUM_VOTE_KIND_ANSWER:
+                votes.append(f"{_voter(vote)} answered")
+            else:
+                why = f' ("{_one_line(vote.reason)}")' if vote.reason else ""
+                votes.append(f"{_voter(vote)} declined{why}")
+        terms.append(f"So far {len(_answers(ask))} of {ask.quorum}: " + "; ".join(votes) + ".")
+    return terms
+
+
 def open_terms(ask: pb.Ask) -> list[str]:
-    """Whom an open ask lets answer and when it expires, as sentences."""
+    """Whom an open ask lets answer, how many it needs and when it expires,
+    as sentences."""
     terms = []
     names = answerers(ask)
     if names:
         whom = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
         terms.append(f"Only {whom} may answer or decline it.")
+    terms += quorum_terms(ask)
     if ask.HasField("deadline"):
         terms.append(f"If nobody answers by {rfc3339(ask.deadline)}, it expires.")
     return terms
@@ -250,10 +321,37 @@ def state_text(ask: pb.Ask) -> str:
     ending = ending_of(ask)
     if ending is not None:
         return ending.text
-    said = " ".join(["nobody has answered it yet.", *open_terms(ask)])
+    if ask.quorum:
+        progress = f"{len(_answers(ask))} of {ask.quorum} answers so far."
+    else:
+        progress = "nobody has answered it yet."
+    said = " ".join([progress, *open_terms(ask)])
     lines = [f"Ask {ask.ask_id} is open: {said} It asks:"]
     lines += [continued(f"- {_one_line(q.question)}") for q in ask.questions]
     return "\n".join(lines)
+
+
+def _vote_state(ask: pb.Ask, vote: pb.QuorumVote) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "by": vote.handle or vote.account_id,
+        "kind": "answer" if vote.kind == pb.QUORUM_VOTE_KIND_ANSWER else "decline",
+    }
+    if vote.kind == pb.QUORUM_VOTE_KIND_ANSWER:
+        answered = pb.Ask(questions=vote_questions(ask, vote))
+        out["answers"] = _results(answered)
+    if vote.reason:
+        out["reason"] = vote.reason
+    if vote.standing_answer_id:
+        out["standing_answer_id"] = vote.standing_answer_id
+    return out
+
+
+def _results(ask: pb.Ask) -> list[dict[str, Any]]:
+    questions = {q.question_id: q.question for q in ask.questions}
+    return [
+        {**asdict(result), "question": questions.get(result.question_id, "")}
+        for result in answers_from_ask(ask)
+    ]
 
 
 def ask_state(ask: pb.Ask) -> dict[str, Any]:
@@ -269,12 +367,17 @@ def ask_state(ask: pb.Ask) -> dict[str, Any]:
             state["ended_at"] = rfc3339(told.ended_at)
         if told.reason:
             state["reason"] = told.reason
-    if ending is not None and ending.name == "answered":
-        questions = {q.question_id: q.question for q in ask.questions}
-        state["answers"] = [
-            {**asdict(result), "question": questions.get(result.question_id, "")}
-            for result in answers_from_ask(ask)
-        ]
+        if told.standing_answer_id:
+            state["standing_answer_id"] = told.standing_answer_id
+    if ask.quorum:
+        state["quorum"] = {
+            "required": ask.quorum,
+            "answered": len(_answers(ask)),
+            "declines_count_against": ask.declines_count_against_quorum,
+            "votes": [_vote_state(ask, v) for v in ask.quorum_votes],
+        }
+    elif ending is not None and ending.name == "answered":
+        state["answers"] = _results(ask)
     return state
 
 
@@ -305,7 +408,13 @@ class AskEndings:
                 if block.HasField("ask_answer"):
                     answer = block.ask_answer
                     asks.append(
-                        pb.Ask(ask_id=answer.ask_id, questions=answer.questions, answered=True)
+                        pb.Ask(
+                            ask_id=answer.ask_id,
+                            questions=answer.questions,
+                            answered=True,
+                            quorum=len(answer.quorum_votes),
+                            quorum_votes=answer.quorum_votes,
+                        )
                     )
         elif kind == "message_updated":
             message = event.message_updated.message

@@ -109,6 +109,9 @@ def _open_note(ask: comms_pb2.Ask) -> str:
     parts = []
     if ask.answerer_account_ids:
         parts.append("asked of " + ", ".join(answerers(ask)))
+    if ask.quorum:
+        answered = sum(1 for v in ask.quorum_votes if v.kind == comms_pb2.QUORUM_VOTE_KIND_ANSWER)
+        parts.append(f"needs {ask.quorum} answers, {answered} so far")
     if ask.HasField("deadline"):
         parts.append(f"deadline {rfc3339(ask.deadline)}")
     return "; ".join(parts)

@@ -43,7 +43,7 @@ from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
 from compass.v1 import inbox_pb2
 from compass_agentkit import schema
-from compass_agentkit.endings import open_terms, state_text
+from compass_agentkit.endings import ending_of, open_terms, state_text
 from compass_agentkit.native_ask import (
     MappedAsk,
     Unmapped,
@@ -368,6 +368,8 @@ def _post_ask(args: Args) -> Message:
     if "deadline_seconds" in args:
         ask.timeout.FromSeconds(int(args["deadline_seconds"]))
     ask.answerer_account_ids.extend(args.get("answerer_account_ids", []))
+    ask.quorum = int(args.get("quorum", 0))
+    ask.declines_count_against_quorum = bool(args.get("declines_count_against_quorum", False))
     return gw.PostAskRequest(channel_id=args["channel_id"], text=args.get("text", ""), ask=ask)
 
 
@@ -433,6 +435,10 @@ def _posted_ask(args: Args, res: gw.PostAskResponse) -> str:
         f"(channel {res.message.channel_id})."
     ]
     ask = next((b.ask for b in res.message.blocks if b.ask.ask_id == res.ask_id), None)
+    ended = ending_of(ask) if ask is not None else None
+    if ended is not None:
+        # A person's standing answer answered it at its post.
+        return " ".join([*said, ended.text])
     if ask is not None:
         said += open_terms(ask)
     said.append(
@@ -557,6 +563,23 @@ _ASK_ENDS: dict[str, Any] = {
         "description": (
             "The account ids of the people who alone may answer or decline, each a person in "
             "the channel; leave out to let anyone in the channel answer"
+        ),
+    },
+    "quorum": {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 50,
+        "description": (
+            "With answerer_account_ids: how many of them must answer (each answers once); "
+            "the ask ends when that many have, with every one's answers. Leave out for the "
+            "first answer to end it"
+        ),
+    },
+    "declines_count_against_quorum": {
+        "type": "boolean",
+        "description": (
+            "With quorum: a decline counts against the quorum instead of ending the ask, "
+            "which then ends declined only when the quorum can no longer be reached"
         ),
     },
 }

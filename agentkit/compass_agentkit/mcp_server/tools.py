@@ -434,7 +434,10 @@ ASK_DESCRIPTION = (
     "answer, which the result says in words: declined by a person (with their reason), "
     "expired at its deadline, or withdrawn (by you, or by your owner). Give it a deadline "
     "(deadline_seconds, or deadline as an RFC 3339 time) so it expires when the answer would "
-    "come too late; name answerer_account_ids so only those people may answer. If this "
+    "come too late; name answerer_account_ids so only those people may answer, and quorum "
+    "when several of them must each answer (the result then lists every one's answers). A "
+    "person may have made a standing answer for asks like this one: then it returns at once "
+    "with that answer. If this "
     "call stops before the ask ends (the client's timeout or cancellation, or "
     "wait_seconds), the ask stays open: read it later with check_ask, or withdraw it with "
     "cancel_ask (the ask id is in the first progress message and in the result)."
@@ -495,6 +498,10 @@ def _ask_tool(session: AgentSession, settings: Settings) -> SdkTool:
             return _failed(str(exc))
         except Exception:
             return _crashed("ask")
+        for block in posted.message.blocks:
+            if block.HasField("ask") and block.ask.ask_id == posted.ask_id:
+                # A person's standing answer may have answered it at its post.
+                actor.endings.heard(block.ask)
         return await _wait(actor, posted.ask_id, args["channel_id"], args, context)
 
     async def _wait(
