@@ -560,6 +560,8 @@ class WebhookEventType(enum.StrEnum):
     # By its agent or by the agent's owner; the payload's ending says which.
     ASK_WITHDRAWN = "ask.withdrawn"
     ASK_EXPIRED = "ask.expired"
+    # A named person's answer or decline in a quorum ask that did not end it.
+    ASK_VOTED = "ask.voted"
     INBOX_ITEM_OPENED = "inbox.item.opened"
     INBOX_ITEM_ANSWERED = "inbox.item.answered"
     INBOX_ITEM_CLOSED = "inbox.item.closed"

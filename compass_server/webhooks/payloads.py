@@ -1,11 +1,12 @@
 """What a webhook says about an event of the log.
 
-An ask posted in a channel, its ending (answered, declined, withdrawn by its
-agent or the agent's owner, expired), and an inbox item opened, answered or
-closed each make one notice: a type, the event's time and sequence number,
-and the data a receiver needs without calling back (the ask's questions and
-options, channel, asker, state, the page's link). A notice is sent as a
-Standard Webhooks JSON body, or as a Slack message (slack.py).
+An ask posted in a channel, a vote in a quorum ask that did not end it, its
+ending (answered, declined, withdrawn by its agent or the agent's owner,
+expired), and an inbox item opened, answered or closed each make one notice:
+a type, the event's time and sequence number, and the data a receiver needs
+without calling back (the ask's questions and options, channel, asker,
+state, a quorum's votes, the page's link). A notice is sent as a Standard
+Webhooks JSON body, or as a Slack message (slack.py).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from compass_server.store.types import (
     InboxChange,
     InboxStatus,
     Message,
+    QuorumVote,
     WebhookEventType,
     WebhookKind,
 )
@@ -77,6 +79,11 @@ def _who(account_id: uuid.UUID | None, handle: str) -> dict[str, Any] | None:
     return None if account_id is None else {"account_id": str(account_id), "handle": handle}
 
 
+def _labels(q: AskQuestion, chosen: tuple[str, ...]) -> list[str]:
+    labels = {o.id: o.label for o in q.options}
+    return [labels.get(i, i) for i in chosen]
+
+
 def _question(q: AskQuestion, answered: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
         "question_id": q.question_id,
@@ -91,14 +98,48 @@ def _question(q: AskQuestion, answered: bool) -> dict[str, Any]:
         ],
     }
     if answered:
-        labels = {o.id: o.label for o in q.options}
         out["answer"] = {
             "chosen_option_ids": list(q.chosen_option_ids),
-            "chosen_labels": [labels.get(i, i) for i in q.chosen_option_ids],
+            "chosen_labels": _labels(q, q.chosen_option_ids),
             "custom_text": q.custom_text,
             "timed_out": q.timed_out,
         }
     return out
+
+
+def _vote(v: QuorumVote, ask: Ask) -> dict[str, Any]:
+    questions = {q.question_id: q for q in ask.questions}
+    return {
+        "by": _who(v.account_id, v.handle),
+        "kind": v.kind.value,
+        "at": time(v.at),
+        "surface": v.surface.value if v.surface else None,
+        "reason": v.reason,
+        "standing_answer_id": str(v.standing_answer_id) if v.standing_answer_id else None,
+        "answers": [
+            {
+                "question_id": a.question_id,
+                "chosen_option_ids": list(a.chosen_option_ids),
+                "chosen_labels": _labels(
+                    questions.get(a.question_id, AskQuestion(a.question_id, "")),
+                    a.chosen_option_ids,
+                ),
+                "custom_text": a.custom_text,
+            }
+            for a in v.answers
+        ],
+    }
+
+
+def _quorum(ask: Ask) -> dict[str, Any] | None:
+    if not ask.quorum:
+        return None
+    return {
+        "required": ask.quorum,
+        "declines_count_against": ask.declines_count_against_quorum,
+        "answered": ask.quorum_answers,
+        "votes": [_vote(v, ask) for v in ask.quorum_votes],
+    }
 
 
 def _ending(e: AskEnding | None) -> dict[str, Any] | None:
@@ -110,6 +151,7 @@ def _ending(e: AskEnding | None) -> dict[str, Any] | None:
         "by": _who(e.actor_id, e.actor_handle),
         "surface": e.surface.value if e.surface else None,
         "reason": e.reason,
+        "standing_answer_id": str(e.standing_answer_id) if e.standing_answer_id else None,
     }
 
 
@@ -138,6 +180,7 @@ def ask_data(
             for a, h in zip(ask.answerer_ids, ask.answerer_handles, strict=False)
         ],
         "ending": ending if ending is not None else _ending(ask.ending),
+        "quorum": _quorum(ask),
     }
 
 
@@ -149,6 +192,19 @@ def _ended_now(message: Message, at: datetime.datetime | None) -> list[Ask]:
     ended = [b for b in message.blocks if isinstance(b, Ask) and not b.is_open]
     now = [a for a in ended if a.ending is not None and a.ending.at == at]
     return now or ended
+
+
+def _voted_now(message: Message, at: datetime.datetime | None) -> list[tuple[Ask, QuorumVote]]:
+    """The votes of open quorum asks of an updated message that this event
+    recorded: a vote is written in the transaction of its event, so at the
+    event's time."""
+    return [
+        (b, v)
+        for b in message.blocks
+        if isinstance(b, Ask) and b.is_open
+        for v in b.quorum_votes
+        if v.at is not None and v.at == at
+    ]
 
 
 def _channel_notices(event: Event, message: Message, d: Directory, public_url: str) -> list[Notice]:
@@ -175,6 +231,21 @@ def _channel_notices(event: Event, message: Message, d: Directory, public_url: s
             for a in asks
         ]
     out = []
+    for a, vote in _voted_now(message, event.created_at):
+        out.append(
+            Notice(
+                T.ASK_VOTED,
+                event.event_id,
+                at,
+                a.ask_id,
+                f"ask.voted:{a.ask_id}:{vote.account_id}",
+                {
+                    **base,
+                    "ask": ask_data(a, "open", ask_link(public_url, a.ask_id)),
+                    "vote": _vote(vote, a),
+                },
+            )
+        )
     for a in _ended_now(message, event.created_at):
         kind_of_end = a.ending.kind if a.ending else EndingKind(_state(a))
         out.append(

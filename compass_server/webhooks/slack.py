@@ -1,9 +1,11 @@
 """A notice as a Slack incoming-webhook message (Block Kit).
 
 A posted ask (or an inbox item that opens) is a card: who asks where, each
-question with its options, and a button that opens the ask on the page. When
-the ask ends, a follow-up says how: "Answered by ada" (with the answers),
-"Withdrawn by scout", "Declined by ada: …", "Expired". An incoming webhook
+question with its options, and a button that opens the ask on the page. A
+vote in a quorum ask is a follow-up ("ada answered: 1 of 2"), and when the
+ask ends, a follow-up says how: "Answered by ada" (with the answers; a
+quorum's by each person), "Withdrawn by scout", "Declined by ada: …",
+"Expired". An incoming webhook
 can't edit the card it posted, so the follow-up names the ask's first
 question to tie the two together. Texts are cut to Block Kit's limits
 (3,000 characters a section, 150 a header, 50 blocks a message).
@@ -86,12 +88,29 @@ def _question(q: dict[str, Any]) -> str:
 
 
 def _answer(q: dict[str, Any]) -> str:
-    a = q.get("answer") or {}
-    parts = [_escape(label) for label in a.get("chosen_labels", [])]
-    if a.get("custom_text"):
-        parts.append(f"“{_escape(_cut(a['custom_text'], 500))}”")
-    said = ", ".join(parts) or "_skipped_"
-    return f"{_escape(_cut(q['question'], 300))} → {said}"
+    return _said(q, q.get("answer") or {})
+
+
+def _said(q: dict[str, Any], answer: dict[str, Any]) -> str:
+    parts = [_escape(label) for label in answer.get("chosen_labels", [])]
+    if answer.get("custom_text"):
+        parts.append(f"“{_escape(_cut(answer['custom_text'], 500))}”")
+    return f"{_escape(_cut(q['question'], 300))} → {', '.join(parts) or '_skipped_'}"
+
+
+def _votes(ask: dict[str, Any]) -> list[str]:
+    """A quorum's answers, each person's on one line."""
+    questions = {q["question_id"]: q for q in ask["questions"]}
+    lines = []
+    for vote in ask["quorum"]["votes"]:
+        if vote["kind"] != "answer":
+            continue
+        said = "; ".join(
+            _said(questions.get(a["question_id"], {"question": a["question_id"]}), a)
+            for a in vote["answers"]
+        )
+        lines.append(f"*{_handle(vote['by'])}*: {said}")
+    return lines
 
 
 def _handle(who: dict[str, Any] | None) -> str:
@@ -115,9 +134,15 @@ def _card(data: dict[str, Any], asker: dict[str, Any] | None, button: str) -> di
     else:
         head = f"*{_handle(asker)}* asks in *{_where(data)}*"
     if ask["answerers"]:
-        head += (
-            "\nOnly " + ", ".join(_escape(a["handle"]) for a in ask["answerers"]) + " may answer."
-        )
+        names = ", ".join(_escape(a["handle"]) for a in ask["answerers"])
+        quorum = ask.get("quorum")
+        if quorum:
+            against = quorum["declines_count_against"]
+            head += f"\nNeeds {quorum['required']} answers of {names}; " + (
+                "a decline counts against that." if against else "a decline ends it."
+            )
+        else:
+            head += f"\nOnly {names} may answer."
     if ask["deadline"]:
         head += f"\nIt expires {_date(ask['deadline'])} unless someone answers."
     questions = ask["questions"]
@@ -133,6 +158,12 @@ def _card(data: dict[str, Any], asker: dict[str, Any] | None, button: str) -> di
 def _how_it_ended(ask: dict[str, Any], data: dict[str, Any]) -> str:
     ending = ask["ending"] or {"kind": ask["state"], "by": None, "reason": ""}
     kind, by, reason = ending["kind"], _handle(ending["by"]), ending.get("reason") or ""
+    if kind == "answered" and ending.get("standing_answer_id"):
+        return f"Answered by {by}'s standing answer"
+    if kind == "answered" and ask.get("quorum"):
+        quorum = ask["quorum"]
+        names = [_handle(v["by"]) for v in quorum["votes"] if v["kind"] == "answer"]
+        return f"Answered by {', '.join(names)} ({quorum['answered']} of {quorum['required']})"
     if kind == "answered":
         return f"Answered by {by}"
     if kind == "declined":
@@ -153,7 +184,9 @@ def _follow_up(data: dict[str, Any]) -> dict[str, Any]:
         return {"text": _cut(said, FALLBACK_CHARS), "blocks": [_section(said)]}
     ended = _how_it_ended(ask, data)
     lines = [f"*{ended}*"]
-    if ask["state"] == "answered":
+    if ask["state"] == "answered" and ask.get("quorum"):
+        lines += _votes(ask)
+    elif ask["state"] == "answered":
         lines += [_answer(q) for q in ask["questions"][:MAX_QUESTIONS]]
     elif ask["state"] == "expired" and ask["deadline"]:
         lines.append(f"Nobody answered by {_date(ask['deadline'])}.")
@@ -165,8 +198,29 @@ def _follow_up(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _vote_follow_up(data: dict[str, Any]) -> dict[str, Any]:
+    ask, vote = data["ask"], data["vote"]
+    quorum = ask["quorum"]
+    who = _handle(vote["by"])
+    if vote["standing_answer_id"]:
+        who += "'s standing answer"
+    if vote["kind"] == "answer":
+        did = f"{who} answered"
+    else:
+        did = f"{who} declined" + (f": {_escape(vote['reason'])}" if vote["reason"] else "")
+    so_far = f"{quorum['answered']} of {quorum['required']} answers so far"
+    first = ask["questions"][0]["question"] if ask["questions"] else ""
+    about = f"_{_escape(_cut(first, 200))}_ · {_where(data)} · <{ask['url']}|Open in Compass>"
+    return {
+        "text": _cut(f"{did} ({so_far}): {_escape(first)}", FALLBACK_CHARS),
+        "blocks": [_section(f"*{did}*\n{so_far}"), _context(about)],
+    }
+
+
 def message(kind: WebhookEventType, data: dict[str, Any]) -> dict[str, Any]:
     """The Slack message for a notice's data (payloads.py)."""
+    if kind is T.ASK_VOTED:
+        return _vote_follow_up(data)
     if kind is T.ASK_POSTED:
         return _card(data, data.get("asker"), "Answer in Compass")
     if kind is T.INBOX_ITEM_OPENED:
