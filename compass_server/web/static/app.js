@@ -10,6 +10,7 @@ import { Model } from "./model.js";
 import { Notifier } from "./notify.js";
 import { renderAgents } from "./presence.js";
 import { Comms, describe, endSession, signInProviders } from "./rpc.js";
+import { StandingView } from "./standing.js";
 
 const TOKEN_KEY = "compass.token";
 const MAX_ALERTS = 3;
@@ -23,6 +24,8 @@ const ROUTES = {
   inbox: (app, itemId) => new InboxView(app, itemId),
   // "#/ask/<ask id>" → the ask's channel, scrolled to the ask (the links webhooks carry).
   ask: (app, askId) => (askId ? new AskLink(app, askId) : null),
+  // "#/standing" → the signed-in person's standing answers.
+  standing: (app) => new StandingView(app),
 };
 
 /** Finds an ask's channel and goes there, the ask to be brought into view. */
@@ -206,6 +209,9 @@ class App {
     const link = $("inbox-link");
     if (this.route?.startsWith("inbox/")) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
+    const standing = $("standing-link");
+    if (this.route === "standing/") standing.setAttribute("aria-current", "page");
+    else standing.removeAttribute("aria-current");
     const open = this.model.inboxOpen.size;
     const count = $("inbox-count");
     count.hidden = open === 0;

@@ -1,11 +1,15 @@
 // An ask as one form: every question, one Submit, one RespondToAsk; Decline
-// and the owner's Withdraw beside it. Once ended, ended.js draws its summary.
+// and the owner's Withdraw beside it; under an agent's ask, the option to
+// make the answer standing. A quorum ask shows its progress and votes
+// (quorum.js). Once ended, ended.js draws its summary.
 
 import { h } from "./dom.js";
 import { endingLine, renderEnded, renderHistory } from "./ended.js";
 import { isClosed } from "./model.js";
 import { renderQuestion } from "./question.js";
+import { myVote, renderQuorum } from "./quorum.js";
 import { describe } from "./rpc.js";
+import { madeNote, newStanding, renderStandingOption, standingTerms } from "./standing.js";
 
 const DROPPED = "Your unsent answers were cleared.";
 const REFUSED = "Your answers weren't recorded: the ask had already ended.";
@@ -18,14 +22,24 @@ const drafts = new Map();
 const sending = new Map();
 // Asks whose staged or sent input an ending made moot: askId → what the ask says about it.
 const dropped = new Map();
-// GetAskHistory per ask, read again when the ask ends: askId → { state, data }.
+// Answers this page made standing: askId → what the ask says about it.
+const made = new Map();
+// GetAskHistory per ask, read again when the ask ends or a vote lands: askId → { state, data }.
 const histories = new Map();
 const MAX_HISTORIES = 500;
 
 function draftOf(askId) {
   let draft = drafts.get(askId);
   if (!draft) {
-    draft = { picks: new Map(), text: new Map(), error: "", confirming: "", declining: false, reason: "" };
+    draft = {
+      picks: new Map(),
+      text: new Map(),
+      error: "",
+      confirming: "",
+      declining: false,
+      reason: "",
+      standing: newStanding(),
+    };
     drafts.set(askId, draft);
   }
   return draft;
@@ -43,7 +57,8 @@ function staged(draft) {
  * read once and again whenever the ask's state changes. Null until read.
  */
 function historyOf(ask, message, ctx) {
-  const state = ask.ending?.kind ?? (isClosed(ask) ? "closed" : "open");
+  const ended = ask.ending?.kind ?? (isClosed(ask) ? "closed" : "open");
+  const state = `${ended}/${(ask.quorumVotes ?? []).length}`;
   let held = histories.get(ask.askId);
   if (!held || held.state !== state) {
     held = { state, data: held?.data ?? null };
@@ -93,6 +108,7 @@ export function renderAsk(ask, message, ctx) {
     return renderEnded(ask, message, ctx, {
       status: (ctx.closedStatus && ctx.closedStatus(ask, message)) || endingLine(ask, ctx),
       note: dropped.get(ask.askId) ?? "",
+      made: made.get(ask.askId) ?? "",
       history,
       answers: ctx.answersKnown ? ctx.answersKnown(ask) : true,
     });
@@ -100,8 +116,9 @@ export function renderAsk(ask, message, ctx) {
   const draft = draftOf(ask.askId);
   const busy = sending.has(ask.askId);
   const named = (ask.answererAccountIds ?? []).length > 0;
-  // Until the history says otherwise, an ask that names its answerers is theirs alone.
-  const mayAnswer = history ? history.callerMayAnswer : !named;
+  // Until the history says otherwise, an ask that names its answerers is
+  // theirs alone, and a vote in a quorum is final for its person.
+  const mayAnswer = history ? history.callerMayAnswer : !named && !myVote(ask, ctx);
   const readOnly = inChannel && !mayAnswer;
   const locked = busy || readOnly;
   const formId = `ask-${ask.askId}`;
@@ -119,6 +136,11 @@ export function renderAsk(ask, message, ctx) {
   let status = null;
   if (busy) status = h("div", { class: "ask-sending", role: "status" }, sending.get(ask.askId));
   else if (draft.error) status = h("div", { class: "ask-error", role: "alert" }, draft.error);
+  // Only for an agent's ask (a standing answer answers an agent's later asks), and before a decline or a confirm.
+  const standing =
+    inChannel && !readOnly && !draft.declining && !draft.confirming && ctx.model.isAgent(message.authorAccountId)
+      ? renderStandingOption(ask, message, ctx, draft.standing, busy)
+      : null;
 
   // Only an ending adds to the record of an open ask; its posting is the message itself.
   const record = history && (history.entries ?? []).length > 1 ? renderHistory(history) : null;
@@ -138,9 +160,15 @@ export function renderAsk(ask, message, ctx) {
       onchange: (e) => locked || stage(e.target, draft),
       oninput: (e) => locked || stage(e.target, draft),
     },
-    named ? h("p", { class: "ask-answerers" }, `Asked of ${(ask.answererHandles ?? []).join(", ")}`) : null,
+    ask.quorum
+      ? renderQuorum(ask, ctx)
+      : named
+        ? h("p", { class: "ask-answerers" }, `Asked of ${(ask.answererHandles ?? []).join(", ")}`)
+        : null,
     ask.deadline ? countdown(ask.deadline) : null,
     questions,
+    made.has(ask.askId) ? h("p", { class: "ask-standing-made" }, made.get(ask.askId)) : null,
+    standing,
     status,
     draft.confirming && !busy
       ? renderConfirm(ask, message, ctx, draft.confirming)
@@ -408,10 +436,12 @@ async function submit(askId, ctx, { skipAll = false } = {}) {
     return;
   }
   try {
-    const response = await ctx.comms.call("RespondToAsk", { askId, answers });
+    const response = await ctx.comms.call("RespondToAsk", { askId, answers, standing: standingTerms(draft.standing) });
     sending.delete(askId);
     drafts.delete(askId);
-    ctx.model.upsertMessage(response.answerMessage);
+    if (response.standingAnswer) made.set(askId, madeNote(response.standingAnswer));
+    // A vote that leaves a quorum short posts no answer message.
+    if (response.answerMessage) ctx.model.upsertMessage(response.answerMessage);
     ctx.model.upsertMessage(response.askMessage);
   } catch (err) {
     if (err.code === "already_exists" && !closedNow(ctx, askId)) {

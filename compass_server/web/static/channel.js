@@ -34,6 +34,7 @@ export class ChannelView {
       comms: app.comms,
       refresh: (messageId) => this.refreshMessage(messageId),
       reportQuiet: app.reportQuiet,
+      me: app.me,
     };
     this.unsubscribe = this.model.subscribe((change) => this.onChange(change));
   }

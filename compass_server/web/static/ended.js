@@ -5,6 +5,7 @@
 
 import { formatTime, h } from "./dom.js";
 import { answerWords, questionTitle, renderQuestion } from "./question.js";
+import { answersOf, renderVote, renderVotes, voterName } from "./quorum.js";
 
 export const WITHDRAWN = "Withdrawn by the asker — no longer taking answers.";
 export const EXPIRED = "Expired — no answer was given in time";
@@ -25,6 +26,8 @@ const RECORD = {
   ASK_HISTORY_KIND_WITHDRAWN_BY_OWNER: (who) => (who ? `Withdrawn by ${who} (owner)` : "Withdrawn by the agent's owner"),
   ASK_HISTORY_KIND_DECLINED: (who) => `Declined${who ? ` by ${who}` : ""}`,
   ASK_HISTORY_KIND_EXPIRED: () => "Expired",
+  ASK_HISTORY_KIND_QUORUM_ANSWER: (who) => `Answered${who ? ` by ${who}` : ""}, toward the quorum`,
+  ASK_HISTORY_KIND_QUORUM_DECLINE: (who) => `Declined${who ? ` by ${who}` : ""}, counted against the quorum`,
 };
 
 const SURFACE = {
@@ -34,6 +37,7 @@ const SURFACE = {
   ASK_SURFACE_WEB: "the web page",
   ASK_SURFACE_INBOX: "the inbox",
   ASK_SURFACE_SERVER: "the server",
+  ASK_SURFACE_STANDING_ANSWER: "a standing answer",
 };
 
 // Summaries the person opened, kept open across redraws.
@@ -48,6 +52,11 @@ export function endingLine(ask, ctx) {
   if (ending.kind === ENDING.byOwner) return `Withdrawn by ${who || "the agent's owner"} (owner)`;
   if (ending.kind === ENDING.declined) return `Declined by ${who || "someone"}${ending.reason ? `: ${ending.reason}` : ""}`;
   if (ending.kind === ENDING.expired) return EXPIRED;
+  if (ending.standingAnswerId) return `Answered by ${who || "someone"}'s standing answer.`;
+  if (ask.quorum) {
+    const names = answersOf(ask).map((v) => voterName(v, ctx));
+    return `Answered by ${names.join(", ")} (${names.length} of ${ask.quorum}).`;
+  }
   const answer = ctx.model.answerOf(ask.askId);
   const by = who || (answer ? answer.authorHandle || ctx.model.handleOf(answer.authorAccountId) : "");
   return `Answered${by ? ` by ${by}` : ""}.`;
@@ -55,10 +64,11 @@ export function endingLine(ask, ctx) {
 
 /**
  * status: the line saying who ended it and how; note: what became of this
- * person's own input, or ""; history: GetAskHistory's answer, or null;
- * answers: whether the ask's questions hold its answer.
+ * person's own input, or ""; made: what became standing of their answer, or
+ * ""; history: GetAskHistory's answer, or null; answers: whether the ask's
+ * questions hold its answer. A quorum ask's answers are its votes.
  */
-export function renderEnded(ask, message, ctx, { status, note, history, answers }) {
+export function renderEnded(ask, message, ctx, { status, note, made = "", history, answers }) {
   const id = `ask-${ask.askId}`;
   const open = opened.has(ask.askId);
   const questions = ask.questions ?? [];
@@ -91,24 +101,37 @@ export function renderEnded(ask, message, ctx, { status, note, history, answers 
       { type: "button", class: "ask-toggle", "aria-expanded": String(open), "aria-controls": `${id}-detail`, onclick: toggle },
       open ? "Hide the questions" : "Show the questions",
     ),
-    ask.answered && answers
-      ? h(
-          "dl",
-          { class: "ask-answers" },
-          questions.map((q) => [h("dt", {}, questionTitle(q)), h("dd", {}, answerWords(q))]),
-        )
-      : h(
-          "ul",
-          { class: "ask-asked", "aria-label": "What was asked" },
-          questions.map((q) => h("li", {}, questionTitle(q))),
-        ),
+    ask.answered && ask.quorum
+      ? renderVotes(ask, ctx, "Answers")
+      : ask.answered && answers
+        ? h(
+            "dl",
+            { class: "ask-answers" },
+            questions.map((q) => [h("dt", {}, questionTitle(q)), h("dd", {}, answerWords(q))]),
+          )
+        : [
+            h(
+              "ul",
+              { class: "ask-asked", "aria-label": "What was asked" },
+              questions.map((q) => h("li", {}, questionTitle(q))),
+            ),
+            // The votes a quorum ask had when it ended some other way stay on record.
+            renderVotes(ask, ctx, "Votes before it ended"),
+          ],
     note ? h("p", { class: "ask-dropped" }, note) : null,
+    made ? h("p", { class: "ask-standing-made" }, made) : null,
     h(
       "div",
       { class: "ask-detail", id: `${id}-detail`, hidden: !open },
       open
         ? [
-            named.length ? h("p", { class: "ask-answerers" }, `Asked of ${named.join(", ")}`) : null,
+            named.length
+              ? h(
+                  "p",
+                  { class: "ask-answerers" },
+                  `Asked of ${named.join(", ")}${ask.quorum ? `, ${ask.quorum} of them to answer` : ""}`,
+                )
+              : null,
             questions.map((q, qi) =>
               renderQuestion(q, qi, {
                 chosen: new Set(q.chosenOptionIds ?? []),
@@ -154,7 +177,10 @@ export function renderAskAnswer(block, message, ctx) {
   const asked = ctx.model.findMessage(block.askMessageId);
   const askedBy = asked ? ctx.model.nameOf(asked.authorAccountId, asked.authorHandle) : null;
   const who = ctx.model.nameOf(message.authorAccountId, message.authorHandle);
-  const title = `${who} answered${askedBy ? ` ${askedBy}'s ask` : " an ask"}`;
+  const votes = block.quorumVotes ?? [];
+  const title = votes.length
+    ? `${votes.map((v) => voterName(v, ctx)).join(", ")} answered${askedBy ? ` ${askedBy}'s ask` : " an ask"}`
+    : `${who} answered${askedBy ? ` ${askedBy}'s ask` : " an ask"}`;
   if (asked) {
     return h(
       "section",
@@ -172,11 +198,17 @@ export function renderAskAnswer(block, message, ctx) {
     "section",
     { class: "block-ask-answer", "data-ask-id": block.askId },
     h("p", { class: "answer-title" }, `${title}:`),
-    h(
-      "dl",
-      { class: "ask-answers" },
-      (block.questions ?? []).map((q) => [h("dt", {}, questionTitle(q)), h("dd", {}, answerWords(q))]),
-    ),
+    votes.length
+      ? h(
+          "ul",
+          { class: "ask-votes", "aria-label": "Answers" },
+          votes.map((v) => renderVote(block.questions, v, ctx)),
+        )
+      : h(
+          "dl",
+          { class: "ask-answers" },
+          (block.questions ?? []).map((q) => [h("dt", {}, questionTitle(q)), h("dd", {}, answerWords(q))]),
+        ),
   );
 }
 

@@ -17,10 +17,18 @@ export function isClosed(ask) {
   return Boolean(ask.answered || ask.cancelled || ask.ending);
 }
 
-// An ask only ever moves from open to closed, so the copy with more closed
-// asks is the newer one, whatever order a snapshot and an event arrive in.
-function closedCount(message) {
-  return askBlocks(message).filter(isClosed).length;
+// An ask only ever moves from open to closed, and a quorum ask's votes only
+// grow, so the copy further along is the newer one, whatever order a
+// snapshot and an event arrive in.
+function progressOf(message) {
+  const asks = askBlocks(message);
+  return [asks.filter(isClosed).length, asks.reduce((n, a) => n + (a.quorumVotes ?? []).length, 0)];
+}
+
+function behind(existing, message) {
+  const [closedWas, votesWas] = progressOf(existing);
+  const [closed, votes] = progressOf(message);
+  return closedWas > closed || (closedWas === closed && votesWas > votes);
 }
 
 function byCreated(a, b) {
@@ -106,7 +114,7 @@ export class Model {
     // Channels not on screen are read fresh when opened.
     if (!channel) return;
     const existing = channel.get(message.messageId);
-    if (existing && closedCount(existing) > closedCount(message)) return;
+    if (existing && behind(existing, message)) return;
     channel.set(message.messageId, message);
     if (!quiet) this.emit({ kind: "message", message, added: !existing });
   }
