@@ -105,7 +105,7 @@ class StandingAnswers:
             return []
         async with self.db.tx(actor) as conn:
             cur = await conn.execute(
-                STANDING["mine"],
+                STANDING["listed"],
                 {
                     "account_id": actor.account_id,
                     "include_ended": include_ended,
@@ -135,7 +135,7 @@ class StandingAnswers:
         async with self.db.tx(by) as conn:
             await self.admin.admit(conn, by)
             cur = await conn.execute(
-                STANDING["workspace"],
+                STANDING["listed"],
                 {
                     "account_id": account_id,
                     "include_ended": include_ended,

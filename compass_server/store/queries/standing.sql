@@ -1,16 +1,6 @@
--- name: mine
--- A person's standing answers, newest first: in force, or every one.
-SELECT s.*, p.handle, ag.handle AS agent_handle
-FROM standing_answers s
-JOIN accounts p ON p.id = s.account_id
-JOIN accounts ag ON ag.id = s.agent_id
-WHERE s.account_id = %(account_id)s
-  AND (%(include_ended)s OR (s.revoked_at IS NULL AND s.expires_at > now()))
-ORDER BY s.created_at DESC, s.id
-LIMIT %(limit)s
-
--- name: workspace
--- The workspace's standing answers (or one person's), newest first.
+-- name: listed
+-- The workspace's standing answers (or one person's), newest first: in
+-- force, or every one.
 SELECT s.*, p.handle, ag.handle AS agent_handle
 FROM standing_answers s
 JOIN accounts p ON p.id = s.account_id
