@@ -168,7 +168,7 @@ async def test_the_write_functions_act_only_as_an_account_the_credential_vouches
     # beta's token naming planner, in planner's own channel.
     assert await call(post, beta.credential, uuid.uuid4(), own, planner.account_id) is None
     # grace's token naming ada (a member of general) answering, declining.
-    answer = "compass_answer_ask(%s, %s, %s, '[]'::jsonb, %s, NULL)"
+    answer = "compass_answer_ask(%s, %s, %s, '[]'::jsonb, %s, NULL, NULL)"
     result = await call(answer, w.other_human.credential, w.human.account_id, ask_id, uuid.uuid4())
     assert result["status"] == "not_found"
     end = "compass_end_ask(%s, %s, %s, %s, NULL, '')"

@@ -89,6 +89,9 @@ WIRE_NUMBERS: dict[str, dict[str, int]] = {
         "answerer_account_ids": 7,
         "answerer_handles": 8,
         "ending": 9,
+        "quorum": 20,
+        "declines_count_against_quorum": 21,
+        "quorum_votes": 22,
     },
     "AskEnding": {
         "kind": 1,
@@ -97,6 +100,7 @@ WIRE_NUMBERS: dict[str, dict[str, int]] = {
         "ended_at": 4,
         "surface": 5,
         "reason": 6,
+        "standing_answer_id": 20,
     },
     "AskHistoryEntry": {
         "kind": 1,
@@ -105,6 +109,7 @@ WIRE_NUMBERS: dict[str, dict[str, int]] = {
         "at": 4,
         "surface": 5,
         "reason": 6,
+        "standing_answer_id": 20,
     },
     "DeclineAskRequest": {"ask_id": 1, "reason": 2},
     "WithdrawAskRequest": {"ask_id": 1},
@@ -127,8 +132,21 @@ WIRE_NUMBERS: dict[str, dict[str, int]] = {
         "timed_out": 9,
     },
     "AskOption": {"id": 1, "label": 2, "description": 3, "preview": 4},
-    "RespondToAskRequest": {"ask_id": 1, "answers": 2},
+    "RespondToAskRequest": {"ask_id": 1, "answers": 2, "standing": 20},
     "AskQuestionAnswer": {"question_id": 1, "chosen_option_ids": 2, "custom_text": 3},
+    "QuorumVote": {
+        "account_id": 1,
+        "handle": 2,
+        "kind": 3,
+        "answers": 4,
+        "reason": 5,
+        "at": 6,
+        "surface": 7,
+        "standing_answer_id": 8,
+    },
+    "QuorumAnswer": {"question_id": 1, "chosen_option_ids": 2, "custom_text": 3},
+    "AskAnswerBlock": {"ask_id": 1, "ask_message_id": 2, "questions": 3, "quorum_votes": 20},
+    "StandingAnswerTerms": {"duration": 1, "include_subagents": 2},
 }
 
 

@@ -179,13 +179,15 @@ WRITES_MESSAGES = re.compile(
 # Dynamic SQL could write anything; a function that runs it counts as a writer.
 DYNAMIC_SQL = re.compile(r"\bexecute\s+(?!function\b|procedure\b)", re.IGNORECASE)
 
-# Post writes a message; only answer and cancel rewrite one, and only its
-# server-owned ask state. The app role writes through these functions, which
+# Post writes a message (a standing answer may answer its ask at once); only
+# answers (a quorum's votes among them) and the other endings rewrite one, and
+# only its server-owned ask state. The app role writes through these functions, which
 # run as compass_writer (a role nothing logs in as); the trigger is the one
 # that refuses any other change (see the end of this file).
 MESSAGE_WRITERS = {
-    "function compass_answer_ask",
+    "function compass_take_answer",
     "function compass_write_ending",
+    "function compass_write_vote",
     "function compass_post_message",
     "compass_writer may INSERT messages",
     "compass_writer may UPDATE messages",
@@ -410,7 +412,8 @@ async def test_a_replaced_writer_cannot_rewrite_an_ask(guarded: tuple[str, World
     await as_owner(
         url,
         "CREATE OR REPLACE FUNCTION compass_write_ending(m messages, idx int, kind text, "
-        "actor uuid, surface text, reason text, answered jsonb DEFAULT NULL) RETURNS jsonb "
+        "actor uuid, surface text, reason text, answered jsonb DEFAULT NULL, "
+        "rule uuid DEFAULT NULL, vote jsonb DEFAULT NULL) RETURNS jsonb "
         "LANGUAGE plpgsql AS $$ DECLARE written messages%ROWTYPE; BEGIN "
         "UPDATE messages SET blocks = jsonb_set(blocks, "
         f"ARRAY[idx::text, 'ask', 'questions', '0', 'question'], '{FORGED}') "

@@ -235,7 +235,7 @@ def vote_to_wire(v: st.QuorumVote) -> pb.QuorumVote:
         handle=v.handle,
         kind=_VOTE_TO_WIRE[v.kind],
         answers=[
-            pb.AskQuestionAnswer(
+            pb.QuorumAnswer(
                 question_id=a.question_id,
                 chosen_option_ids=list(a.chosen_option_ids),
                 custom_text=a.custom_text,

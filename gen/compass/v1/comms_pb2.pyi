@@ -182,12 +182,22 @@ class QuorumVote(_message.Message):
     account_id: str
     handle: str
     kind: QuorumVoteKind
-    answers: _containers.RepeatedCompositeFieldContainer[AskQuestionAnswer]
+    answers: _containers.RepeatedCompositeFieldContainer[QuorumAnswer]
     reason: str
     at: _timestamp_pb2.Timestamp
     surface: AskSurface
     standing_answer_id: str
-    def __init__(self, account_id: _Optional[str] = ..., handle: _Optional[str] = ..., kind: _Optional[_Union[QuorumVoteKind, str]] = ..., answers: _Optional[_Iterable[_Union[AskQuestionAnswer, _Mapping]]] = ..., reason: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., surface: _Optional[_Union[AskSurface, str]] = ..., standing_answer_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, account_id: _Optional[str] = ..., handle: _Optional[str] = ..., kind: _Optional[_Union[QuorumVoteKind, str]] = ..., answers: _Optional[_Iterable[_Union[QuorumAnswer, _Mapping]]] = ..., reason: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., surface: _Optional[_Union[AskSurface, str]] = ..., standing_answer_id: _Optional[str] = ...) -> None: ...
+
+class QuorumAnswer(_message.Message):
+    __slots__ = ("question_id", "chosen_option_ids", "custom_text")
+    QUESTION_ID_FIELD_NUMBER: _ClassVar[int]
+    CHOSEN_OPTION_IDS_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_TEXT_FIELD_NUMBER: _ClassVar[int]
+    question_id: str
+    chosen_option_ids: _containers.RepeatedScalarFieldContainer[str]
+    custom_text: str
+    def __init__(self, question_id: _Optional[str] = ..., chosen_option_ids: _Optional[_Iterable[str]] = ..., custom_text: _Optional[str] = ...) -> None: ...
 
 class AskEnding(_message.Message):
     __slots__ = ("kind", "actor_account_id", "actor_handle", "ended_at", "surface", "reason", "standing_answer_id")
