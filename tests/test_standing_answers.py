@@ -366,3 +366,20 @@ async def test_an_admin_lists_the_workspaces_standing_answers(world: World) -> N
     # Another workspace's admin sees none of them.
     other = await World.create(w.store)
     assert await other.store.workspace_standing_answers(other.human) == []
+
+
+async def test_an_ask_a_rule_answers_is_an_ending_for_metrics_and_traces(world: World) -> None:
+    w = world
+    await stand(w, w.human, PG)
+    heard: list[tuple[str, int, str | None]] = []
+
+    def listener(kind: str, count: int, message: object) -> None:
+        ask = ask_of(message) if message is not None else None  # type: ignore[arg-type]
+        heard.append((kind, count, ask.ask_id if ask else None))
+
+    w.store.ending_listeners.append(listener)
+    try:
+        ask = await post(w)
+    finally:
+        w.store.ending_listeners.remove(listener)
+    assert heard == [(EndingKind.ANSWERED.value, 1, ask.ask_id)]

@@ -230,11 +230,14 @@ class AskEndings(StandingAnswers):
         return out
 
     def _posted(self, message: Message, sizes: Sequence[int]) -> None:
-        """Caches the message's asks; `sizes` are its blocks' encoded bytes."""
+        """Caches the message's asks; `sizes` are its blocks' encoded bytes.
+        An ask a standing answer answered at its post ended there."""
         for block, size in zip(message.blocks, sizes, strict=True):
             if isinstance(block, Ask):
                 self._asks.put(block, size)
-                if block.deadline is not None:
+                if block.ending is not None:
+                    self._ended(block.ending.kind.value, 1, message)
+                elif block.deadline is not None:
                     for listener in self.deadline_listeners:
                         listener(block.deadline)
 
