@@ -310,7 +310,7 @@ $$;
 CREATE FUNCTION compass_standing_candidates(
   stored jsonb, author uuid, author_chain uuid[], channel uuid
 ) RETURNS TABLE (rule_id uuid, person uuid, answered jsonb)
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql VOLATILE AS $$
   SELECT s.id, s.account_id, a.answered
   FROM standing_answers s
   JOIN accounts p ON p.id = s.account_id AND p.kind = 'human' AND p.deactivated_at IS NULL
