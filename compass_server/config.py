@@ -269,6 +269,7 @@ class Providers(Kind):
     """OpenID providers: an array of tables in TOML, a JSON list as text."""
 
     what = "a list of providers"
+    metavar = "JSON"
 
     def from_toml(self, value: object) -> Any:
         return providers(value)

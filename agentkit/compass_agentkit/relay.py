@@ -262,7 +262,8 @@ class Relay:
 
     async def _give_up_unless_reached(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._reached.wait(), seconds)
+            async with asyncio.timeout(seconds):
+                await self._reached.wait()
             return
         if self._closing.is_set() or self.failure is not None or self._task is None:
             return
