@@ -345,8 +345,9 @@ _PREFIX = {
     "tracing": "tracing_",
     "webhooks": "webhook_",
     "signin": "signin_",
+    "receipts": "receipt_",
 }
-SECTIONS = ("", "database", "log", "tls", "tracing", "webhooks", "signin", "limits")
+SECTIONS = ("", "database", "log", "tls", "tracing", "webhooks", "signin", "receipts", "limits")
 
 
 def _s(default: Any, section: str, kind: Kind, help: str) -> Any:
@@ -635,6 +636,15 @@ class Settings:
         Seconds(allow_zero=True),
         "the soonest a provider's keys are fetched again for an ID token signed by a key "
         "not seen before (a key rotation)",
+    )
+    # --- receipts ---
+    receipt_keys_dir: pathlib.Path | None = _s(
+        None,
+        "receipts",
+        Path(optional=True, metavar="DIR"),
+        "the folder of Ed25519 keys every ask's ending is signed with, the same on every "
+        "server (see docs/receipts.md); empty: on the embedded database a folder under "
+        "data_dir made on first use, otherwise receipts are off",
     )
     # Not a setting: this process's id among the servers sharing the database.
     server_id: uuid.UUID = field(default_factory=uuid.uuid4)
