@@ -37,9 +37,7 @@ PUBLIC_URL = "https://compass.example.test"
 
 
 @pytest.fixture(scope="module")
-async def signed(
-    database_url: str, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Any]:
+async def signed(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
     """A server with receipt keys that sends webhooks to loopback, quickly."""
     async with running_server(
         database_url,
@@ -148,7 +146,10 @@ async def test_the_agent_hears_each_ending_with_its_receipt_and_every_read_agree
                 "ListMessages", pb.ListMessagesRequest(channel_id=str(w.channel.channel_id)), ada
             )
             assert all(
-                not b.ask.ending.receipt for m in page.messages for b in m.blocks if b.HasField("ask")
+                not b.ask.ending.receipt
+                for m in page.messages
+                for b in m.blocks
+                if b.HasField("ask")
             )
 
             declined: gw.PostAskResponse = await r.ok(
@@ -203,9 +204,7 @@ async def test_a_webhook_of_an_ending_carries_its_receipt(signed: Any) -> None:
         await w.store.answer_ask(w.human, ask_id, [Answer("db", ("my",)), Answer("langs")])
         (arrived,) = await receiver.wait_for(1)
         data = json.loads(arrived.body)["data"]
-        proof = verify_receipt(
-            data["ask"]["ending"]["receipt"], await jwks_of(signed.http_port)
-        )
+        proof = verify_receipt(data["ask"]["ending"]["receipt"], await jwks_of(signed.http_port))
         assert (proof.ask_id, proof.ending, proof.by_handle) == (ask_id, "answered", "ada")
         assert proof.answer("db") == {"id": "db", "chosen": ["my"], "text": ""}
         assert proof.asker_id == data["asker"]["account_id"]
@@ -249,7 +248,9 @@ async def test_without_receipt_keys_every_receipt_is_empty(
         grpc = GrpcClient(srv.grpc_port)
         try:
             history = await grpc.call(
-                "GetAskHistory", pb.GetAskHistoryRequest(ask_id=ask_id), w.tokens[w.human.account_id]
+                "GetAskHistory",
+                pb.GetAskHistoryRequest(ask_id=ask_id),
+                w.tokens[w.human.account_id],
             )
         finally:
             await grpc.close()

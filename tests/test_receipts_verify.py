@@ -201,15 +201,22 @@ async def test_each_ending_kind_has_its_receipt(world: World, tmp_path: pathlib.
     jwks = receipts.keys.jwks() if receipts.keys else {}
     declined_ask = (await world.post_ask()).blocks[0]
     declined = await world.store.decline_ask(
-        world.human, declined_ask.ask_id, "not now", surface=Surface.GRPC  # type: ignore[union-attr]
+        world.human,
+        declined_ask.ask_id,
+        "not now",
+        surface=Surface.GRPC,  # type: ignore[union-attr]
     )
     withdrawn_ask = (await world.post_ask()).blocks[0]
     withdrawn, _ = await world.store.withdraw_ask(
-        world.human, withdrawn_ask.ask_id, surface=Surface.CONNECT  # type: ignore[union-attr]
+        world.human,
+        withdrawn_ask.ask_id,
+        surface=Surface.CONNECT,  # type: ignore[union-attr]
     )
     mine_ask = (await world.post_ask()).blocks[0]
     mine, _ = await world.store.cancel_ask(
-        world.agent, mine_ask.ask_id, surface=Surface.RELAY  # type: ignore[union-attr]
+        world.agent,
+        mine_ask.ask_id,
+        surface=Surface.RELAY,  # type: ignore[union-attr]
     )
     seen = {}
     for message in (declined, withdrawn, mine):
@@ -226,7 +233,10 @@ async def test_each_ending_kind_has_its_receipt(world: World, tmp_path: pathlib.
         two_question_ask(),
         ask_id="ask_x",
         ending=AskEnding(
-            EndingKind.EXPIRED, datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC), None, "",
+            EndingKind.EXPIRED,
+            datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC),
+            None,
+            "",
             Surface.SERVER,
         ),
     )
@@ -287,7 +297,7 @@ def test_a_key_folder_that_holds_no_usable_key_says_what_to_do(tmp_path: pathlib
     with pytest.raises(KeyProblem, match="holds no key; make one with"):
         ReceiptKeys.load(tmp_path)
     (tmp_path / "junk.json").write_text('{"signs_from": "2026-01-01T00:00:00Z"}')
-    with pytest.raises(KeyProblem, match="junk.json is not a receipt key"):
+    with pytest.raises(KeyProblem, match=r"junk\.json is not a receipt key"):
         ReceiptKeys.load(tmp_path)
     (tmp_path / "junk.json").unlink()
     made = ReceiptKeys.load(tmp_path / "new", create=True)
