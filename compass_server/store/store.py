@@ -552,8 +552,10 @@ class Store(AskEndings, People, AskLinks, Posts):
         *,
         surface: Surface | None = None,
     ) -> Message:
-        """Posts blocks as the actor (see Posts.post)."""
-        return (await self.post(actor, channel_id, blocks, surface=surface)).message
+        """Posts blocks as the actor (see Posts.post), even an ask identical to
+        an open one: the surfaces look those up (a post says whether)."""
+        posted = await self.post(actor, channel_id, blocks, surface=surface, allow_identical=True)
+        return posted.message
 
     async def get_message(self, actor: Actor, message_id: uuid.UUID) -> Message:
         async with self.db.tx(actor) as conn:
