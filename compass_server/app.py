@@ -317,7 +317,7 @@ class CompassServer:
                 "receipts are off: no receipt key folder (set receipts.keys_dir, "
                 "COMPASS_RECEIPT_KEYS_DIR)"
             )
-        self.receipts = Receipts(keys, settings.public_url)
+        self.receipts = Receipts(keys, settings.public_url, settings.receipt_cache_bytes)
         self.comms = CommsApi(
             self.store,
             self.hub,

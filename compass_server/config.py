@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from compass_server.api.auth import CACHE_SECONDS, CACHE_SIZE
 from compass_server.api.comms import STREAMS_PER_ACCOUNT, WIRE_CACHE_BYTES
 from compass_server.events.hub import PAGE_BYTES, REPLAY_BYTES, REPLAY_BYTES_PER_TOKEN, WINDOW_BYTES
+from compass_server.receipts import RECEIPT_CACHE_BYTES
 from compass_server.relay.gateway import (
     ACK_TIMEOUT_SECONDS,
     OUTBOX_BYTES,
@@ -535,6 +536,9 @@ class Settings:
         CACHE_SECONDS, "limits", Seconds(), "how long a process trusts a sign-in it looked up"
     )
     auth_cache_size: int = _s(CACHE_SIZE, "limits", Count(), "sign-ins a process keeps")
+    receipt_cache_bytes: int = _s(
+        RECEIPT_CACHE_BYTES, "limits", Count(), "ended asks' receipts kept signed"
+    )
     public_url: str = _s(
         DEFAULT_PUBLIC_URL,
         "",

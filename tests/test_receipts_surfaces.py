@@ -142,16 +142,16 @@ async def test_the_agent_hears_each_ending_with_its_receipt_and_every_read_agree
                     (pb.ASK_HISTORY_KIND_POSTED, ""),
                     (pb.ASK_HISTORY_KIND_ANSWERED, heard.receipt),
                 ], client.name
-            # A page of messages carries none.
+            # A page of messages, too, and a search.
             page = await grpc.call(
                 "ListMessages", pb.ListMessagesRequest(channel_id=str(w.channel.channel_id)), ada
             )
-            assert all(
-                not b.ask.ending.receipt
-                for m in page.messages
-                for b in m.blocks
-                if b.HasField("ask")
+            found = await grpc.call(
+                "SearchMessages", pb.SearchMessagesRequest(query="database"), ada
             )
+            for listed in (page, found):
+                [ask] = [b.ask for m in listed.messages for b in m.blocks if b.HasField("ask")]
+                assert ask.ending.receipt == heard.receipt
 
             declined: gw.PostAskResponse = await r.ok(
                 "scout",

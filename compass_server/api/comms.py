@@ -44,7 +44,7 @@ class CommsApi:
         self._streams: collections.Counter[uuid.UUID] = collections.Counter()
 
     def _message(self, actor: Actor, message: Message) -> pb.Message:
-        """A message holding the asks a call was about, with their receipts."""
+        """A message, each ended ask with its receipt."""
         return wire.message_to_wire(message, self.receipts.stamp(actor.workspace_id))
 
     def _wire_event(self, workspace_id: uuid.UUID, event: Event) -> pb.Event:
@@ -114,13 +114,13 @@ class CommsApi:
             actor, parse_id(req.channel_id, "channel_id"), req.page_size, req.page_token
         )
         return pb.ListMessagesResponse(
-            messages=[wire.message_to_wire(m) for m in page.items],
+            messages=[self._message(actor, m) for m in page.items],
             next_page_token=page.next_page_token,
         )
 
     async def get_message(self, actor: Actor, req: pb.GetMessageRequest) -> pb.GetMessageResponse:
         message = await self.store.get_message(actor, parse_id(req.message_id, "message_id"))
-        return pb.GetMessageResponse(message=wire.message_to_wire(message))
+        return pb.GetMessageResponse(message=self._message(actor, message))
 
     async def search_messages(
         self, actor: Actor, req: pb.SearchMessagesRequest
@@ -133,7 +133,7 @@ class CommsApi:
             req.page_token,
         )
         return pb.SearchMessagesResponse(
-            messages=[wire.message_to_wire(m) for m in page.items],
+            messages=[self._message(actor, m) for m in page.items],
             next_page_token=page.next_page_token,
         )
 
