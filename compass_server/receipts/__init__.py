@@ -124,17 +124,16 @@ class Receipts:
 
     def sign(self, workspace_id: uuid.UUID, asker_id: uuid.UUID, ask: Ask) -> str:
         """The ending's receipt; "" while the ask is open or receipts are off."""
-        if self.keys is None:
+        ending = ask.ending
+        if self.keys is None or ending is None or ending.at is None:
             return ""
-        said = claims(self.issuer, workspace_id, asker_id, ask)
-        if said is None:
-            return ""
-        cached = (ask.ask_id, said["ending"], said["at"])
+        cached = (ask.ask_id, ending.kind.value, ending.at.isoformat())
         found = self._signed.get(cached)
         if found is not None:
             return found
-        assert ask.ending is not None and ask.ending.at is not None
-        key = self.keys.for_ending(ask.ending.at)
+        said = claims(self.issuer, workspace_id, asker_id, ask)
+        assert said is not None
+        key = self.keys.for_ending(ending.at)
         header = {"alg": ALG, "kid": key.kid, "typ": TYP}
         receipt = jws.serialize_compact(header, canonical(said), key.key, algorithms=[ALG])
         self._signed.put(cached, receipt, len(receipt))

@@ -187,6 +187,8 @@ DECLARE
   slots int[] := '{}';
   -- What an earlier item of this batch posts (its key or print) → its slot.
   earlier jsonb := '{}';
+  -- Each item's workspace, as its credential proved it.
+  scopes uuid[] := array_fill(NULL::uuid, ARRAY[n]);
   it record;
   item jsonb;
   ws uuid;
@@ -205,6 +207,7 @@ BEGIN
   LOOP
     author := (it.item ->> 'author_id')::uuid;
     ws := compass_writer_scope(decode(it.item ->> 'cred', 'hex'), author);
+    scopes[it.n] := ws;
     IF ws IS NULL OR NOT compass_vouched(author) THEN
       -- Refused by the post itself, the way it refuses it.
       fresh := fresh || jsonb_build_array(it.item);
@@ -277,7 +280,8 @@ BEGIN
         item := items -> (slots[i] - 1);
         IF jsonb_typeof(result -> 'message') = 'object' THEN
           author := (item ->> 'author_id')::uuid;
-          ws := compass_writer_scope(decode(item ->> 'cred', 'hex'), author);
+          ws := scopes[slots[i]];
+          PERFORM set_config('compass.writer_workspace', ws::text, true);
           IF item ? 'client_key' THEN
             INSERT INTO post_keys (author_id, client_key, workspace_id, message_id, digest)
               VALUES (author, item ->> 'client_key', ws, (item ->> 'id')::uuid,
@@ -308,7 +312,8 @@ BEGIN
       ELSE
         IF results[i] ->> 'outcome' = 'already_open' AND item ? 'client_key' THEN
           author := (item ->> 'author_id')::uuid;
-          ws := compass_writer_scope(decode(item ->> 'cred', 'hex'), author);
+          ws := scopes[i];
+          PERFORM set_config('compass.writer_workspace', ws::text, true);
           INSERT INTO post_keys (author_id, client_key, workspace_id, message_id, digest)
             VALUES (author, item ->> 'client_key', ws, (items -> (j - 1) ->> 'id')::uuid,
                     decode(item ->> 'digest', 'hex'));
