@@ -11,6 +11,7 @@ import dataclasses
 import datetime
 import json
 import pathlib
+import subprocess
 import uuid
 from typing import Any
 
@@ -32,6 +33,7 @@ from compass_server.store.types import (
     EndingKind,
     Surface,
 )
+from tests.procs import BIN
 from tests.world import World, two_question_ask
 
 ISSUER = "https://compass.example.com"
@@ -333,3 +335,31 @@ def test_the_kit_digests_questions_as_the_server_does(
         q.custom_text = "typed"
     assert questions_digest(wired) == server_digest(questions)
     assert (server_digest(questions) == server_digest(others)) == (questions == others)
+
+
+def test_the_operator_makes_a_key_that_signs_from_its_time(tmp_path: pathlib.Path) -> None:
+    def new_key(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                BIN / "compass-server",
+                "admin",
+                "new-receipt-key",
+                "--receipt-keys-dir",
+                str(tmp_path),
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    made = new_key("--signs-from", "2027-06-01T00:00:00+02:00")
+    assert made.returncode == 0, made.stderr
+    said = json.loads(made.stdout)
+    assert said["signs_from"] == "2027-05-31T22:00:00.000000Z"
+    (key,) = ReceiptKeys.load(tmp_path).keys
+    assert key.kid == said["kid"] and said["file"] == str(tmp_path / f"{key.kid}.json")
+    refused = new_key("--signs-from", "2027-06-01")
+    assert refused.returncode == 2
+    assert "is not an RFC 3339 time with its offset" in refused.stderr
