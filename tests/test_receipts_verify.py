@@ -102,8 +102,11 @@ async def test_a_receipt_says_who_ended_the_ask_and_how_and_verifies_with_the_jw
     assert verified.at == ended.blocks[0].ending.at
     # The ask as delivered, answers and all, agrees with its receipt.
     verify_receipt(receipt, jwks, ask=wire.message_to_wire(ended).blocks[0].ask)
-    # Derived, not stored: signed again, the same receipt.
+    # Derived, not stored: signed again (kept signed, or past the bound of what a
+    # process keeps), the same receipt.
     assert receipts.sign(world.workspace_id, ended.author_id, ended.blocks[0]) == receipt
+    unkept = Receipts(ReceiptKeys.load(tmp_path), ISSUER, cache_bytes=1)
+    assert unkept.sign(world.workspace_id, ended.author_id, ended.blocks[0]) == receipt
 
 
 async def test_every_field_tampered_with_fails_verification(
