@@ -39,7 +39,10 @@ async def post(client: Client, w: World, author: Actor | None = None, **ask: Any
     res = await client.call(
         "PostMessage",
         pb.PostMessageRequest(
-            channel_id=str(w.channel.channel_id), blocks=[pb.MessageBlock(ask=wire)]
+            channel_id=str(w.channel.channel_id),
+            blocks=[pb.MessageBlock(ask=wire)],
+            # The same questions again are another ask here, not the open one.
+            allow_identical=True,
         ),
         tok(w, author or w.agent),
     )
@@ -452,6 +455,7 @@ async def test_the_web_page_names_itself_and_anything_else_is_connect(
                 json={
                     "channelId": str(w.channel.channel_id),
                     "blocks": [{"ask": {"questions": [{"questionId": "q", "question": "Go?"}]}}],
+                    "allowIdentical": True,
                 },
             )
             assert res.status_code == 200, res.text

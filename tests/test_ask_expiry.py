@@ -200,7 +200,10 @@ def ask_block(seconds: float) -> pb.MessageBlock:
 async def post_through(client: GrpcClient, w: World, seconds: float) -> str:
     res = await client.call(
         "PostMessage",
-        pb.PostMessageRequest(channel_id=str(w.channel.channel_id), blocks=[ask_block(seconds)]),
+        # Each its own ask, though they ask the same.
+        pb.PostMessageRequest(
+            channel_id=str(w.channel.channel_id), blocks=[ask_block(seconds)], allow_identical=True
+        ),
         w.tokens[w.agent.account_id],
     )
     return res.message.blocks[0].ask.ask_id  # type: ignore[no-any-return]

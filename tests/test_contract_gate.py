@@ -97,6 +97,7 @@ WIRE_NUMBERS: dict[str, dict[str, int]] = {
         "ended_at": 4,
         "surface": 5,
         "reason": 6,
+        "receipt": 40,
     },
     "AskHistoryEntry": {
         "kind": 1,
@@ -105,6 +106,7 @@ WIRE_NUMBERS: dict[str, dict[str, int]] = {
         "at": 4,
         "surface": 5,
         "reason": 6,
+        "receipt": 40,
     },
     "DeclineAskRequest": {"ask_id": 1, "reason": 2},
     "WithdrawAskRequest": {"ask_id": 1},

@@ -258,7 +258,8 @@ def state_text(ask: pb.Ask) -> str:
 
 def ask_state(ask: pb.Ask) -> dict[str, Any]:
     """The same as structured content: the state, who ended it, when and why,
-    and each question's answer."""
+    each question's answer, and the ending's receipt when the server gave one
+    (see receipts.py)."""
     ending = ending_of(ask)
     state: dict[str, Any] = {"ask_id": ask.ask_id, "state": ending.name if ending else "open"}
     if ending is not None and ask.HasField("ending"):
@@ -269,6 +270,8 @@ def ask_state(ask: pb.Ask) -> dict[str, Any]:
             state["ended_at"] = rfc3339(told.ended_at)
         if told.reason:
             state["reason"] = told.reason
+        if told.receipt:
+            state["receipt"] = told.receipt
     if ending is not None and ending.name == "answered":
         questions = {q.question_id: q.question for q in ask.questions}
         state["answers"] = [
@@ -304,9 +307,11 @@ class AskEndings:
             for block in event.message_posted.message.blocks:
                 if block.HasField("ask_answer"):
                     answer = block.ask_answer
-                    asks.append(
-                        pb.Ask(ask_id=answer.ask_id, questions=answer.questions, answered=True)
-                    )
+                    ask = pb.Ask(ask_id=answer.ask_id, questions=answer.questions, answered=True)
+                    if answer.receipt:
+                        ask.ending.kind = pb.ASK_ENDING_KIND_ANSWERED
+                        ask.ending.receipt = answer.receipt
+                    asks.append(ask)
         elif kind == "message_updated":
             message = event.message_updated.message
             if message.author_account_id == agent_id:

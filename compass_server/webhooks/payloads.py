@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from compass_server.receipts import Receipts
 from compass_server.store.types import (
     Ask,
     AskAnswerBlock,
@@ -151,7 +152,9 @@ def _ended_now(message: Message, at: datetime.datetime | None) -> list[Ask]:
     return now or ended
 
 
-def _channel_notices(event: Event, message: Message, d: Directory, public_url: str) -> list[Notice]:
+def _channel_notices(
+    event: Event, message: Message, d: Directory, public_url: str, receipts: Receipts
+) -> list[Notice]:
     name, kind = d.channels.get(message.channel_id, ("", ChannelKind.CHANNEL))
     base = {
         "sequence": event.event_id,
@@ -177,6 +180,9 @@ def _channel_notices(event: Event, message: Message, d: Directory, public_url: s
     out = []
     for a in _ended_now(message, event.created_at):
         kind_of_end = a.ending.kind if a.ending else EndingKind(_state(a))
+        data = ask_data(a, _state(a), ask_link(public_url, a.ask_id))
+        if data["ending"] is not None:
+            data["ending"]["receipt"] = receipts.sign(d.workspace_id, message.author_id, a)
         out.append(
             Notice(
                 _ENDED[kind_of_end],
@@ -184,7 +190,7 @@ def _channel_notices(event: Event, message: Message, d: Directory, public_url: s
                 at,
                 a.ask_id,
                 f"ask.ended:{a.ask_id}",
-                {**base, "ask": ask_data(a, _state(a), ask_link(public_url, a.ask_id))},
+                {**base, "ask": data},
             )
         )
     return out
@@ -254,13 +260,16 @@ def _inbox_notice(
     return Notice(kind, event.event_id, at, str(change.item_id), key, data)
 
 
-def notices(event: Event, d: Directory, public_url: str) -> list[Notice]:
-    """The notices one event of the log makes: none for most."""
+def notices(
+    event: Event, d: Directory, public_url: str, receipts: Receipts | None = None
+) -> list[Notice]:
+    """The notices one event of the log makes: none for most. An ask's ending
+    carries its receipt (empty without `receipts`)."""
     if event.message is not None and event.kind in (
         EventKind.MESSAGE_POSTED,
         EventKind.MESSAGE_UPDATED,
     ):
-        return _channel_notices(event, event.message, d, public_url)
+        return _channel_notices(event, event.message, d, public_url, receipts or Receipts(None, ""))
     if event.inbox is not None:
         notice = _inbox_notice(event, event.inbox, d, public_url)
         return [notice] if notice is not None else []
@@ -286,8 +295,9 @@ class Drafts:
     """Makes an endpoint's deliveries from a page of its log (the store's
     `Derive`)."""
 
-    def __init__(self, public_url: str) -> None:
+    def __init__(self, public_url: str, receipts: Receipts | None = None) -> None:
         self.public_url = public_url
+        self.receipts = receipts
 
     def __call__(
         self,
@@ -298,7 +308,7 @@ class Drafts:
     ) -> list[DeliveryDraft]:
         out = []
         for event in events:
-            for notice in notices(event, directory, self.public_url):
+            for notice in notices(event, directory, self.public_url, self.receipts):
                 if types and notice.type not in types:
                     continue
                 out.append(
