@@ -120,7 +120,7 @@ async def test_every_other_ending_also_wins_over_a_later_deadline(
         EndingKind.WITHDRAWN_BY_OWNER: lambda a: store.withdraw_ask(w.human, a),
     }
     for kind, end in ends.items():
-        message = await store.append_message(w.agent, w.channel.channel_id, [soon(0.05)])
+        message = await store.append_message(w.agent, w.channel.channel_id, [soon(30)])
         ask_id = only_ask(message).ask_id
         await end(ask_id)
         await due_again(db, w, ask_id)
