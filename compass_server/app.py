@@ -35,6 +35,9 @@ from compass_server.api.inbox import AgentInboxApi, InboxApi, InboxFiles
 from compass_server.asks import DEADLINES, Expiry
 from compass_server.config import DEFAULT_GRPC_LISTEN, DEFAULT_HTTP_LISTEN, Settings
 from compass_server.events.hub import CHANNEL, EventHub
+from compass_server.receipts import Receipts
+from compass_server.receipts.keys import KEY_FOLDER, ReceiptKeys
+from compass_server.receipts.keys import KeyProblem as ReceiptKeyProblem
 from compass_server.relay import AgentGateway, Dispatcher, Heartbeat, arms_for
 from compass_server.signin.flow import SignInFlow
 from compass_server.signin.oidc import OpenIdProvider
@@ -68,11 +71,15 @@ __all__ = [
     "Settings",
     "StartupError",
     "open_database",
+    "receipt_keys",
     "webhook_reach",
     "webhook_vault",
 ]
 
 log = logging.getLogger(__name__)
+
+# Where the receipt keys' public halves are served, on the HTTP port.
+JWKS_PATH = "/.well-known/jwks.json"
 
 
 class StartupError(Exception):
@@ -139,6 +146,19 @@ def webhook_vault(settings: Settings, *, embedded: bool) -> Vault | None:
         if embedded:
             return Vault(key_from_file(settings.data_dir / KEY_FILE, create=True))
     except KeyProblem as exc:
+        raise StartupError(exc.message) from None
+    return None
+
+
+def receipt_keys(settings: Settings, *, embedded: bool) -> ReceiptKeys | None:
+    """The configured receipt keys; for the embedded database a folder under
+    the data dir, its first key made on first use; else None (receipts off)."""
+    try:
+        if settings.receipt_keys_dir is not None:
+            return ReceiptKeys.load(settings.receipt_keys_dir)
+        if embedded:
+            return ReceiptKeys.load(settings.data_dir / KEY_FOLDER, create=True)
+    except ReceiptKeyProblem as exc:
         raise StartupError(exc.message) from None
     return None
 
@@ -295,11 +315,19 @@ class CompassServer:
             cache_size=self.settings.auth_cache_size,
         )
         hub.watch(ACCESS_CHANNEL, self.auth.on_access)
+        keys = receipt_keys(settings, embedded=self.embedded is not None)
+        if keys is None:
+            log.info(
+                "receipts are off: no receipt key folder (set receipts.keys_dir, "
+                "COMPASS_RECEIPT_KEYS_DIR)"
+            )
+        self.receipts = Receipts(keys, settings.public_url, settings.receipt_cache_bytes)
         self.comms = CommsApi(
             self.store,
             self.hub,
             wire_cache_bytes=settings.wire_cache_bytes,
             streams_per_account=settings.subscribe_streams_per_account,
+            receipts=self.receipts,
         )
         comms = ServiceBinding.of(comms_pb2, "CommsService", self.comms, "account")
         self.inbox = InboxStore(self.db)
@@ -319,6 +347,7 @@ class CompassServer:
             streams_per_runner=settings.relay_streams_per_runner,
             ack_timeout=settings.relay_ack_timeout_seconds,
             tracer=self.tracer,
+            receipts=self.receipts,
         )
         heartbeat = Heartbeat(
             self.store,
@@ -383,7 +412,11 @@ class CompassServer:
                 [relay], relay_at, "--relay-listen", tls, settings.tls_client_ca is not None
             )
             self.relay_port = self.relay_grpc.port
-        pages: dict[str, Page] = {"/readyz": self._readyz, "/metrics": self._metrics_page}
+        pages: dict[str, Page] = {
+            "/readyz": self._readyz,
+            "/metrics": self._metrics_page,
+            JWKS_PATH: self._jwks,
+        }
         if settings.metrics_listen is not None:
             del pages["/metrics"]
         http_at = addresses["--http-listen"]
@@ -537,6 +570,9 @@ class CompassServer:
         why = "draining" if self.draining else "the database doesn't answer"
         return 503, f"not ready: {why}\n".encode(), "text/plain"
 
+    async def _jwks(self) -> tuple[int, bytes, str]:
+        return 200, self.receipts.jwks(), "application/jwk-set+json"
+
     async def drain(self) -> None:
         """Says NOT_SERVING (and /readyz 503) at once, and keeps serving for
         drain_seconds so load balancers move away before streams end."""
@@ -601,7 +637,7 @@ class CompassServer:
                 response_bytes=settings.webhook_response_bytes,
                 connections=settings.webhook_concurrency,
             ),
-            Drafts(settings.public_url),
+            Drafts(settings.public_url, self.receipts),
             settings.server_id,
             retry_schedule=schedule(settings.webhook_retry_schedule),
             concurrency=settings.webhook_concurrency,

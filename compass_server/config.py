@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from compass_server.api.auth import CACHE_SECONDS, CACHE_SIZE
 from compass_server.api.comms import STREAMS_PER_ACCOUNT, WIRE_CACHE_BYTES
 from compass_server.events.hub import PAGE_BYTES, REPLAY_BYTES, REPLAY_BYTES_PER_TOKEN, WINDOW_BYTES
+from compass_server.receipts import RECEIPT_CACHE_BYTES
 from compass_server.relay.gateway import (
     ACK_TIMEOUT_SECONDS,
     OUTBOX_BYTES,
@@ -347,8 +348,9 @@ _PREFIX = {
     "tracing": "tracing_",
     "webhooks": "webhook_",
     "signin": "signin_",
+    "receipts": "receipt_",
 }
-SECTIONS = ("", "database", "log", "tls", "tracing", "webhooks", "signin", "limits")
+SECTIONS = ("", "database", "log", "tls", "tracing", "webhooks", "signin", "receipts", "limits")
 
 
 def _s(default: Any, section: str, kind: Kind, help: str) -> Any:
@@ -548,6 +550,9 @@ class Settings:
         CACHE_SECONDS, "limits", Seconds(), "how long a process trusts a sign-in it looked up"
     )
     auth_cache_size: int = _s(CACHE_SIZE, "limits", Count(), "sign-ins a process keeps")
+    receipt_cache_bytes: int = _s(
+        RECEIPT_CACHE_BYTES, "limits", Count(), "ended asks' receipts kept signed"
+    )
     public_url: str = _s(
         DEFAULT_PUBLIC_URL,
         "",
@@ -649,6 +654,15 @@ class Settings:
         Seconds(allow_zero=True),
         "the soonest a provider's keys are fetched again for an ID token signed by a key "
         "not seen before (a key rotation)",
+    )
+    # --- receipts ---
+    receipt_keys_dir: pathlib.Path | None = _s(
+        None,
+        "receipts",
+        Path(optional=True, metavar="DIR"),
+        "the folder of Ed25519 keys every ask's ending is signed with, the same on every "
+        "server (see docs/receipts.md); empty: on the embedded database a folder under "
+        "data_dir made on first use, otherwise receipts are off",
     )
     # Not a setting: this process's id among the servers sharing the database.
     server_id: uuid.UUID = field(default_factory=uuid.uuid4)

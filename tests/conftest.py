@@ -84,8 +84,16 @@ async def world(store: Store) -> World:
 async def running_server(
     database_url: str, data_dir: pathlib.Path, **limits: Any
 ) -> AsyncIterator[Any]:
-    """An in-process server on loopback ports, with any settings changed."""
+    """An in-process server on loopback ports, with any settings changed;
+    its receipt keys in a folder of the data dir unless `receipt_keys_dir`
+    says otherwise (None: receipts off)."""
     from compass_server.app import CompassServer, Settings
+    from compass_server.receipts.keys import new_key_file
+
+    if "receipt_keys_dir" not in limits:
+        limits["receipt_keys_dir"] = data_dir / "receipt-keys"
+        if not limits["receipt_keys_dir"].exists():
+            new_key_file(limits["receipt_keys_dir"])
 
     srv = CompassServer(
         Settings(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime
 
 from compass.v1 import comms_pb2 as pb
-from tests.test_agentkit_tools import NATIVE_ASK, Lane, ask_id_of, lane  # noqa: F401
+from tests.test_agentkit_tools import NATIVE_ASK, Lane, another_ask, ask_id_of, lane  # noqa: F401
 
 
 async def test_a_quorum_ask_through_the_kit(lane: Lane) -> None:  # noqa: F811
@@ -51,7 +51,8 @@ async def test_a_quorum_ask_through_the_kit(lane: Lane) -> None:  # noqa: F811
 
 
 async def test_a_post_a_standing_answer_answers_says_so(lane: Lane) -> None:  # noqa: F811
-    ask_id = await lane.post_ask()
+    asked = another_ask(lane.channel)
+    ask_id = ask_id_of(await lane.run("comms_post_ask", asked))
     terms = pb.StandingAnswerTerms()
     terms.duration.FromTimedelta(datetime.timedelta(hours=2))
     made = await lane.as_ada(
@@ -66,7 +67,7 @@ async def test_a_post_a_standing_answer_answers_says_so(lane: Lane) -> None:  # 
         ),
     )
     rule = made.standing_answer.standing_answer_id
-    text = await lane.run("comms_post_ask", {**NATIVE_ASK, "channel_id": lane.channel})
+    text = await lane.run("comms_post_ask", asked)
     assert f"was answered by @ada's standing answer {rule}:" in text
     assert "- Which database? → PostgreSQL" in text
     assert "arrives in a later turn" not in text

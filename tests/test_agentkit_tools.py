@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import itertools
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -79,6 +80,17 @@ NATIVE_ASK: dict[str, Any] = {
 }
 
 
+_ASKED = itertools.count(1)
+
+
+def another_ask(channel: str) -> dict[str, Any]:
+    """NATIVE_ASK in the channel, told apart from the others by its chip (which
+    renders nowhere): the same questions while one is open would be that ask."""
+    first, *rest = NATIVE_ASK["questions"]
+    chip = {**first, "header": f"Storage {next(_ASKED)}"}
+    return {**NATIVE_ASK, "channel_id": channel, "questions": [chip, *rest]}
+
+
 # --- a pure fake caller: schema and format checks only ------------------------
 
 
@@ -130,10 +142,8 @@ class Lane:
     async def as_ada(self, method: str, request: Any) -> Any:
         return await self.grpc.call(method, request, self.w.tokens[self.w.human.account_id])
 
-    async def post_ask(self) -> str:
-        return ask_id_of(
-            await self.run("comms_post_ask", {**NATIVE_ASK, "channel_id": self.channel})
-        )
+    async def post_ask(self, **extra: Any) -> str:
+        return ask_id_of(await self.run("comms_post_ask", {**another_ask(self.channel), **extra}))
 
     async def ada_answers(self, ask_id: str) -> None:
         await self.as_ada(
@@ -635,11 +645,7 @@ async def test_every_ending_reads_in_the_tools_the_agent_has(lane: Lane) -> None
     )
     withdrawn = await lane.post_ask()
     await lane.as_ada("WithdrawAsk", pb.WithdrawAskRequest(ask_id=withdrawn))
-    expiring = ask_id_of(
-        await lane.run(
-            "comms_post_ask", {**NATIVE_ASK, "channel_id": lane.channel, "deadline_seconds": 1}
-        )
-    )
+    expiring = await lane.post_ask(deadline_seconds=1)
     mine = await lane.post_ask()
     await lane.run("comms_cancel_ask", {"ask_id": mine})
 

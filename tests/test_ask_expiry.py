@@ -120,7 +120,7 @@ async def test_every_other_ending_also_wins_over_a_later_deadline(
         EndingKind.WITHDRAWN_BY_OWNER: lambda a: store.withdraw_ask(w.human, a),
     }
     for kind, end in ends.items():
-        message = await store.append_message(w.agent, w.channel.channel_id, [soon(0.05)])
+        message = await store.append_message(w.agent, w.channel.channel_id, [soon(30)])
         ask_id = only_ask(message).ask_id
         await end(ask_id)
         await due_again(db, w, ask_id)
@@ -200,7 +200,10 @@ def ask_block(seconds: float) -> pb.MessageBlock:
 async def post_through(client: GrpcClient, w: World, seconds: float) -> str:
     res = await client.call(
         "PostMessage",
-        pb.PostMessageRequest(channel_id=str(w.channel.channel_id), blocks=[ask_block(seconds)]),
+        # Each its own ask, though they ask the same.
+        pb.PostMessageRequest(
+            channel_id=str(w.channel.channel_id), blocks=[ask_block(seconds)], allow_identical=True
+        ),
         w.tokens[w.agent.account_id],
     )
     return res.message.blocks[0].ask.ask_id  # type: ignore[no-any-return]

@@ -101,6 +101,7 @@ WIRE_NUMBERS: dict[str, dict[str, int]] = {
         "surface": 5,
         "reason": 6,
         "standing_answer_id": 20,
+        "receipt": 40,
     },
     "AskHistoryEntry": {
         "kind": 1,
@@ -110,6 +111,7 @@ WIRE_NUMBERS: dict[str, dict[str, int]] = {
         "surface": 5,
         "reason": 6,
         "standing_answer_id": 20,
+        "receipt": 40,
     },
     "DeclineAskRequest": {"ask_id": 1, "reason": 2},
     "WithdrawAskRequest": {"ask_id": 1},

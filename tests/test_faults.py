@@ -118,7 +118,9 @@ async def test_kill_9_under_load_loses_no_acknowledged_write(
         while not stop.is_set():
             try:
                 res = await client.call(
-                    "PostMessage", pb.PostMessageRequest(channel_id=channel, blocks=[ASK]), agent
+                    "PostMessage",
+                    pb.PostMessageRequest(channel_id=channel, blocks=[ASK], allow_identical=True),
+                    agent,
                 )
                 posted.append(res.message.message_id)
                 ask_id = res.message.blocks[0].ask.ask_id

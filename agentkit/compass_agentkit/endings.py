@@ -356,7 +356,8 @@ def _results(ask: pb.Ask) -> list[dict[str, Any]]:
 
 def ask_state(ask: pb.Ask) -> dict[str, Any]:
     """The same as structured content: the state, who ended it, when and why,
-    and each question's answer."""
+    each question's answer, and the ending's receipt when the server gave one
+    (see receipts.py)."""
     ending = ending_of(ask)
     state: dict[str, Any] = {"ask_id": ask.ask_id, "state": ending.name if ending else "open"}
     if ending is not None and ask.HasField("ending"):
@@ -369,6 +370,8 @@ def ask_state(ask: pb.Ask) -> dict[str, Any]:
             state["reason"] = told.reason
         if told.standing_answer_id:
             state["standing_answer_id"] = told.standing_answer_id
+        if told.receipt:
+            state["receipt"] = told.receipt
     if ask.quorum:
         state["quorum"] = {
             "required": ask.quorum,
@@ -407,15 +410,17 @@ class AskEndings:
             for block in event.message_posted.message.blocks:
                 if block.HasField("ask_answer"):
                     answer = block.ask_answer
-                    asks.append(
-                        pb.Ask(
-                            ask_id=answer.ask_id,
-                            questions=answer.questions,
-                            answered=True,
-                            quorum=len(answer.quorum_votes),
-                            quorum_votes=answer.quorum_votes,
-                        )
+                    ask = pb.Ask(
+                        ask_id=answer.ask_id,
+                        questions=answer.questions,
+                        answered=True,
+                        quorum=len(answer.quorum_votes),
+                        quorum_votes=answer.quorum_votes,
                     )
+                    if answer.receipt:
+                        ask.ending.kind = pb.ASK_ENDING_KIND_ANSWERED
+                        ask.ending.receipt = answer.receipt
+                    asks.append(ask)
         elif kind == "message_updated":
             message = event.message_updated.message
             if message.author_account_id == agent_id:

@@ -21,6 +21,13 @@ CommsCallRequest field name; its label and approval class say what a person
 approving the call is shown), and a real-server scenario to
 tests/test_agentkit_tools.py. The arm-coverage test fails until both exist.
 
+A tool that posts (`post_message`, `post_ask`) sends a client key, one per
+logical call (the caller's `key`, or one minted for the call): the call is
+sent again, under the same key, when the stream drops before its result
+came back, and the server returns what the first attempt posted instead of
+posting twice. An ask identical to one of the agent's still open in the
+channel comes back as that ask, and the tool says so.
+
 A tool that takes an ask's questions takes them in a QuestionShape: the
 runtime's (`RUNTIME_QUESTIONS`, what SPECS use) or the coding agents' own
 question tool's (`CODING_AGENT_QUESTIONS`); `with_questions` gives a spec
@@ -32,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import re
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -51,7 +59,7 @@ from compass_agentkit.native_ask import (
     map_native_ask,
 )
 from compass_agentkit.pictures import MAX_PICTURES, Picture, Sandbox, attach
-from compass_agentkit.relay import Caller, RelayError
+from compass_agentkit.relay import Caller, CallUnavailable, RelayError
 from compass_agentkit.render import render_messages
 
 __all__ = [
@@ -74,6 +82,9 @@ Args = dict[str, Any]
 
 # The server's longest handle.
 MAX_HANDLE_CHARS = 80
+# The arms that post: each call carries a client key and is sent again once
+# when the stream drops before its result came back.
+KEYED_ARMS = frozenset({"post_message", "post_ask"})
 
 
 class ToolError(Exception):
@@ -179,8 +190,11 @@ class Tool:
         meaning = self.spec.meanings.get(code)
         return ToolError(self.name, code, f"{message}. {meaning}" if meaning else message)
 
-    async def send(self, args: object) -> Any:
-        """Checks the arguments, sends the arm and returns the arm's response."""
+    async def send(self, args: object, *, key: str | None = None) -> Any:
+        """Checks the arguments, sends the arm and returns the arm's response.
+        A post carries `key` as its client key (default: one minted for this
+        call); a harness that replays a conversation passes its own id of the
+        tool call, so a restarted agent's replay posts nothing new."""
         problems = schema.errors(self.parameters, args)
         if problems:
             raise ToolError(self.name, "invalid_argument", "; ".join(problems))
@@ -194,10 +208,19 @@ class Tool:
             request = self.spec.request(args)
         except schema.Refused as refused:
             raise self._fail(refused.code, refused.message) from None
+        keyed = self.arm in KEYED_ARMS
+        if keyed:
+            setattr(request, "client_key", key or uuid.uuid4().hex)  # noqa: B010
         call = gw.CommsCallRequest()
         getattr(call, self.arm).CopyFrom(request)
         try:
-            result = await self._caller(call)
+            try:
+                result = await self._caller(call)
+            except CallUnavailable:
+                if not keyed:
+                    raise
+                # It may have run: the same key again returns what it posted.
+                result = await self._caller(call)
         except RelayError as exc:
             raise self._fail(exc.code, exc.message) from None
         which = result.WhichOneof("result")
@@ -227,9 +250,9 @@ class Tool:
             attached[text_key] = attach(args[text_key], read)
         return attached
 
-    async def handler(self, args: object) -> str:
+    async def handler(self, args: object, *, key: str | None = None) -> str:
         """The tool call: the text the agent reads, or ToolError."""
-        response = await self.send(args)
+        response = await self.send(args, key=key)
         assert isinstance(args, dict)
         return self.spec.text(args, response)
 
@@ -430,10 +453,17 @@ def _inbox_posted(args: Args, res: gw.InboxPostResponse) -> str:
 
 
 def _posted_ask(args: Args, res: gw.PostAskResponse) -> str:
-    said = [
-        f'Posted ask id="{res.ask_id}" in message {res.message.message_id} '
-        f"(channel {res.message.channel_id})."
-    ]
+    if res.outcome == pb.POST_OUTCOME_ALREADY_OPEN:
+        said = [
+            f'Ask id="{res.ask_id}" asks the same and is still open (message '
+            f"{res.message.message_id}, channel {res.message.channel_id}): you posted it "
+            "earlier, so nothing new was posted and people see the question once."
+        ]
+    else:
+        said = [
+            f'Posted ask id="{res.ask_id}" in message {res.message.message_id} '
+            f"(channel {res.message.channel_id})."
+        ]
     ask = next((b.ask for b in res.message.blocks if b.ask.ask_id == res.ask_id), None)
     ended = ending_of(ask) if ask is not None else None
     if ended is not None:

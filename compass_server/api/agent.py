@@ -25,10 +25,16 @@ class AgentApi:
         blocks = [pb.MessageBlock(text=pb.TextBlock(text=req.text))] if req.text else []
         blocks.append(pb.MessageBlock(ask=req.ask))
         posted = await self.comms.post_message(
-            actor, pb.PostMessageRequest(channel_id=req.channel_id, blocks=blocks)
+            actor,
+            pb.PostMessageRequest(
+                channel_id=req.channel_id,
+                blocks=blocks,
+                client_key=req.client_key,
+                allow_identical=req.allow_identical,
+            ),
         )
         ask_id = next(b.ask.ask_id for b in posted.message.blocks if b.HasField("ask"))
-        return gw.PostAskResponse(message=posted.message, ask_id=ask_id)
+        return gw.PostAskResponse(message=posted.message, ask_id=ask_id, outcome=posted.outcome)
 
     async def set_status(
         self, actor: Actor, req: gw.SetAgentStatusRequest
@@ -46,7 +52,11 @@ class AgentApi:
 
     async def get_ask(self, actor: Actor, req: gw.GetAskRequest) -> gw.GetAskResponse:
         message, ask = await self.store.get_ask(actor, req.ask_id)
-        return gw.GetAskResponse(message=wire.message_to_wire(message), ask=wire.ask_to_wire(ask))
+        stamp = self.comms.receipts.stamp(actor.workspace_id)
+        return gw.GetAskResponse(
+            message=wire.message_to_wire(message, stamp),
+            ask=wire.ask_to_wire(ask, stamp(message, ask)),
+        )
 
     async def spawn_agent(self, actor: Actor, req: gw.SpawnAgentRequest) -> gw.SpawnAgentResponse:
         """A sub-agent under the caller, assigned to the caller's runner."""

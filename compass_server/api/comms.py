@@ -12,10 +12,11 @@ from compass_server.api import surface
 from compass_server.api.errors import ApiError, Status
 from compass_server.events.hub import EventHub
 from compass_server.events.reach import Reach
+from compass_server.receipts import Receipts
 from compass_server.store import Store
 from compass_server.store.cache import SizedCache
 from compass_server.store.store import parse_id
-from compass_server.store.types import Actor, Event, EventKind
+from compass_server.store.types import Actor, AskChange, Event, EventKind, Message
 
 # Every subscriber of a workspace sends the same wire event: it is built once
 # and kept while it is recent, within this many bytes.
@@ -32,18 +33,25 @@ class CommsApi:
         *,
         wire_cache_bytes: int = WIRE_CACHE_BYTES,
         streams_per_account: int = STREAMS_PER_ACCOUNT,
+        receipts: Receipts | None = None,
     ) -> None:
         self.store = store
         self.hub = hub
+        # Without keys every receipt is empty.
+        self.receipts = receipts or Receipts(None, "")
         self._wire: SizedCache[tuple[uuid.UUID, int], pb.Event] = SizedCache(wire_cache_bytes)
         self.streams_per_account = streams_per_account
         self._streams: collections.Counter[uuid.UUID] = collections.Counter()
+
+    def _message(self, actor: Actor, message: Message) -> pb.Message:
+        """A message, each ended ask with its receipt."""
+        return wire.message_to_wire(message, self.receipts.stamp(actor.workspace_id))
 
     def _wire_event(self, workspace_id: uuid.UUID, event: Event) -> pb.Event:
         key = (workspace_id, event.event_id)
         found = self._wire.get(key)
         if found is None:
-            found = wire.event_to_wire(event)
+            found = wire.event_to_wire(event, self.receipts.stamp(workspace_id))
             self._wire.put(key, found, found.ByteSize())
         return found
 
@@ -86,13 +94,18 @@ class CommsApi:
     async def post_message(
         self, actor: Actor, req: pb.PostMessageRequest
     ) -> pb.PostMessageResponse:
-        message = await self.store.append_message(
+        posted = await self.store.post(
             actor,
             parse_id(req.channel_id, "channel_id"),
             wire.blocks_from_wire(req.blocks),
             surface=surface.current(),
+            client_key=req.client_key,
+            allow_identical=req.allow_identical,
         )
-        return pb.PostMessageResponse(message=wire.message_to_wire(message))
+        return pb.PostMessageResponse(
+            message=self._message(actor, posted.message),
+            outcome=wire.POST_OUTCOME_TO_WIRE[posted.outcome],
+        )
 
     async def list_messages(
         self, actor: Actor, req: pb.ListMessagesRequest
@@ -101,13 +114,13 @@ class CommsApi:
             actor, parse_id(req.channel_id, "channel_id"), req.page_size, req.page_token
         )
         return pb.ListMessagesResponse(
-            messages=[wire.message_to_wire(m) for m in page.items],
+            messages=[self._message(actor, m) for m in page.items],
             next_page_token=page.next_page_token,
         )
 
     async def get_message(self, actor: Actor, req: pb.GetMessageRequest) -> pb.GetMessageResponse:
         message = await self.store.get_message(actor, parse_id(req.message_id, "message_id"))
-        return pb.GetMessageResponse(message=wire.message_to_wire(message))
+        return pb.GetMessageResponse(message=self._message(actor, message))
 
     async def search_messages(
         self, actor: Actor, req: pb.SearchMessagesRequest
@@ -120,7 +133,7 @@ class CommsApi:
             req.page_token,
         )
         return pb.SearchMessagesResponse(
-            messages=[wire.message_to_wire(m) for m in page.items],
+            messages=[self._message(actor, m) for m in page.items],
             next_page_token=page.next_page_token,
         )
 
@@ -134,7 +147,7 @@ class CommsApi:
             surface=surface.current(),
             standing=wire.standing_terms_from_wire(req),
         )
-        out = pb.RespondToAskResponse(ask_message=wire.message_to_wire(done.ask_message))
+        out = pb.RespondToAskResponse(ask_message=self._message(actor, done.ask_message))
         if done.answer_message is not None:
             out.answer_message.CopyFrom(wire.message_to_wire(done.answer_message))
         if done.standing_answer is not None:
@@ -145,24 +158,29 @@ class CommsApi:
         ask_message = await self.store.decline_ask(
             actor, req.ask_id, req.reason, surface=surface.current()
         )
-        return pb.DeclineAskResponse(ask_message=wire.message_to_wire(ask_message))
+        return pb.DeclineAskResponse(ask_message=self._message(actor, ask_message))
 
     async def withdraw_ask(
         self, actor: Actor, req: pb.WithdrawAskRequest
     ) -> pb.WithdrawAskResponse:
         ask_message, _ = await self.store.withdraw_ask(actor, req.ask_id, surface=surface.current())
-        return pb.WithdrawAskResponse(ask_message=wire.message_to_wire(ask_message))
+        return pb.WithdrawAskResponse(ask_message=self._message(actor, ask_message))
 
     async def get_ask_history(
         self, actor: Actor, req: pb.GetAskHistoryRequest
     ) -> pb.GetAskHistoryResponse:
-        return wire.history_to_wire(await self.store.ask_history(actor, req.ask_id))
+        history = await self.store.ask_history(actor, req.ask_id)
+        receipt = ""
+        if self.receipts.on and any(e.change is not AskChange.POSTED for e in history.entries):
+            message, ask = await self.store.get_ask(actor, req.ask_id)
+            receipt = self.receipts.sign(actor.workspace_id, message.author_id, ask)
+        return wire.history_to_wire(history, receipt)
 
     async def get_ask_message(
         self, actor: Actor, req: pb.GetAskMessageRequest
     ) -> pb.GetAskMessageResponse:
         message, _ = await self.store.get_ask(actor, req.ask_id)
-        return pb.GetAskMessageResponse(message=wire.message_to_wire(message))
+        return pb.GetAskMessageResponse(message=self._message(actor, message))
 
     async def list_standing_answers(
         self, actor: Actor, req: pb.ListStandingAnswersRequest

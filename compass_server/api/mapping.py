@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from google.protobuf import timestamp_pb2
@@ -17,6 +17,7 @@ from google.protobuf import timestamp_pb2
 from compass.v1 import comms_pb2 as pb
 from compass_server.store import types as st
 from compass_server.store.errors import InvalidArgument
+from compass_server.store.posts import PostOutcome
 from compass_server.store.store import parse_id
 
 # Who owns each field of an ask on the way in: the client's are read, the
@@ -56,6 +57,14 @@ _PRESENCE_TO_WIRE = {
     st.PresenceState.WAITING: pb.PRESENCE_STATE_WAITING,
 }
 PRESENCE_FROM_WIRE = {v: k for k, v in _PRESENCE_TO_WIRE.items()}
+POST_OUTCOME_TO_WIRE = {
+    PostOutcome.POSTED: pb.POST_OUTCOME_POSTED,
+    PostOutcome.REPEATED: pb.POST_OUTCOME_REPEATED,
+    PostOutcome.ALREADY_OPEN: pb.POST_OUTCOME_ALREADY_OPEN,
+}
+# The receipt of an ended ask of a message ("" for none): how the surfaces
+# that carry receipts stamp what they send.
+Stamp = Callable[[st.Message, st.Ask], str]
 
 
 def optional_id(value: str, what: str) -> uuid.UUID | None:
@@ -258,7 +267,7 @@ def ending_to_wire(e: st.AskEnding) -> pb.AskEnding:
     return out
 
 
-def ask_to_wire(a: st.Ask) -> pb.Ask:
+def ask_to_wire(a: st.Ask, receipt: str = "") -> pb.Ask:
     out = pb.Ask(
         ask_id=a.ask_id,
         questions=questions_to_wire(a.questions),
@@ -274,14 +283,18 @@ def ask_to_wire(a: st.Ask) -> pb.Ask:
         out.deadline.CopyFrom(timestamp(a.deadline))
     if a.ending is not None:
         out.ending.CopyFrom(ending_to_wire(a.ending))
+        out.ending.receipt = receipt
     return out
 
 
-def history_to_wire(h: st.AskHistory) -> pb.GetAskHistoryResponse:
+def history_to_wire(h: st.AskHistory, receipt: str = "") -> pb.GetAskHistoryResponse:
+    """`receipt` goes on the entry that ended the ask."""
     entries = []
     for e in h.entries:
         entry = pb.AskHistoryEntry(kind=_CHANGE_TO_WIRE[e.change], **_who(e))
         entry.at.CopyFrom(timestamp(e.at))
+        if e.change is not st.AskChange.POSTED:
+            entry.receipt = receipt
         entries.append(entry)
     return pb.GetAskHistoryResponse(
         ask_id=h.ask_id,
@@ -291,11 +304,11 @@ def history_to_wire(h: st.AskHistory) -> pb.GetAskHistoryResponse:
     )
 
 
-def block_to_wire(b: st.Block) -> pb.MessageBlock:
+def block_to_wire(b: st.Block, receipt: str = "") -> pb.MessageBlock:
     if isinstance(b, st.TextBlock):
         return pb.MessageBlock(text=pb.TextBlock(text=b.text))
     if isinstance(b, st.Ask):
-        return pb.MessageBlock(ask=ask_to_wire(b))
+        return pb.MessageBlock(ask=ask_to_wire(b, receipt))
     return pb.MessageBlock(
         ask_answer=pb.AskAnswerBlock(
             ask_id=b.ask_id,
@@ -325,13 +338,17 @@ def standing_to_wire(s: st.StandingAnswer) -> pb.StandingAnswer:
     return out
 
 
-def message_to_wire(m: st.Message) -> pb.Message:
+def message_to_wire(m: st.Message, stamp: Stamp | None = None) -> pb.Message:
+    """With `stamp`, each ended ask carries its receipt."""
     return pb.Message(
         message_id=str(m.message_id),
         channel_id=str(m.channel_id),
         author_account_id=str(m.author_id),
         author_handle=m.author_handle,
-        blocks=[block_to_wire(b) for b in m.blocks],
+        blocks=[
+            block_to_wire(b, stamp(m, b) if stamp and isinstance(b, st.Ask) and b.ending else "")
+            for b in m.blocks
+        ],
         created_at=timestamp(m.created_at),
     )
 
@@ -401,9 +418,9 @@ def account_to_wire(a: st.Account) -> pb.Account:
     )
 
 
-def event_to_wire(e: st.Event) -> pb.Event:
+def event_to_wire(e: st.Event, stamp: Stamp | None = None) -> pb.Event:
     if e.message is not None:
-        msg = message_to_wire(e.message)
+        msg = message_to_wire(e.message, stamp)
         if e.kind is st.EventKind.MESSAGE_POSTED:
             return pb.Event(event_id=e.event_id, message_posted=pb.MessagePosted(message=msg))
         return pb.Event(event_id=e.event_id, message_updated=pb.MessageUpdated(message=msg))

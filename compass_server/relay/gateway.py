@@ -29,9 +29,10 @@ from compass_server.api.errors import ApiError, Status, to_api_error
 from compass_server.api.text import check_strings
 from compass_server.events.hub import Closed, EventHub
 from compass_server.events.reach import Reach
+from compass_server.receipts import Receipts
 from compass_server.relay.dispatch import Dispatcher, error_result
 from compass_server.store import InvalidArgument, NotFound, Store
-from compass_server.store.errors import quoted
+from compass_server.store.errors import StoreError, quoted
 from compass_server.store.store import parse_id
 from compass_server.store.types import (
     AccountKind,
@@ -450,13 +451,17 @@ class RelayStream:
                     await reach.reload()
                     continue
                 session.sent(event.event_id)
+                answered = await self._answer_receipts(session, event)
 
-                def frame(event: Event = event) -> gw.HubFrame:
-                    return gw.HubFrame(
-                        delivery=gw.Delivery(
-                            session_id=session.name, event=wire.event_to_wire(event)
-                        )
+                def frame(event: Event = event, answered: dict[str, str] = answered) -> gw.HubFrame:
+                    wired = wire.event_to_wire(
+                        event, self.gateway.receipts.stamp(actor.workspace_id)
                     )
+                    if answered:
+                        for block in wired.message_posted.message.blocks:
+                            if block.HasField("ask_answer"):
+                                block.ask_answer.receipt = answered.get(block.ask_answer.ask_id, "")
+                    return gw.HubFrame(delivery=gw.Delivery(session_id=session.name, event=wired))
 
                 if self.gateway.tracer is None:
                     await self.outbox.put(event.size + FRAME_BYTES, frame)
@@ -471,6 +476,27 @@ class RelayStream:
             # The log can't be read (or the hub is closing): end the stream so
             # the runner reconnects and resumes from its acked cursor.
             self.end(exc)
+
+    async def _answer_receipts(self, session: Session, event: Event) -> dict[str, str]:
+        """The receipts of the asks an answer message answered, by ask id,
+        when the session's agent asked them: the answer reaches the agent
+        that asked as this message, and its receipt with it."""
+        message = event.message
+        if not self.gateway.receipts.on or message is None:
+            return {}
+        out = {}
+        for block in message.blocks:
+            if not isinstance(block, AskAnswerBlock):
+                continue
+            try:
+                asked_in, ask = await self.gateway.store.get_ask(session.actor, block.ask_id)
+            except StoreError:
+                continue  # the agent no longer sees it: the answer goes without
+            if asked_in.author_id == session.actor.account_id:
+                out[block.ask_id] = self.gateway.receipts.sign(
+                    session.actor.workspace_id, asked_in.author_id, ask
+                )
+        return out
 
     async def _traced_delivery(
         self, session: Session, event: Event, frame: Callable[[], gw.HubFrame]
@@ -538,8 +564,11 @@ class AgentGateway:
         streams_per_runner: int = STREAMS_PER_RUNNER,
         ack_timeout: float = ACK_TIMEOUT_SECONDS,
         tracer: trace.Tracer | None = None,
+        receipts: Receipts | None = None,
     ) -> None:
         self.store = store
+        # Deliveries of endings carry their receipts (empty without keys).
+        self.receipts = receipts or Receipts(None, "")
         # Deliveries about asks are traced when set.
         self.tracer = tracer
         self.hub = hub

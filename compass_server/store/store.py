@@ -19,7 +19,7 @@ from compass_server.store import blocks as blockrules
 from compass_server.store.admin import AdminStore
 from compass_server.store.asks import ASK_CACHE_BYTES, ASKS, AskCache, AskEndings, ending_item
 from compass_server.store.coalesce import WRITE_BATCH, Coalescer
-from compass_server.store.db import Conn, Database, queries, signed_out
+from compass_server.store.db import Conn, Database, queries
 from compass_server.store.errors import (
     Corrupt,
     InvalidArgument,
@@ -33,6 +33,7 @@ from compass_server.store.pages import MAX_PAGE, page_size
 from compass_server.store.pages import decode_token as _decode_token
 from compass_server.store.pages import encode_token as _encode_token
 from compass_server.store.people import People
+from compass_server.store.posts import Posts, post_writes
 from compass_server.store.types import (
     Account,
     AccountKind,
@@ -62,7 +63,6 @@ from compass_server.store.types import (
     Surface,
     Workspace,
 )
-from compass_server.telemetry.traces import traceparent_of
 
 ACCOUNTS = queries("accounts")
 CHANNELS = queries("channels")
@@ -290,22 +290,7 @@ async def _refresh_presence(conn: Conn, agent_id: uuid.UUID) -> None:
         Database.appended()
 
 
-def _post_item(p: dict[str, Any]) -> dict[str, Any]:
-    """A post's parameters as an item of compass_post_messages."""
-    return {
-        "cred": p["cred"].hex(),
-        "id": str(p["id"]),
-        "channel_id": str(p["channel_id"]),
-        "author_id": str(p["author_id"]),
-        "blocks": p["blocks"].obj,
-        "search_text": p["search_text"],
-        "ask_ids": p["ask_ids"],
-        "due": [d.isoformat() if d is not None else None for d in p["due"]],
-        "surface": p["surface"],
-    }
-
-
-class Store(AskEndings, People, AskLinks):
+class Store(AskEndings, People, AskLinks, Posts):
     def __init__(
         self,
         db: Database,
@@ -323,14 +308,8 @@ class Store(AskEndings, People, AskLinks):
         self.deadline_listeners = []
         self.ending_listeners = []
         self.write_listeners: list[Callable[[str, int], None]] = []
-        self._posts = Coalescer(
-            db,
-            single=lambda _: MESSAGES["post_message"],
-            batch=MESSAGES["post_messages"],
-            column="message",
-            encode=_post_item,
-            max_items=write_batch,
-            observe=lambda n: self._wrote("post", n),
+        self._posts = post_writes(
+            db, max_items=write_batch, observe=lambda n: self._wrote("post", n)
         )
         self._endings = Coalescer(
             db,
@@ -573,42 +552,10 @@ class Store(AskEndings, People, AskLinks):
         *,
         surface: Surface | None = None,
     ) -> Message:
-        """Posts blocks as the actor. Mints one ask_id per ask block, settles
-        each ask's deadline and checks its answerers, and drops any inbound
-        server-owned ask state; refuses ask_answer blocks."""
-        stored, ask_ids = blockrules.prepare_for_append(blocks, bounds=self.deadline_bounds)
-        stored = await self._name_answerers(actor, channel_id, stored)
-        blocks_json = blockrules.blocks_to_json(stored)
-        sizes = blockrules.check_message_size(blocks_json)
-        # Kept after the size check: tracing never turns a message away.
-        posted_in = traceparent_of()
-        if posted_in:
-            for block in blocks_json:
-                if block["kind"] == "ask":
-                    block["ask"]["trace"] = posted_in
-        row = await self._posts.write(
-            {
-                "cred": actor.credential,
-                "id": uuid.uuid4(),
-                "channel_id": channel_id,
-                "author_id": actor.account_id,
-                "blocks": Jsonb(blocks_json),
-                "search_text": blockrules.search_text(stored),
-                "ask_ids": ask_ids,
-                "due": [b.deadline for b in stored if isinstance(b, Ask)],
-                "surface": surface.value if surface else None,
-            },
-            sum(sizes),
-        )
-        if row is None or row["message"] is None:
-            raise NotFound(f"no channel {channel_id}")
-        if row["message"].get("unscoped"):
-            raise signed_out()
-        if not row["message"]["numbered"]:
-            self.db.sequencer.committed(actor.workspace_id)
-        message = blockrules.message_from_json(row["message"]["message"])
-        self._posted(message, sizes)
-        return message
+        """Posts blocks as the actor (see Posts.post), even an ask identical to
+        an open one: the surfaces look those up (a post says whether)."""
+        posted = await self.post(actor, channel_id, blocks, surface=surface, allow_identical=True)
+        return posted.message
 
     async def get_message(self, actor: Actor, message_id: uuid.UUID) -> Message:
         async with self.db.tx(actor) as conn:

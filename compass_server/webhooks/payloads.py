@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from compass_server.receipts import Receipts
 from compass_server.store.types import (
     Ask,
     AskAnswerBlock,
@@ -207,7 +208,9 @@ def _voted_now(message: Message, at: datetime.datetime | None) -> list[tuple[Ask
     ]
 
 
-def _channel_notices(event: Event, message: Message, d: Directory, public_url: str) -> list[Notice]:
+def _channel_notices(
+    event: Event, message: Message, d: Directory, public_url: str, receipts: Receipts
+) -> list[Notice]:
     name, kind = d.channels.get(message.channel_id, ("", ChannelKind.CHANNEL))
     base = {
         "sequence": event.event_id,
@@ -248,6 +251,9 @@ def _channel_notices(event: Event, message: Message, d: Directory, public_url: s
         )
     for a in _ended_now(message, event.created_at):
         kind_of_end = a.ending.kind if a.ending else EndingKind(_state(a))
+        data = ask_data(a, _state(a), ask_link(public_url, a.ask_id))
+        if data["ending"] is not None:
+            data["ending"]["receipt"] = receipts.sign(d.workspace_id, message.author_id, a)
         out.append(
             Notice(
                 _ENDED[kind_of_end],
@@ -255,7 +261,7 @@ def _channel_notices(event: Event, message: Message, d: Directory, public_url: s
                 at,
                 a.ask_id,
                 f"ask.ended:{a.ask_id}",
-                {**base, "ask": ask_data(a, _state(a), ask_link(public_url, a.ask_id))},
+                {**base, "ask": data},
             )
         )
     return out
@@ -325,13 +331,16 @@ def _inbox_notice(
     return Notice(kind, event.event_id, at, str(change.item_id), key, data)
 
 
-def notices(event: Event, d: Directory, public_url: str) -> list[Notice]:
-    """The notices one event of the log makes: none for most."""
+def notices(
+    event: Event, d: Directory, public_url: str, receipts: Receipts | None = None
+) -> list[Notice]:
+    """The notices one event of the log makes: none for most. An ask's ending
+    carries its receipt (empty without `receipts`)."""
     if event.message is not None and event.kind in (
         EventKind.MESSAGE_POSTED,
         EventKind.MESSAGE_UPDATED,
     ):
-        return _channel_notices(event, event.message, d, public_url)
+        return _channel_notices(event, event.message, d, public_url, receipts or Receipts(None, ""))
     if event.inbox is not None:
         notice = _inbox_notice(event, event.inbox, d, public_url)
         return [notice] if notice is not None else []
@@ -357,8 +366,9 @@ class Drafts:
     """Makes an endpoint's deliveries from a page of its log (the store's
     `Derive`)."""
 
-    def __init__(self, public_url: str) -> None:
+    def __init__(self, public_url: str, receipts: Receipts | None = None) -> None:
         self.public_url = public_url
+        self.receipts = receipts
 
     def __call__(
         self,
@@ -369,7 +379,7 @@ class Drafts:
     ) -> list[DeliveryDraft]:
         out = []
         for event in events:
-            for notice in notices(event, directory, self.public_url):
+            for notice in notices(event, directory, self.public_url, self.receipts):
                 if types and notice.type not in types:
                     continue
                 out.append(

@@ -35,6 +35,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from compass.v1 import agent_gateway_pb2 as gw
+from compass.v1 import comms_pb2 as pb
 from compass.v1 import inbox_pb2
 from compass_agentkit import schema
 from compass_agentkit.command import version
@@ -502,7 +503,8 @@ def _ask_tool(session: AgentSession, settings: Settings) -> SdkTool:
             if block.HasField("ask") and block.ask.ask_id == posted.ask_id:
                 # A person's standing answer may have answered it at its post.
                 actor.endings.heard(block.ask)
-        return await _wait(actor, posted.ask_id, args["channel_id"], args, context)
+        opened = posted.outcome == pb.POST_OUTCOME_ALREADY_OPEN
+        return await _wait(actor, posted.ask_id, args["channel_id"], args, context, opened)
 
     async def _wait(
         session: AgentSession,
@@ -510,16 +512,22 @@ def _ask_tool(session: AgentSession, settings: Settings) -> SdkTool:
         channel_id: str,
         args: Args,
         context: Context[Any, Any],
+        opened: bool,
     ) -> CallToolResult:
         wait = int(args.get("wait_seconds", settings.wait_seconds))
         loop = asyncio.get_running_loop()
         started = loop.time()
+        said = (
+            f"Ask {ask_id} is already open in channel {channel_id}: you asked the same "
+            "before, so nothing new was posted; waiting for a person to answer it."
+            if opened
+            else f"Posted ask {ask_id} in channel {channel_id}; waiting for a person to answer."
+        )
         await _progress(
             context,
             0,
-            f"Posted ask {ask_id} in channel {channel_id}; waiting for a person to answer. If "
-            f"this call stops first, the ask stays open: check_ask or cancel_ask with ask_id "
-            f"{ask_id}.",
+            f"{said} If this call stops first, the ask stays open: check_ask or cancel_ask with "
+            f"ask_id {ask_id}.",
         )
         ended = asyncio.ensure_future(session.endings.wait(ask_id))
         failed = asyncio.ensure_future(session.wait_failed())

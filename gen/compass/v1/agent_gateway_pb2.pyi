@@ -197,22 +197,28 @@ class CommsCallError(_message.Message):
     def __init__(self, code: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class PostAskRequest(_message.Message):
-    __slots__ = ("channel_id", "text", "ask")
+    __slots__ = ("channel_id", "text", "ask", "client_key", "allow_identical")
     CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     ASK_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_KEY_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_IDENTICAL_FIELD_NUMBER: _ClassVar[int]
     channel_id: str
     text: str
     ask: _comms_pb2.Ask
-    def __init__(self, channel_id: _Optional[str] = ..., text: _Optional[str] = ..., ask: _Optional[_Union[_comms_pb2.Ask, _Mapping]] = ...) -> None: ...
+    client_key: str
+    allow_identical: bool
+    def __init__(self, channel_id: _Optional[str] = ..., text: _Optional[str] = ..., ask: _Optional[_Union[_comms_pb2.Ask, _Mapping]] = ..., client_key: _Optional[str] = ..., allow_identical: _Optional[bool] = ...) -> None: ...
 
 class PostAskResponse(_message.Message):
-    __slots__ = ("message", "ask_id")
+    __slots__ = ("message", "ask_id", "outcome")
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     ASK_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
     message: _comms_pb2.Message
     ask_id: str
-    def __init__(self, message: _Optional[_Union[_comms_pb2.Message, _Mapping]] = ..., ask_id: _Optional[str] = ...) -> None: ...
+    outcome: _comms_pb2.PostOutcome
+    def __init__(self, message: _Optional[_Union[_comms_pb2.Message, _Mapping]] = ..., ask_id: _Optional[str] = ..., outcome: _Optional[_Union[_comms_pb2.PostOutcome, str]] = ...) -> None: ...
 
 class SetAgentStatusRequest(_message.Message):
     __slots__ = ("state", "text")

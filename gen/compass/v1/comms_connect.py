@@ -74,7 +74,10 @@ class CommsService(Protocol):
         """
         Post text and ask blocks. The server mints one ask_id per ask block and
         drops every server-owned field of an ask; an ask's deadline (or timeout)
-        and named answerers are checked here. ask_answer blocks are refused.
+        and named answerers are checked here. ask_answer blocks are refused. A
+        post never asks twice: a client_key seen before returns the message it
+        posted, and an ask identical to an open ask of the caller's in the same
+        channel returns that ask (see PostOutcome).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -559,7 +562,10 @@ class CommsServiceClient(ConnectClient):
         """
         Post text and ask blocks. The server mints one ask_id per ask block and
         drops every server-owned field of an ask; an ask's deadline (or timeout)
-        and named answerers are checked here. ask_answer blocks are refused.
+        and named answerers are checked here. ask_answer blocks are refused. A
+        post never asks twice: a client_key seen before returns the message it
+        posted, and an ask identical to an open ask of the caller's in the same
+        channel returns that ask (see PostOutcome).
         """
         return await self.execute_unary(
             request=request,
@@ -926,7 +932,10 @@ class CommsServiceSync(Protocol):
         """
         Post text and ask blocks. The server mints one ask_id per ask block and
         drops every server-owned field of an ask; an ask's deadline (or timeout)
-        and named answerers are checked here. ask_answer blocks are refused.
+        and named answerers are checked here. ask_answer blocks are refused. A
+        post never asks twice: a client_key seen before returns the message it
+        posted, and an ask identical to an open ask of the caller's in the same
+        channel returns that ask (see PostOutcome).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -1409,7 +1418,10 @@ class CommsServiceClientSync(ConnectClientSync):
         """
         Post text and ask blocks. The server mints one ask_id per ask block and
         drops every server-owned field of an ask; an ask's deadline (or timeout)
-        and named answerers are checked here. ask_answer blocks are refused.
+        and named answerers are checked here. ask_answer blocks are refused. A
+        post never asks twice: a client_key seen before returns the message it
+        posted, and an ask identical to an open ask of the caller's in the same
+        channel returns that ask (see PostOutcome).
         """
         return self.execute_unary(
             request=request,

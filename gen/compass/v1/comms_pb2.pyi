@@ -51,6 +51,13 @@ class PresenceState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     PRESENCE_STATE_WORKING: _ClassVar[PresenceState]
     PRESENCE_STATE_WAITING: _ClassVar[PresenceState]
 
+class PostOutcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    POST_OUTCOME_UNSPECIFIED: _ClassVar[PostOutcome]
+    POST_OUTCOME_POSTED: _ClassVar[PostOutcome]
+    POST_OUTCOME_REPEATED: _ClassVar[PostOutcome]
+    POST_OUTCOME_ALREADY_OPEN: _ClassVar[PostOutcome]
+
 class AskHistoryKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ASK_HISTORY_KIND_UNSPECIFIED: _ClassVar[AskHistoryKind]
@@ -101,6 +108,10 @@ PRESENCE_STATE_OFFLINE: PresenceState
 PRESENCE_STATE_IDLE: PresenceState
 PRESENCE_STATE_WORKING: PresenceState
 PRESENCE_STATE_WAITING: PresenceState
+POST_OUTCOME_UNSPECIFIED: PostOutcome
+POST_OUTCOME_POSTED: PostOutcome
+POST_OUTCOME_REPEATED: PostOutcome
+POST_OUTCOME_ALREADY_OPEN: PostOutcome
 ASK_HISTORY_KIND_UNSPECIFIED: AskHistoryKind
 ASK_HISTORY_KIND_POSTED: AskHistoryKind
 ASK_HISTORY_KIND_ANSWERED: AskHistoryKind
@@ -200,7 +211,7 @@ class QuorumAnswer(_message.Message):
     def __init__(self, question_id: _Optional[str] = ..., chosen_option_ids: _Optional[_Iterable[str]] = ..., custom_text: _Optional[str] = ...) -> None: ...
 
 class AskEnding(_message.Message):
-    __slots__ = ("kind", "actor_account_id", "actor_handle", "ended_at", "surface", "reason", "standing_answer_id")
+    __slots__ = ("kind", "actor_account_id", "actor_handle", "ended_at", "surface", "reason", "standing_answer_id", "receipt")
     KIND_FIELD_NUMBER: _ClassVar[int]
     ACTOR_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
     ACTOR_HANDLE_FIELD_NUMBER: _ClassVar[int]
@@ -208,6 +219,7 @@ class AskEnding(_message.Message):
     SURFACE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     STANDING_ANSWER_ID_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_FIELD_NUMBER: _ClassVar[int]
     kind: AskEndingKind
     actor_account_id: str
     actor_handle: str
@@ -215,7 +227,8 @@ class AskEnding(_message.Message):
     surface: AskSurface
     reason: str
     standing_answer_id: str
-    def __init__(self, kind: _Optional[_Union[AskEndingKind, str]] = ..., actor_account_id: _Optional[str] = ..., actor_handle: _Optional[str] = ..., ended_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., surface: _Optional[_Union[AskSurface, str]] = ..., reason: _Optional[str] = ..., standing_answer_id: _Optional[str] = ...) -> None: ...
+    receipt: str
+    def __init__(self, kind: _Optional[_Union[AskEndingKind, str]] = ..., actor_account_id: _Optional[str] = ..., actor_handle: _Optional[str] = ..., ended_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., surface: _Optional[_Union[AskSurface, str]] = ..., reason: _Optional[str] = ..., standing_answer_id: _Optional[str] = ..., receipt: _Optional[str] = ...) -> None: ...
 
 class AskQuestion(_message.Message):
     __slots__ = ("question_id", "question", "header", "options", "allow_multiple", "recommended", "chosen_option_ids", "custom_text", "timed_out")
@@ -252,16 +265,18 @@ class AskOption(_message.Message):
     def __init__(self, id: _Optional[str] = ..., label: _Optional[str] = ..., description: _Optional[str] = ..., preview: _Optional[str] = ...) -> None: ...
 
 class AskAnswerBlock(_message.Message):
-    __slots__ = ("ask_id", "ask_message_id", "questions", "quorum_votes")
+    __slots__ = ("ask_id", "ask_message_id", "questions", "quorum_votes", "receipt")
     ASK_ID_FIELD_NUMBER: _ClassVar[int]
     ASK_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     QUESTIONS_FIELD_NUMBER: _ClassVar[int]
     QUORUM_VOTES_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_FIELD_NUMBER: _ClassVar[int]
     ask_id: str
     ask_message_id: str
     questions: _containers.RepeatedCompositeFieldContainer[AskQuestion]
     quorum_votes: _containers.RepeatedCompositeFieldContainer[QuorumVote]
-    def __init__(self, ask_id: _Optional[str] = ..., ask_message_id: _Optional[str] = ..., questions: _Optional[_Iterable[_Union[AskQuestion, _Mapping]]] = ..., quorum_votes: _Optional[_Iterable[_Union[QuorumVote, _Mapping]]] = ...) -> None: ...
+    receipt: str
+    def __init__(self, ask_id: _Optional[str] = ..., ask_message_id: _Optional[str] = ..., questions: _Optional[_Iterable[_Union[AskQuestion, _Mapping]]] = ..., quorum_votes: _Optional[_Iterable[_Union[QuorumVote, _Mapping]]] = ..., receipt: _Optional[str] = ...) -> None: ...
 
 class MessageBlock(_message.Message):
     __slots__ = ("text", "ask", "ask_answer")
@@ -372,18 +387,24 @@ class UpdateTopicResponse(_message.Message):
     def __init__(self, channel: _Optional[_Union[Channel, _Mapping]] = ...) -> None: ...
 
 class PostMessageRequest(_message.Message):
-    __slots__ = ("channel_id", "blocks")
+    __slots__ = ("channel_id", "blocks", "client_key", "allow_identical")
     CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
     BLOCKS_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_KEY_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_IDENTICAL_FIELD_NUMBER: _ClassVar[int]
     channel_id: str
     blocks: _containers.RepeatedCompositeFieldContainer[MessageBlock]
-    def __init__(self, channel_id: _Optional[str] = ..., blocks: _Optional[_Iterable[_Union[MessageBlock, _Mapping]]] = ...) -> None: ...
+    client_key: str
+    allow_identical: bool
+    def __init__(self, channel_id: _Optional[str] = ..., blocks: _Optional[_Iterable[_Union[MessageBlock, _Mapping]]] = ..., client_key: _Optional[str] = ..., allow_identical: _Optional[bool] = ...) -> None: ...
 
 class PostMessageResponse(_message.Message):
-    __slots__ = ("message",)
+    __slots__ = ("message", "outcome")
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
     message: Message
-    def __init__(self, message: _Optional[_Union[Message, _Mapping]] = ...) -> None: ...
+    outcome: PostOutcome
+    def __init__(self, message: _Optional[_Union[Message, _Mapping]] = ..., outcome: _Optional[_Union[PostOutcome, str]] = ...) -> None: ...
 
 class ListMessagesRequest(_message.Message):
     __slots__ = ("channel_id", "page_size", "page_token")
@@ -538,7 +559,7 @@ class GetAskHistoryRequest(_message.Message):
     def __init__(self, ask_id: _Optional[str] = ...) -> None: ...
 
 class AskHistoryEntry(_message.Message):
-    __slots__ = ("kind", "actor_account_id", "actor_handle", "at", "surface", "reason", "standing_answer_id")
+    __slots__ = ("kind", "actor_account_id", "actor_handle", "at", "surface", "reason", "standing_answer_id", "receipt")
     KIND_FIELD_NUMBER: _ClassVar[int]
     ACTOR_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
     ACTOR_HANDLE_FIELD_NUMBER: _ClassVar[int]
@@ -546,6 +567,7 @@ class AskHistoryEntry(_message.Message):
     SURFACE_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     STANDING_ANSWER_ID_FIELD_NUMBER: _ClassVar[int]
+    RECEIPT_FIELD_NUMBER: _ClassVar[int]
     kind: AskHistoryKind
     actor_account_id: str
     actor_handle: str
@@ -553,7 +575,8 @@ class AskHistoryEntry(_message.Message):
     surface: AskSurface
     reason: str
     standing_answer_id: str
-    def __init__(self, kind: _Optional[_Union[AskHistoryKind, str]] = ..., actor_account_id: _Optional[str] = ..., actor_handle: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., surface: _Optional[_Union[AskSurface, str]] = ..., reason: _Optional[str] = ..., standing_answer_id: _Optional[str] = ...) -> None: ...
+    receipt: str
+    def __init__(self, kind: _Optional[_Union[AskHistoryKind, str]] = ..., actor_account_id: _Optional[str] = ..., actor_handle: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., surface: _Optional[_Union[AskSurface, str]] = ..., reason: _Optional[str] = ..., standing_answer_id: _Optional[str] = ..., receipt: _Optional[str] = ...) -> None: ...
 
 class GetAskHistoryResponse(_message.Message):
     __slots__ = ("ask_id", "entries", "caller_may_answer", "caller_may_withdraw")

@@ -176,7 +176,10 @@ class CommsServiceServicer:
     def PostMessage(self, request, context):
         """Post text and ask blocks. The server mints one ask_id per ask block and
         drops every server-owned field of an ask; an ask's deadline (or timeout)
-        and named answerers are checked here. ask_answer blocks are refused.
+        and named answerers are checked here. ask_answer blocks are refused. A
+        post never asks twice: a client_key seen before returns the message it
+        posted, and an ask identical to an open ask of the caller's in the same
+        channel returns that ask (see PostOutcome).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -49,7 +49,10 @@ class CommsServiceStub:
     PostMessage: _grpc.UnaryUnaryMultiCallable[_comms_pb2.PostMessageRequest, _comms_pb2.PostMessageResponse]
     """Post text and ask blocks. The server mints one ask_id per ask block and
     drops every server-owned field of an ask; an ask's deadline (or timeout)
-    and named answerers are checked here. ask_answer blocks are refused.
+    and named answerers are checked here. ask_answer blocks are refused. A
+    post never asks twice: a client_key seen before returns the message it
+    posted, and an ask identical to an open ask of the caller's in the same
+    channel returns that ask (see PostOutcome).
     """
     ListMessages: _grpc.UnaryUnaryMultiCallable[_comms_pb2.ListMessagesRequest, _comms_pb2.ListMessagesResponse]
     """Messages of one channel, newest first."""
@@ -126,7 +129,10 @@ class CommsServiceAsyncStub(CommsServiceStub):
     PostMessage: _aio.UnaryUnaryMultiCallable[_comms_pb2.PostMessageRequest, _comms_pb2.PostMessageResponse]  # type: ignore[assignment]
     """Post text and ask blocks. The server mints one ask_id per ask block and
     drops every server-owned field of an ask; an ask's deadline (or timeout)
-    and named answerers are checked here. ask_answer blocks are refused.
+    and named answerers are checked here. ask_answer blocks are refused. A
+    post never asks twice: a client_key seen before returns the message it
+    posted, and an ask identical to an open ask of the caller's in the same
+    channel returns that ask (see PostOutcome).
     """
     ListMessages: _aio.UnaryUnaryMultiCallable[_comms_pb2.ListMessagesRequest, _comms_pb2.ListMessagesResponse]  # type: ignore[assignment]
     """Messages of one channel, newest first."""
@@ -236,7 +242,10 @@ class CommsServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_comms_pb2.PostMessageResponse, _abc.Awaitable[_comms_pb2.PostMessageResponse]]:
         """Post text and ask blocks. The server mints one ask_id per ask block and
         drops every server-owned field of an ask; an ask's deadline (or timeout)
-        and named answerers are checked here. ask_answer blocks are refused.
+        and named answerers are checked here. ask_answer blocks are refused. A
+        post never asks twice: a client_key seen before returns the message it
+        posted, and an ask identical to an open ask of the caller's in the same
+        channel returns that ask (see PostOutcome).
         """
 
     @_abc_1.abstractmethod
