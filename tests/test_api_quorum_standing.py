@@ -114,6 +114,16 @@ async def test_a_quorum_ask_on_the_wire(client: Client, api_world: World) -> Non
     assert [v.account_id for v in block.quorum_votes] == [str(grace.account_id), str(cy.account_id)]
     late = await expect("already_exists", respond(client, w, ada, ask.ask_id))
     assert "already answered" in late.message
+    # The ending's entry carries its receipt; a vote's, none.
+    record = await client.call(
+        "GetAskHistory", pb.GetAskHistoryRequest(ask_id=ask.ask_id), tok(w, grace)
+    )
+    assert ended.ending.receipt
+    assert [(e.kind, e.receipt) for e in record.entries] == [
+        (pb.ASK_HISTORY_KIND_POSTED, ""),
+        (pb.ASK_HISTORY_KIND_QUORUM_ANSWER, ""),
+        (pb.ASK_HISTORY_KIND_ANSWERED, ended.ending.receipt),
+    ]
 
 
 async def post_quorum_of(client: Client, w: World, named: list[Actor]) -> pb.Ask:

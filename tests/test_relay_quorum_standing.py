@@ -6,11 +6,13 @@ post_ask itself, and the lane carries its answer message once."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 from typing import Any
 
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
+from compass_agentkit.receipts import fetch_jwks, verify_receipt
 from tests.relay_client import RelayClient, relay, runner_for
 from tests.servers import GrpcClient
 from tests.test_api_comms import GOOD, ask_pb
@@ -68,6 +70,18 @@ async def test_a_quorum_reaches_the_agent_once_with_every_answer(
             assert block.ask_id == posted.ask_id
             assert [v.handle for v in block.quorum_votes] == ["grace", "ada"]
             await r.no_delivery("scout")
+            # Its receipt carries both answers, as the delivery does.
+            keys = await asyncio.to_thread(fetch_jwks, f"http://127.0.0.1:{server.http_port}")
+            heard = pb.Ask(
+                ask_id=block.ask_id,
+                questions=block.questions,
+                answered=True,
+                quorum=2,
+                quorum_votes=block.quorum_votes,
+            )
+            proof = verify_receipt(block.receipt, keys, ask=heard)
+            assert [a["by"]["handle"] for a in proof.answers] == ["grace", "ada"]
+            verify_receipt(block.receipt, keys, ask=posted.message.blocks[-1].ask)
     finally:
         await grpc.close()
 
@@ -99,6 +113,8 @@ async def test_a_standing_answer_answers_the_agents_post_at_once(
             assert ask.answered and ask.ending.kind == pb.ASK_ENDING_KIND_ANSWERED
             assert (ask.ending.actor_handle, ask.ending.standing_answer_id) == ("ada", rule)
             assert ask.ending.surface == pb.ASK_SURFACE_STANDING_ANSWER
+            keys = await asyncio.to_thread(fetch_jwks, f"http://127.0.0.1:{server.http_port}")
+            assert verify_receipt(ask.ending.receipt, keys, ask=ask).claims["rule"] == rule
             assert [list(q.chosen_option_ids) for q in ask.questions] == [
                 list(g.chosen_option_ids) for g in GOOD
             ]

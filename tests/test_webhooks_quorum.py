@@ -6,13 +6,16 @@ follow each vote and the ending."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime
 import json
+from typing import Any
 
 import pytest
 
 from compass.v1 import admin_pb2 as ad
+from compass_agentkit.receipts import fetch_jwks, verify_receipt
 from compass_server.store.types import Answer, StandingTerms
 from tests.receiver import Receiver
 from tests.servers import GrpcClient
@@ -45,7 +48,12 @@ async def quorum_of_two(w: World) -> str:  # noqa: F811
     return posted.ask_id  # type: ignore[union-attr]
 
 
+async def jwks_of(hooks: Any) -> dict[str, Any]:  # noqa: F811
+    return await asyncio.to_thread(fetch_jwks, f"http://127.0.0.1:{hooks.http_port}")
+
+
 async def test_votes_and_the_ending_of_a_quorum_ask_arrive_with_every_vote(
+    hooks: Any,  # noqa: F811
     rpc: GrpcClient,  # noqa: F811
     receiver: Receiver,  # noqa: F811
     w: World,  # noqa: F811
@@ -79,9 +87,18 @@ async def test_votes_and_the_ending_of_a_quorum_ask_arrive_with_every_vote(
         ("grace", ["MySQL"]),
         ("ada", ["PostgreSQL"]),
     ]
+    # The ending's receipt carries both answers; a vote, with no ending, none.
+    assert voted["ending"] is None
+    proof = verify_receipt(answered["ending"]["receipt"], await jwks_of(hooks))
+    assert (proof.ask_id, proof.ending, proof.by_handle) == (ask_id, "answered", "ada")
+    assert [(a["by"]["handle"], a["questions"][0]["chosen"]) for a in proof.answers] == [
+        ("grace", ["my"]),
+        ("ada", ["pg"]),
+    ]
 
 
 async def test_an_ask_a_standing_answer_answered_names_the_rule(
+    hooks: Any,  # noqa: F811
     rpc: GrpcClient,  # noqa: F811
     receiver: Receiver,  # noqa: F811
     w: World,  # noqa: F811
@@ -101,6 +118,9 @@ async def test_an_ask_a_standing_answer_answered_names_the_rule(
     assert ending["surface"] == "standing_answer"
     assert ending["standing_answer_id"] == str(done.standing_answer.standing_answer_id)
     assert ending["by"]["handle"] == "ada"
+    proof = verify_receipt(ending["receipt"], await jwks_of(hooks))
+    assert proof.claims["rule"] == ending["standing_answer_id"]
+    assert [a["rule"] for a in proof.answers] == [ending["standing_answer_id"]]
 
 
 async def test_slack_cards_say_how_many_must_answer_and_follow_each_vote(

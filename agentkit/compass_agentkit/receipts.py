@@ -14,7 +14,9 @@ receipt without calling anyone, and acts only on a decision it can prove:
 `verify_receipt` refuses (ReceiptError, saying why) a receipt whose
 signature doesn't verify with a key of the set, that names another
 algorithm or type, lacks a claim, or, given the ask, is about another ask,
-other questions, another ending or other answers than the ask says.
+other questions, another ending, another standing rule or other answers
+than the ask says (a quorum ask's: each of its answers, who gave it and
+the rule that did).
 docs/receipts.md lists the claims.
 """
 
@@ -126,9 +128,16 @@ class Receipt:
         return str(self.claims["reason"])
 
     @property
+    def rule(self) -> str | None:
+        """The standing answer that ended the ask; None when a person did."""
+        rule = self.claims["rule"]
+        return str(rule) if rule else None
+
+    @property
     def answers(self) -> list[dict[str, Any]]:
-        """One entry per answerer: `by`, `rule` and each question's `id`,
-        `chosen` option ids and free `text`."""
+        """One entry per answerer (a quorum ask's K, in the order recorded):
+        `by`, `rule` (the standing answer that gave it, or None) and each
+        question's `id`, `chosen` option ids and free `text`."""
         return list(self.claims["answers"])
 
     def answer(self, question_id: str) -> dict[str, Any] | None:
@@ -223,6 +232,13 @@ def _check_claims(claims: object) -> dict[str, Any]:
     return claims
 
 
+def _said(answers: Iterable[pb.QuorumAnswer]) -> list[dict[str, Any]]:
+    return [
+        {"id": a.question_id, "chosen": list(a.chosen_option_ids), "text": a.custom_text}
+        for a in answers
+    ]
+
+
 def _check_ask(receipt: Receipt, ask: pb.Ask) -> None:
     if receipt.ask_id != ask.ask_id:
         raise ReceiptError(f"it is the receipt of ask {receipt.ask_id}, not of {ask.ask_id}")
@@ -233,14 +249,41 @@ def _check_ask(receipt: Receipt, ask: pb.Ask) -> None:
         kind = "answered"
     if kind is not None and kind != receipt.ending:
         raise ReceiptError(f"it says the ask was {receipt.ending}, not {kind}")
-    if kind == "answered":
-        for q in ask.questions:
-            said = receipt.answer(q.question_id)
-            if said is None or (said["chosen"], said["text"]) != (
-                list(q.chosen_option_ids),
-                q.custom_text,
-            ):
-                raise ReceiptError(f"its answer to {q.question_id!r} is not the ask's")
+    # An ending that says who ended it says which rule did, if one did.
+    if ask.ending.actor_account_id and receipt.claims["rule"] != (
+        ask.ending.standing_answer_id or None
+    ):
+        raise ReceiptError(f"its rule {receipt.claims['rule']!r} is not the ending's")
+    if kind != "answered":
+        return
+    if ask.quorum or ask.quorum_votes:
+        votes = [
+            {
+                "id": v.account_id,
+                "rule": v.standing_answer_id or None,
+                "questions": _said(v.answers),
+            }
+            for v in ask.quorum_votes
+            if v.kind == pb.QUORUM_VOTE_KIND_ANSWER
+        ]
+        said = [
+            {
+                "id": (a.get("by") or {}).get("id"),
+                "rule": a.get("rule"),
+                "questions": a.get("questions"),
+            }
+            for a in receipt.answers
+        ]
+        if said != votes:
+            raise ReceiptError("its answers are not the quorum's answers")
+        return
+    for q in ask.questions:
+        answer = receipt.answer(q.question_id)
+        if answer is None or (answer["chosen"], answer["text"]) != (
+            list(q.chosen_option_ids),
+            q.custom_text,
+        ):
+            raise ReceiptError(f"its answer to {q.question_id!r} is not the ask's")
 
 
 def verify_receipt(

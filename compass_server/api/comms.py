@@ -16,7 +16,7 @@ from compass_server.receipts import Receipts
 from compass_server.store import Store
 from compass_server.store.cache import SizedCache
 from compass_server.store.store import parse_id
-from compass_server.store.types import Actor, AskChange, Event, EventKind, Message
+from compass_server.store.types import Actor, Event, EventKind, Message
 
 # Every subscriber of a workspace sends the same wire event: it is built once
 # and kept while it is recent, within this many bytes.
@@ -171,7 +171,7 @@ class CommsApi:
     ) -> pb.GetAskHistoryResponse:
         history = await self.store.ask_history(actor, req.ask_id)
         receipt = ""
-        if self.receipts.on and any(e.change is not AskChange.POSTED for e in history.entries):
+        if self.receipts.on and any(e.change.ends for e in history.entries):
             message, ask = await self.store.get_ask(actor, req.ask_id)
             receipt = self.receipts.sign(actor.workspace_id, message.author_id, ask)
         return wire.history_to_wire(history, receipt)

@@ -293,7 +293,7 @@ def history_to_wire(h: st.AskHistory, receipt: str = "") -> pb.GetAskHistoryResp
     for e in h.entries:
         entry = pb.AskHistoryEntry(kind=_CHANGE_TO_WIRE[e.change], **_who(e))
         entry.at.CopyFrom(timestamp(e.at))
-        if e.change is not st.AskChange.POSTED:
+        if e.change.ends:
             entry.receipt = receipt
         entries.append(entry)
     return pb.GetAskHistoryResponse(

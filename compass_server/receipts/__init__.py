@@ -4,11 +4,11 @@ A receipt is a compact JWS (alg Ed25519) over the claims of one ending
 (`claims`): the workspace, the ask's id and its asker, a digest of its
 questions, the ending's kind, time, who ended it and through which surface,
 the standing rule if one answered, the reason, and the answers as a list
-of one entry per answerer. It is derived, never stored: the claims come
-from the ending as recorded, written in one canonical form, and Ed25519
-signatures are deterministic, so the same ending signed by the same key is
-the same receipt whenever it is read; which key signs which ending is
-keys.py's rule. docs/receipts.md is the claims' reference.
+of one entry per answerer (a quorum's K, each with the rule that gave it).
+It is derived, never stored: the claims come from the ending as recorded,
+written in one canonical form, and Ed25519 signatures are deterministic,
+so the same ending signed by the same key is the same receipt whenever it
+is read; which key signs which ending is keys.py's rule. docs/receipts.md is the claims' reference.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from joserfc import jws
 
 from compass_server.receipts.keys import ALG, ReceiptKeys, rfc3339
 from compass_server.store.cache import SizedCache
-from compass_server.store.types import Ask, AskQuestion, EndingKind, Message
+from compass_server.store.types import Answer, Ask, AskQuestion, EndingKind, Message, VoteKind
 
 # The receipt's JWS `typ`.
 TYP = "compass-receipt+jws"
@@ -61,6 +61,47 @@ def questions_digest(questions: Iterable[AskQuestion]) -> str:
     return "sha256:" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
+def _who(account_id: uuid.UUID | None, handle: str) -> dict[str, str] | None:
+    return {"id": str(account_id), "handle": handle} if account_id is not None else None
+
+
+def _rule(standing_answer_id: uuid.UUID | None) -> str | None:
+    return str(standing_answer_id) if standing_answer_id is not None else None
+
+
+def _answered(answers: Iterable[Answer | AskQuestion]) -> list[dict[str, Any]]:
+    return [
+        {"id": a.question_id, "chosen": list(a.chosen_option_ids), "text": a.custom_text}
+        for a in answers
+    ]
+
+
+def _answers(ask: Ask) -> list[dict[str, Any]]:
+    """One entry per answerer: a quorum's every answer, in the order
+    recorded, or the one answer of any other ask."""
+    ending = ask.ending
+    assert ending is not None
+    if ending.kind is not EndingKind.ANSWERED:
+        return []
+    if ask.quorum:
+        return [
+            {
+                "by": _who(v.account_id, v.handle),
+                "rule": _rule(v.standing_answer_id),
+                "questions": _answered(v.answers),
+            }
+            for v in ask.quorum_votes
+            if v.kind is VoteKind.ANSWER
+        ]
+    return [
+        {
+            "by": _who(ending.actor_id, ending.actor_handle),
+            "rule": _rule(ending.standing_answer_id),
+            "questions": _answered(ask.questions),
+        }
+    ]
+
+
 def claims(
     issuer: str, workspace_id: uuid.UUID, asker_id: uuid.UUID, ask: Ask
 ) -> dict[str, Any] | None:
@@ -69,27 +110,6 @@ def claims(
     ending = ask.ending
     if ending is None or ending.at is None:
         return None
-    by = (
-        {"id": str(ending.actor_id), "handle": ending.actor_handle}
-        if ending.actor_id is not None
-        else None
-    )
-    answers = []
-    if ending.kind is EndingKind.ANSWERED:
-        answers.append(
-            {
-                "by": by,
-                "rule": None,
-                "questions": [
-                    {
-                        "id": q.question_id,
-                        "chosen": list(q.chosen_option_ids),
-                        "text": q.custom_text,
-                    }
-                    for q in ask.questions
-                ],
-            }
-        )
     return {
         "iss": issuer,
         "ws": str(workspace_id),
@@ -98,11 +118,11 @@ def claims(
         "questions": questions_digest(ask.questions),
         "ending": ending.kind.value,
         "at": rfc3339(ending.at),
-        "by": by,
+        "by": _who(ending.actor_id, ending.actor_handle),
         "surface": ending.surface.value if ending.surface else None,
-        "rule": None,
+        "rule": _rule(ending.standing_answer_id),
         "reason": ending.reason,
-        "answers": answers,
+        "answers": _answers(ask),
     }
 
 

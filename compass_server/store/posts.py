@@ -11,8 +11,9 @@ comes back instead of a second one, unless the post allows it.
 Identical means the same print (`ask_print`): the message's text blocks in
 order, and the same questions in the same order, each with the same
 question text, header, multiplicity and options (the same labels,
-descriptions and previews, in the same order), and the same named
-answerers. Ids, recommendations and deadlines are not compared: an agent
+descriptions and previews, in the same order), the same named answerers,
+and the same quorum (how many must answer, and whether a decline counts
+against it). Ids, recommendations and deadlines are not compared: an agent
 restarted mid-call mints its own ids and a deadline from its own clock.
 
 Both lookups and the post run in one statement (compass_posts_once,
@@ -82,15 +83,21 @@ def ask_print(blocks: Sequence[Block]) -> bytes | None:
     if len(asks) != 1:
         return None
     ask = asks[0]
-    return hashlib.sha256(
-        _canonical(
-            {
-                "text": [b.text for b in blocks if isinstance(b, TextBlock)],
-                "questions": [_seen(q) for q in ask.questions],
-                "answerers": sorted(str(a) for a in ask.answerer_ids),
-            }
-        )
-    ).digest()
+    seen = {
+        "text": [b.text for b in blocks if isinstance(b, TextBlock)],
+        "questions": [_seen(q) for q in ask.questions],
+        "answerers": sorted(str(a) for a in ask.answerer_ids),
+        **_quorum(ask),
+    }
+    return hashlib.sha256(_canonical(seen)).digest()
+
+
+def _quorum(ask: Ask) -> dict[str, Any]:
+    """A quorum ask's terms; nothing for any other ask, whose prints (kept
+    for open asks) stay as they were before quorums."""
+    if not ask.quorum:
+        return {}
+    return {"quorum": ask.quorum, "declines_count_against": ask.declines_count_against_quorum}
 
 
 def _block_as_sent(b: Block) -> Any:
@@ -111,6 +118,7 @@ def _block_as_sent(b: Block) -> Any:
         "deadline": b.deadline.isoformat() if b.deadline else None,
         "timeout": b.timeout.total_seconds() if b.timeout else None,
         "answerers": [str(a) for a in b.answerer_ids],
+        **_quorum(b),
     }
 
 

@@ -212,7 +212,8 @@ class EndingKind(enum.StrEnum):
 
 
 class AskChange(enum.StrEnum):
-    """An entry of an ask's history: its post, then its ending."""
+    """An entry of an ask's history: its post, a quorum ask's votes, then its
+    ending."""
 
     POSTED = "posted"
     ANSWERED = "answered"
@@ -223,6 +224,11 @@ class AskChange(enum.StrEnum):
     # A named person's vote in a quorum ask that did not end it.
     QUORUM_ANSWER = "quorum_answer"
     QUORUM_DECLINE = "quorum_decline"
+
+    @property
+    def ends(self) -> bool:
+        """Whether the entry is the ask's ending (its post and votes are not)."""
+        return self not in (AskChange.POSTED, AskChange.QUORUM_ANSWER, AskChange.QUORUM_DECLINE)
 
 
 class Surface(enum.StrEnum):
