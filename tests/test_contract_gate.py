@@ -147,7 +147,13 @@ WIRE_NUMBERS: dict[str, dict[str, int]] = {
         "standing_answer_id": 8,
     },
     "QuorumAnswer": {"question_id": 1, "chosen_option_ids": 2, "custom_text": 3},
-    "AskAnswerBlock": {"ask_id": 1, "ask_message_id": 2, "questions": 3, "quorum_votes": 20},
+    "AskAnswerBlock": {
+        "ask_id": 1,
+        "ask_message_id": 2,
+        "questions": 3,
+        "quorum_votes": 20,
+        "receipt": 40,
+    },
     "StandingAnswerTerms": {"duration": 1, "include_subagents": 2},
 }
 
