@@ -16,7 +16,6 @@ import difflib
 import math
 import os
 import pathlib
-import ssl
 import tomllib
 import uuid
 from collections.abc import Callable, Mapping
@@ -49,6 +48,7 @@ from compass_server.store.coalesce import WRITE_BATCH
 from compass_server.store.db import redacted_url
 from compass_server.store.links import LINK_LIFETIME
 from compass_server.store.standing import STANDING_ANSWER_MAX, STANDING_ANSWERS_PER_PERSON
+from compass_server.transport import tls
 from compass_server.transport.connect_app import COMPRESS_MIN_BYTES, DRAIN_BYTES, DRAIN_SECONDS
 from compass_server.webhooks.courier import POLL_SECONDS, RETRY_SCHEDULE, schedule
 from compass_server.webhooks.destination import networks
@@ -811,25 +811,10 @@ def check_tls_files(
 ) -> None:
     """ConfigError unless the certificate and key load as a pair (and the CA
     file as certificates), naming each setting and where it came from."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    files = {"tls_cert": cert, "tls_key": key, "tls_client_ca": client_ca}
-    for name, p in files.items():
-        if p is not None and not p.is_file():
-            raise ConfigError(f"{_named(name, sources)}: can't read the TLS file {p}: no such file")
     try:
-        context.load_cert_chain(cert, key)
-    except (ssl.SSLError, OSError) as exc:
-        raise ConfigError(
-            f"{_named('tls_cert', sources)} {cert} and {_named('tls_key', sources)} {key} "
-            f"don't load as a certificate and its key ({exc.__class__.__name__})"
-        ) from None
-    if client_ca is not None:
-        try:
-            context.load_verify_locations(cafile=client_ca)
-        except (ssl.SSLError, OSError):
-            raise ConfigError(
-                f"{_named('tls_client_ca', sources)}: {client_ca} holds no PEM CA certificate"
-            ) from None
+        tls.check_files(cert, key, client_ca, lambda name: _named(name, sources))
+    except tls.TlsFileError as exc:
+        raise ConfigError(exc.message) from None
 
 
 # --- showing ---------------------------------------------------------------------------

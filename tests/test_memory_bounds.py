@@ -311,7 +311,7 @@ async def test_replays_share_one_budget_and_all_arrive_in_order(tight: Any) -> N
 async def test_a_page_of_messages_is_bounded_in_bytes_and_pages_on(store: Store) -> None:
     """200 of the largest messages would be ~50 MB in one response; a page
     stops at MAX_PAGE_BYTES and its token leads on, nothing skipped."""
-    from compass_server.store.store import MAX_PAGE_BYTES
+    from compass_server.store.messages import MAX_PAGE_BYTES
 
     w = await World.create(store)
     await post_big(w, 40)  # ~10 MB

@@ -14,8 +14,8 @@ from compass_server.api.sessions import SessionAdmin
 from compass_server.api.webhooks import WebhookAdmin
 from compass_server.store.admin import AdminStore, Asker
 from compass_server.store.errors import InvalidArgument
+from compass_server.store.ids import parse_id
 from compass_server.store.people import People
-from compass_server.store.store import parse_id
 from compass_server.store.types import (
     Account,
     AccountKind,

@@ -15,7 +15,7 @@ from compass_server.events.reach import Reach
 from compass_server.receipts import Receipts
 from compass_server.store import Store
 from compass_server.store.cache import SizedCache
-from compass_server.store.store import parse_id
+from compass_server.store.ids import parse_id
 from compass_server.store.types import Actor, Event, EventKind, Message
 
 # Every subscriber of a workspace sends the same wire event: it is built once

@@ -13,8 +13,8 @@ from compass_server.api.auth import Authenticator
 from compass_server.inbox import pictures as inbox_pictures
 from compass_server.inbox.pictures import Picture
 from compass_server.store import InvalidArgument, PermissionDenied
+from compass_server.store.ids import parse_id
 from compass_server.store.inbox import AnswerOutcome, AnswerResult, InboxItem, InboxStore
-from compass_server.store.store import parse_id
 from compass_server.store.types import (
     AccountKind,
     Actor,

@@ -17,8 +17,8 @@ from google.protobuf import timestamp_pb2
 from compass.v1 import comms_pb2 as pb
 from compass_server.store import types as st
 from compass_server.store.errors import InvalidArgument
+from compass_server.store.ids import parse_id
 from compass_server.store.posts import PostOutcome
-from compass_server.store.store import parse_id
 
 # Who owns each field of an ask on the way in: the client's are read, the
 # server's are dropped.

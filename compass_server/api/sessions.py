@@ -8,9 +8,9 @@ from compass.v1 import admin_pb2 as ad
 from compass_server.api import mapping as wire
 from compass_server.api.auth import Authenticator
 from compass_server.store.admin import AdminStore, Asker
+from compass_server.store.ids import parse_id
 from compass_server.store.people import BrowserSession, People
 from compass_server.store.standing import StandingAnswers
-from compass_server.store.store import parse_id
 
 
 def session_to_wire(s: BrowserSession) -> ad.SessionInfo:

@@ -9,7 +9,7 @@ from compass.v1 import admin_pb2 as ad
 from compass_server.api import mapping as wire
 from compass_server.store.admin import Asker
 from compass_server.store.errors import FailedPrecondition, InvalidArgument
-from compass_server.store.store import parse_id
+from compass_server.store.ids import parse_id
 from compass_server.store.types import (
     DeliveryState,
     Webhook,

@@ -33,7 +33,7 @@ from compass_server.receipts import Receipts
 from compass_server.relay.dispatch import Dispatcher, error_result
 from compass_server.store import InvalidArgument, NotFound, Store
 from compass_server.store.errors import StoreError, quoted
-from compass_server.store.store import parse_id
+from compass_server.store.ids import parse_id
 from compass_server.store.types import (
     AccountKind,
     Actor,

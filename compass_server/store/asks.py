@@ -489,3 +489,13 @@ class AskEndings(StandingAnswers):
             and seen.ask.vote_of(actor.account_id) is None,
             may_withdraw=is_open and seen.owner_id == actor.account_id,
         )
+
+    async def ask_trace(self, actor: Actor, ask_id: str) -> str:
+        """The traceparent the ask was posted in ("" when untraced or unseen)."""
+        cached = self._asks.get(ask_id)
+        if cached is not None:
+            return cached.trace
+        try:
+            return (await self._ask_state(actor, ask_id)).trace
+        except StoreError:
+            return ""

@@ -32,10 +32,10 @@ from compass_server.store.errors import (
     ResourceExhausted,
     quoted,
 )
+from compass_server.store.events import PendingEvents
 from compass_server.store.pages import decode_token as _decode_token
 from compass_server.store.pages import encode_token as _encode_token
 from compass_server.store.pages import page_size
-from compass_server.store.store import _Events
 from compass_server.store.types import (
     AccountKind,
     Actor,
@@ -350,7 +350,7 @@ class InboxStore:
         which can move its agent's presence."""
         cur = await conn.execute(INBOX["audience"], {"agent_id": item.agent_id})
         audience = tuple(sorted(r["account_id"] for r in await cur.fetchall()))
-        events = _Events()
+        events = PendingEvents()
         events.inbox(
             InboxChange(
                 item_id=item.item_id,

@@ -251,3 +251,16 @@ class Posts:
             self.db.sequencer.committed(actor.workspace_id)
         self._posted(message, sizes)
         return Posted(message, outcome)
+
+    async def append_message(
+        self,
+        actor: Actor,
+        channel_id: uuid.UUID,
+        blocks: Sequence[Block],
+        *,
+        surface: Surface | None = None,
+    ) -> Message:
+        """Posts blocks as the actor (see Posts.post), even an ask identical to
+        an open one: the surfaces look those up (a post says whether)."""
+        posted = await self.post(actor, channel_id, blocks, surface=surface, allow_identical=True)
+        return posted.message

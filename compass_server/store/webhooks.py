@@ -19,9 +19,9 @@ from compass_server.store import blocks as blockrules
 from compass_server.store.admin import AdminStore, Asker
 from compass_server.store.db import Database, queries
 from compass_server.store.errors import FailedPrecondition, InvalidArgument, NotFound, quoted
+from compass_server.store.events import EVENT_PAGE_BYTES, EVENTS, event_from_row
 from compass_server.store.inbox import blocks_as_read
 from compass_server.store.pages import decode_token, encode_token, page_size
-from compass_server.store.store import EVENT_PAGE_BYTES, EVENTS, event_from_row
 from compass_server.store.types import (
     Ask,
     AskStatus,

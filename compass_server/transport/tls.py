@@ -13,14 +13,50 @@ import logging
 import pathlib
 import ssl
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
 
-from compass_server.config import ConfigError, check_tls_files
-
 log = logging.getLogger(__name__)
+
+
+class TlsFileError(Exception):
+    """TLS files that can't be used, in one line naming the settings."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def check_files(
+    cert: pathlib.Path,
+    key: pathlib.Path,
+    client_ca: pathlib.Path | None = None,
+    named: Callable[[str], str] = lambda name: name,
+) -> None:
+    """TlsFileError unless the certificate and key load as a pair (and the CA
+    file as certificates); `named` says how each setting is called."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    files = {"tls_cert": cert, "tls_key": key, "tls_client_ca": client_ca}
+    for name, p in files.items():
+        if p is not None and not p.is_file():
+            raise TlsFileError(f"{named(name)}: can't read the TLS file {p}: no such file")
+    try:
+        context.load_cert_chain(cert, key)
+    except (ssl.SSLError, OSError) as exc:
+        raise TlsFileError(
+            f"{named('tls_cert')} {cert} and {named('tls_key')} {key} "
+            f"don't load as a certificate and its key ({exc.__class__.__name__})"
+        ) from None
+    if client_ca is not None:
+        try:
+            context.load_verify_locations(cafile=client_ca)
+        except (ssl.SSLError, OSError):
+            raise TlsFileError(
+                f"{named('tls_client_ca')}: {client_ca} holds no PEM CA certificate"
+            ) from None
 
 
 @dataclass(frozen=True)
@@ -40,7 +76,7 @@ class ServerTls:
         self._read()
 
     def _read(self) -> None:
-        check_tls_files(self.files.cert, self.files.key, self.files.client_ca)
+        check_files(self.files.cert, self.files.key, self.files.client_ca)
         with self._lock:
             self._cert = self.files.cert.read_bytes()
             self._key = self.files.key.read_bytes()
@@ -52,7 +88,7 @@ class ServerTls:
         when they don't load."""
         try:
             self._read()
-        except ConfigError as exc:
+        except TlsFileError as exc:
             log.error("TLS reload failed, keeping the certificate in use: %s", exc.message)
             return False
         for context in self._contexts:

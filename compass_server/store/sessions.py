@@ -1,0 +1,98 @@
+"""Runner sessions, the delivery lane's cursor, and server liveness."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+
+from compass_server.store.db import Database, queries
+from compass_server.store.errors import (
+    NotFound,
+)
+from compass_server.store.presence import refresh_presence
+from compass_server.store.types import (
+    RunnerPrincipal,
+    Scope,
+    SessionBinding,
+)
+
+ACCOUNTS = queries("accounts")
+SESSIONS = queries("sessions")
+
+
+class Sessions:
+    """Relay sessions bound by runners, and the servers that hold them."""
+
+    db: Database
+
+    async def bind_session(
+        self, runner: RunnerPrincipal, agent_id: uuid.UUID, server_id: uuid.UUID
+    ) -> SessionBinding:
+        """Binds an agent assigned to this runner; NOT_FOUND for any other."""
+        session_id = uuid.uuid4()
+        async with self.db.tx(runner) as conn:
+            cur = await conn.execute(
+                ACCOUNTS["runner_agent"], {"runner_id": runner.runner_id, "agent_id": agent_id}
+            )
+            if await cur.fetchone() is None:
+                raise NotFound(f"agent {agent_id} is not assigned to this runner")
+            await conn.execute(
+                SESSIONS["insert_session"],
+                {
+                    "id": session_id,
+                    "agent_id": agent_id,
+                    "runner_id": runner.runner_id,
+                    "server_id": server_id,
+                },
+            )
+            row = await (
+                await conn.execute(SESSIONS["acked_cursor"], {"agent_id": agent_id})
+            ).fetchone()
+            assert row is not None
+            await refresh_presence(conn, agent_id)
+        return SessionBinding(session_id, agent_id, row["acked_event_id"])
+
+    async def unbind_session(self, server_id: uuid.UUID, session_id: uuid.UUID) -> None:
+        """Ends a session this server bound. Server housekeeping, as
+        maintenance: it runs when the session's stream ends, also after the
+        runner's token stopped signing in."""
+        async with self.db.maintenance() as conn:
+            row = await (
+                await conn.execute(
+                    SESSIONS["end_session"], {"server_id": server_id, "id": session_id}
+                )
+            ).fetchone()
+        if row is not None and row["moved"] is not None:
+            self.db.sequencer.committed(row["moved"])
+
+    async def ack_delivery(self, scope: Scope, agent_id: uuid.UUID, event_id: int) -> int:
+        async with self.db.tx(scope) as conn:
+            row = await (
+                await conn.execute(SESSIONS["ack"], {"agent_id": agent_id, "event_id": event_id})
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"no delivery lane for agent {agent_id}")
+        return int(row["acked_event_id"])
+
+    async def heartbeat(self, server_id: uuid.UUID) -> bool:
+        """Marks the server alive; False when its row was gone (it was reaped)."""
+        async with self.db.maintenance() as conn:
+            row = await (await conn.execute(SESSIONS["heartbeat"], {"id": server_id})).fetchone()
+        assert row is not None
+        return not row["inserted"]
+
+    async def remove_server(self, server_id: uuid.UUID) -> None:
+        async with self.db.maintenance() as conn:
+            await conn.execute(SESSIONS["remove_server"], {"id": server_id})
+
+    async def reap_stale_servers(
+        self, stale_after: datetime.timedelta
+    ) -> list[tuple[uuid.UUID, uuid.UUID]]:
+        """Removes servers silent for longer than stale_after and their sessions,
+        and recomputes those agents' presence, in one transaction."""
+        async with self.db.maintenance() as conn:
+            cur = await conn.execute(SESSIONS["reap_stale_sessions"], {"stale": stale_after})
+            reaped = [(r["workspace_id"], r["agent_id"]) for r in await cur.fetchall()]
+        for workspace_id in {ws for ws, _ in reaped}:
+            self.db.sequencer.committed(workspace_id)
+        return reaped
