@@ -35,7 +35,7 @@ from tests.procs import ServerProcess
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # The longest one step may take: the runner and MCP steps wait for a person.
-STEP_SECONDS = 60.0
+STEP_SECONDS = float(os.environ.get("DOCS_STEP_SECONDS", "120"))
 DONE = "__compass_docs_step_done__"
 
 
@@ -55,6 +55,8 @@ class Shell:
             start_new_session=True,
         )
         self._send("set -euo pipefail\n")
+        if os.environ.get("DOCS_TRACE"):
+            self._send("set -x\n")
 
     def _send(self, line: str) -> None:
         assert self.proc.stdin is not None
@@ -257,10 +259,18 @@ async def run_page(
     folder.mkdir()
     scratch.mkdir()
     (folder / ".venv").symlink_to(pathlib.Path(sys.prefix))
-    env = {**os.environ, "COMPASS_DATABASE_URL": database_url, "COMPASS_LOG_LEVEL": "WARNING"}
+    env = {
+        **os.environ,
+        # The admin commands' database, and the runners' default hub, are the test server's.
+        "COMPASS_DATABASE_URL": database_url,
+        "COMPASS_URL": f"127.0.0.1:{server.grpc_port}",
+        "COMPASS_LOG_LEVEL": "WARNING",
+    }
     shell = Shell(folder, scratch, env)
     walk = Walkthrough(
-        shell, {"http": server.http_port, "grpc": server.grpc_port}, asyncio.get_running_loop(),
+        shell,
+        {"http": server.http_port, "grpc": server.grpc_port},
+        asyncio.get_running_loop(),
         browser,
     )
     document = Document.parse(str(page), *walk.parsers())
@@ -311,7 +321,7 @@ class NoServer:
         ("```sh\nfalse\necho never\n```\n", "the step failed"),
         ("```sh\necho $NOT_SET_BY_ANY_STEP\n```\n", "the step failed"),
         ("```sh\ntouch notes.txt\n```\n", "wrote into the folder it runs in"),
-        ("<!-- page: nope -->\n", "a page step needs the browser"),
+        ("<!-- page: nope -->\n", "no page step 'nope'"),
     ],
     ids=["output", "status", "unset", "writes", "page"],
 )
