@@ -340,3 +340,29 @@ def test_the_matcher_takes_ellipses_for_anything() -> None:
     assert matches("first\n…\nlast", "first\nlast\n")
     assert not matches("ask_… HTTP 409", "ask_1f2e HTTP 200")
     assert not matches("one", "one\ntwo")
+
+
+def anchors(page: pathlib.Path) -> set[str]:
+    """GitHub's anchors for a page's headings."""
+    found = set()
+    text = re.sub(r"(?s)```.*?```", "", page.read_text())
+    for heading in re.findall(r"(?m)^#+ (.+)$", text):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        found.add(slug)
+    return found
+
+
+def test_every_link_between_the_docs_resolves() -> None:
+    broken = []
+    for page in [*PAGES, ROOT / "agentkit" / "README.md"]:
+        text = re.sub(r"(?s)```.*?```", "", page.read_text())
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            if not linked.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such file)")
+            elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    assert not broken, "\n".join(broken)
