@@ -345,7 +345,7 @@ def test_the_matcher_takes_ellipses_for_anything() -> None:
 def anchors(page: pathlib.Path) -> set[str]:
     """GitHub's anchors for a page's headings."""
     found = set()
-    text = re.sub(r"(?s)```.*?```", "", page.read_text())
+    text = re.sub(r"(?ms)^```.*?^```", "", page.read_text())
     for heading in re.findall(r"(?m)^#+ (.+)$", text):
         slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
         found.add(slug)
@@ -355,7 +355,7 @@ def anchors(page: pathlib.Path) -> set[str]:
 def test_every_link_between_the_docs_resolves() -> None:
     broken = []
     for page in [*PAGES, ROOT / "agentkit" / "README.md"]:
-        text = re.sub(r"(?s)```.*?```", "", page.read_text())
+        text = re.sub(r"(?ms)^```.*?^```", "", page.read_text())
         for target in re.findall(r"\]\(([^)\s]+)\)", text):
             if re.match(r"[a-z]+:", target):
                 continue
