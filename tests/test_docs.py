@@ -8,6 +8,9 @@ block right after it must match what it printed on stdout (`…` is anything);
 Chromium. The shell works in an empty folder that holds only a `.venv` link,
 so a step that writes where it runs fails, and it reaches a fresh server on
 loopback: the docs' default addresses are pointed at its ports.
+
+To debug a page: DOCS_TRACE=1 traces each step (`set -x`) into the stderr a
+failure shows; DOCS_STEP_SECONDS changes how long one step may take.
 """
 
 from __future__ import annotations
