@@ -25,7 +25,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any
 
 import pytest
@@ -290,27 +290,61 @@ async def run_page(
     assert not left, f"the walkthrough wrote into the folder it runs in: {left}"
 
 
-@pytest.mark.timeout(180)
-@pytest.mark.parametrize(
-    "page",
-    [p for p in PAGES if runs_a_step(p) and not has_page_steps(p)],
-    ids=lambda p: str(p.relative_to(ROOT)),
-)
-async def test_the_walkthrough_runs_as_written(
-    page: pathlib.Path, docs_server: Any, database_url: str, tmp_path: pathlib.Path
-) -> None:
-    await run_page(page, docs_server, database_url, tmp_path, None)
+WITHOUT_A_PERSON = [p for p in PAGES if runs_a_step(p) and not has_page_steps(p)]
+WITH_A_PERSON = [p for p in PAGES if has_page_steps(p)]
 
 
+def page_id(page: pathlib.Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+@pytest.fixture(scope="module")
+async def walkthroughs(
+    request: pytest.FixtureRequest,
+    docs_server: Any,
+    database_url: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[dict[pathlib.Path, asyncio.Task[None]]]:
+    """The pages no person takes part in, started at once side by side: each
+    spends most of its time waiting on a process it started, so together they
+    take about as long as the longest."""
+    wanted = {
+        item.callspec.params["page"]
+        for item in request.session.items
+        if getattr(item, "originalname", "") == "test_the_walkthrough_runs_as_written"
+    }
+    tasks = {
+        page: asyncio.create_task(
+            run_page(page, docs_server, database_url, tmp_path_factory.mktemp("walkthrough"), None)
+        )
+        for page in WITHOUT_A_PERSON
+        if page in wanted
+    }
+    yield tasks
+    await asyncio.gather(*tasks.values(), return_exceptions=True)
+
+
+# First, so the pages without a person run meanwhile.
 @pytest.mark.browser
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize(
-    "page", [p for p in PAGES if has_page_steps(p)], ids=lambda p: str(p.relative_to(ROOT))
-)
+@pytest.mark.parametrize("page", WITH_A_PERSON, ids=page_id)
 async def test_the_walkthrough_with_a_person_on_the_page_runs_as_written(
-    page: pathlib.Path, docs_server: Any, database_url: str, tmp_path: pathlib.Path, browser: Any
+    page: pathlib.Path,
+    docs_server: Any,
+    database_url: str,
+    tmp_path: pathlib.Path,
+    browser: Any,
+    walkthroughs: dict[pathlib.Path, asyncio.Task[None]],
 ) -> None:
     await run_page(page, docs_server, database_url, tmp_path, browser)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("page", WITHOUT_A_PERSON, ids=page_id)
+async def test_the_walkthrough_runs_as_written(
+    page: pathlib.Path, walkthroughs: dict[pathlib.Path, asyncio.Task[None]]
+) -> None:
+    await walkthroughs[page]
 
 
 class NoServer:
