@@ -4,7 +4,7 @@ Each field of `Settings` is one setting: its name, type and default are the
 field's; its TOML key, help text and value kind are its metadata. From that
 one definition come the TOML file's validation, the environment variables
 (`COMPASS_<NAME>`), the flags (`--<name>`), `compass-server config check` and
-the README's settings table. A value comes from the file, then the
+the settings table in docs/operating.md. A value comes from the file, then the
 environment, then a flag, each overriding the one before.
 """
 
@@ -360,7 +360,7 @@ def _s(default: Any, section: str, kind: Kind, help: str) -> Any:
 @dataclass
 class Settings:
     """How the server runs. Every limit it enforces on clients is one of these
-    (the README's limits table lists them)."""
+    (the limits table in docs/database.md lists them)."""
 
     # --- where it listens and keeps its data ---
     grpc_listen: str = _s(
@@ -853,7 +853,7 @@ def default_text(s: Setting) -> str:
 
 
 def markdown_table() -> str:
-    """The README's settings table."""
+    """The settings table of docs/operating.md."""
     rows = [
         "| key in the file | environment | flag | default | what |",
         "| --- | --- | --- | --- | --- |",

@@ -230,15 +230,15 @@ def test_every_setting_has_a_key_an_environment_variable_a_flag_and_help() -> No
     assert names == {s.name for s in config.SETTINGS}
 
 
-def test_the_readme_lists_every_setting() -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_the_operating_docs_list_every_setting() -> None:
+    page = (ROOT / "docs" / "operating.md").read_text()
     table = config.markdown_table()
-    assert table in readme, "README's settings table is stale; paste:\n" + table
+    assert table in page, "docs/operating.md's settings table is stale; paste:\n" + table
 
 
-def test_every_limit_the_readme_names_as_a_setting_is_one() -> None:
-    readme = (ROOT / "README.md").read_text()
-    limits = readme.split("## Limits", 1)[1].split("\n## ", 1)[0]
+def test_every_limit_the_docs_name_as_a_setting_is_one() -> None:
+    page = (ROOT / "docs" / "database.md").read_text()
+    limits = page.split("## Limits", 1)[1].split("\n## ", 1)[0]
     for s in config.SETTINGS:
         if s.section == "limits":
             assert f"`{s.name.upper()}`" in limits, s.name

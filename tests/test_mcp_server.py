@@ -730,18 +730,18 @@ async def test_a_spawned_subagent_asks_under_its_own_name_and_gets_its_answer(
     assert text_of(taken).startswith("spawn_agent failed: already_exists: ")
 
 
-def readme_mcp_configuration() -> dict[str, Any]:
-    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
-    block = re.search(r"\n    (\{\n      \"mcpServers\".*?\n    \})\n", readme, re.S)
-    assert block, "README has no mcpServers block"
+def documented_mcp_configuration() -> dict[str, Any]:
+    page = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "agents.md").read_text()
+    block = re.search(r"\n    (\{\n      \"mcpServers\".*?\n    \})\n", page, re.S)
+    assert block, "docs/agents.md has no mcpServers block"
     servers = json.loads(block.group(1).replace("\n    ", "\n"))["mcpServers"]
     return servers["compass"]  # type: ignore[no-any-return]
 
 
-async def test_the_readme_client_configuration_launches_compass_mcp(
+async def test_the_documented_client_configuration_launches_compass_mcp(
     server: Any, api_world: World, tmp_path: pathlib.Path
 ) -> None:
-    config = readme_mcp_configuration()
+    config = documented_mcp_configuration()
     w = api_world
     real = {
         "COMPASS_URL": f"127.0.0.1:{server.grpc_port}",
