@@ -88,6 +88,38 @@ async def test_the_request_role_cannot_name_the_write_functions_workspace(
     assert member == {"m": False}
 
 
+async def test_the_write_functions_role_cannot_name_a_workspace_either(
+    db: Database, store: Store
+) -> None:
+    """Whatever compass_writer itself sets, its statements stay in the
+    workspace of the credential they were given."""
+    a, b = await World.create(store), await World.create(store)
+    await a.post_text(a.human, "of a")
+    await b.post_text(b.human, "of b")
+    async with await psycopg.AsyncConnection.connect(db.url, row_factory=dict_row) as conn:
+        await conn.execute("SET ROLE compass_writer")
+        await scope(conn, a)
+        await conn.execute(
+            "SELECT set_config('compass.writer_workspace', %s, false)", (str(b.workspace_id),)
+        )
+        rows = await (await conn.execute("SELECT workspace_id FROM messages")).fetchall()
+        assert {r["workspace_id"] for r in rows} == {a.workspace_id}
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            await conn.execute(
+                "INSERT INTO events (workspace_id, kind, channel_id, payload)"
+                " VALUES (%s, 'message_posted', %s, '{}')",
+                (b.workspace_id, b.channel.channel_id),
+            )
+        await conn.rollback()
+        # With no credential it names, it reaches no workspace at all.
+        await conn.execute("SET ROLE compass_writer")
+        await conn.execute(
+            "SELECT set_config('compass.writer_workspace', %s, false)", (str(b.workspace_id),)
+        )
+        assert await (await conn.execute("SELECT 1 FROM messages")).fetchall() == []
+        await conn.rollback()
+
+
 async def test_a_write_call_with_a_credential_it_was_not_given_writes_nothing(
     app_conn: psycopg.AsyncConnection[Any], store: Store
 ) -> None:

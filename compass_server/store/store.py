@@ -619,6 +619,12 @@ class Store(AskEndings, People, AskLinks, Posts):
         before = _position_token(token)
         escaped = query.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         async with self.db.tx(actor) as conn:
+            if channel_id is not None:
+                cur = await conn.execute(
+                    MESSAGES["participates"], {"channel_id": channel_id, "actor": actor.account_id}
+                )
+                if await cur.fetchone() is None:
+                    raise NotFound(f"no channel {channel_id}")
             return await _message_page(conn, actor, channel_id, f"%{escaped}%", before, limit)
 
     # --- presence -------------------------------------------------------------

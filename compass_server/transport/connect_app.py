@@ -52,8 +52,61 @@ def _header(scope: dict[str, Any], name: bytes) -> str | None:
     return None
 
 
+class _Answered(ConnectError):
+    """An error the servicers answered, as opposed to one the framework
+    raised while reading the request."""
+
+
 def _connect_error(err: ApiError) -> ConnectError:
-    return ConnectError(Code[err.status.name], err.message)
+    return _Answered(Code[err.status.name], err.message)
+
+
+BAD_HEADER = "a request header is not valid UTF-8"
+_UNREADABLE = "the request could not be read as a Connect request"
+# What the framework says of a request stream's framing, and what a client is told.
+_FRAMING = {
+    "protocol error: sent compressed message without compression support": (
+        "a message of the request stream is flagged compressed, "
+        "but the request names no compression (connect-content-encoding)"
+    ),
+    "protocol error: invalid envelope flags": (
+        "an envelope of the request stream has flags Connect doesn't define"
+    ),
+}
+
+
+def _client_mistake(error: Exception | None) -> ConnectError | None:
+    """The client's mistake the framework refused while reading a request,
+    as invalid_argument with a fixed sentence: never `unknown` or `internal`,
+    never the framework's or Python's own text."""
+    if error is None or isinstance(error, _Answered):
+        return None
+    if isinstance(error, ConnectError):
+        framing = error.message.startswith("protocol error")
+        if error.code not in (Code.UNKNOWN, Code.INTERNAL) and not framing:
+            return None
+        message = _FRAMING.get(error.message)
+        if message is None and error.message.startswith("protocol error: promised"):
+            message = "the request stream ended inside a message"
+        return ConnectError(Code.INVALID_ARGUMENT, message or _UNREADABLE)
+    if type(error).__name__ == "HTTPError":
+        return None
+    log.info("refused a request the framework could not read", exc_info=error)
+    return ConnectError(Code.INVALID_ARGUMENT, _UNREADABLE)
+
+
+class _ClientMistakes:
+    """A metadata interceptor: it ends every Connect call, so what the
+    framework refused while reading a request reaches the client as
+    `_client_mistake` says."""
+
+    async def on_start(self, ctx: Any) -> None:
+        return None
+
+    async def on_end(self, token: None, ctx: Any, error: Exception | None) -> None:
+        replaced = _client_mistake(error)
+        if replaced is not None:
+            raise replaced
 
 
 def _endpoint(
@@ -146,6 +199,7 @@ def connect_app(
         read_max_bytes=MAX_MESSAGE_BYTES,
         codecs=CODECS,
         compressions=COMPRESSIONS,
+        interceptors=(_ClientMistakes(),),
     )
     return app
 
@@ -310,6 +364,9 @@ class Router:
         path: str = scope["path"]
         for prefix, app in self.apps.items():
             if path.startswith(prefix):
+                if not _utf8_headers(scope):
+                    await _connect_refusal(send, 400, BAD_HEADER)
+                    return
                 send = _explained(self._timed(send), scope, self.methods)
                 if _unary(scope):
                     scope, gzip_accepted = _without_gzip(scope)
@@ -376,7 +433,27 @@ class Router:
 _CONNECT_PATH = re.compile(r"^/([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)/([A-Za-z_]\w*)$")
 # Bare answers of the Connect app to a request it can't take, and the code
 # the client gets for each instead (the HTTP status stays).
-_REFUSED = {404: Status.UNIMPLEMENTED, 405: Status.UNIMPLEMENTED, 415: Status.INVALID_ARGUMENT}
+_REFUSED = {
+    400: Status.INVALID_ARGUMENT,
+    404: Status.UNIMPLEMENTED,
+    405: Status.UNIMPLEMENTED,
+    415: Status.INVALID_ARGUMENT,
+}
+
+# The bare answers `_explained` says more of.
+_BARE = (404, 405, 415)
+
+
+def _utf8_headers(scope: dict[str, Any]) -> bool:
+    """Whether every header's name and value is UTF-8, as the Connect
+    framework reads them."""
+    try:
+        for name, value in scope.get("headers", ()):
+            bytes(name).decode("utf-8")
+            bytes(value).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _explained(send: Any, scope: dict[str, Any], methods: dict[str, list[str]]) -> Any:
@@ -386,7 +463,7 @@ def _explained(send: Any, scope: dict[str, Any], methods: dict[str, list[str]]) 
 
     async def explaining(message: dict[str, Any]) -> None:
         nonlocal held
-        if message["type"] == "http.response.start" and message["status"] in _REFUSED:
+        if message["type"] == "http.response.start" and message["status"] in _BARE:
             held = message
             return
         if held is None:
