@@ -174,3 +174,230 @@ BEGIN
   RETURN to_jsonb(results);
 END
 $$;
+-- 2. Credentials and roles are written only through functions that check
+-- who is asking. compass_app held INSERT and UPDATE on credentials and on
+-- every column of accounts, so within its workspace a member's credential
+-- could insert a credential for the admin, or make itself admin. Now it
+-- writes neither table's sensitive parts directly: issuing, retiring and
+-- revoking credentials, creating accounts and changing a role, an email or
+-- deactivation go through the functions below (SECURITY DEFINER: they run as
+-- the owner, so each names the workspace in every statement). Each asks
+-- first who is asking: the operator (compass_maintenance, held to the
+-- workspace it names), or a credential of an active human admin. A person
+-- may also end their own sessions, and an agent in a runner's session may
+-- create a member agent below itself.
+
+-- The role the transaction runs as: a SECURITY DEFINER function's
+-- current_user is its owner, but the role its caller took stays in `role`.
+CREATE FUNCTION compass_asker_role() RETURNS text
+LANGUAGE sql STABLE AS $$
+  SELECT pg_catalog.current_setting('role')
+$$;
+
+-- The workspace of whoever is asking (NULL: none).
+CREATE FUNCTION compass_asker_workspace() RETURNS uuid
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+  SELECT CASE public.compass_asker_role()
+    WHEN 'compass_maintenance'
+      THEN nullif(current_setting('compass.operator_workspace', true), '')::uuid
+    WHEN 'compass_app' THEN public.compass_credential_workspace()
+  END
+$$;
+
+-- The account whose credential the transaction names, if it still signs in.
+CREATE FUNCTION compass_asker_account() RETURNS uuid
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+  SELECT c.account_id FROM public.credentials c
+  WHERE public.compass_asker_role() = 'compass_app'
+    AND c.token_hash = decode(current_setting('compass.credential', true), 'hex')
+    AND (c.revoked_at IS NULL OR c.revoked_at >= now())
+    AND (c.expires_at IS NULL OR c.expires_at > now())
+$$;
+
+-- Whether whoever is asking may administer its workspace.
+CREATE FUNCTION compass_asker_is_admin() RETURNS boolean
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+  SELECT CASE public.compass_asker_role()
+    WHEN 'compass_maintenance'
+      THEN nullif(current_setting('compass.operator_workspace', true), '') IS NOT NULL
+    WHEN 'compass_app' THEN EXISTS (
+      SELECT 1 FROM public.accounts a
+      WHERE a.id = public.compass_asker_account() AND a.kind = 'human' AND a.role = 'admin'
+        AND a.deactivated_at IS NULL)
+    ELSE false
+  END
+$$;
+
+CREATE FUNCTION compass_admin_workspace() RETURNS uuid
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+DECLARE
+  ws uuid := public.compass_asker_workspace();
+BEGIN
+  IF ws IS NULL OR NOT public.compass_asker_is_admin() THEN
+    RAISE EXCEPTION 'only an admin of the workspace may do this'
+      USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  RETURN ws;
+END
+$$;
+
+-- A token for an account or a runner of the admin's workspace.
+CREATE FUNCTION compass_issue_token(
+  token_hash bytea, id uuid, account_id uuid, runner_id uuid, label text, expires_in interval
+) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+DECLARE
+  ws uuid := public.compass_admin_workspace();
+BEGIN
+  INSERT INTO public.credentials (token_hash, id, workspace_id, account_id, runner_id, label,
+                                  expires_at)
+  VALUES (compass_issue_token.token_hash, compass_issue_token.id, ws,
+          compass_issue_token.account_id, compass_issue_token.runner_id,
+          compass_issue_token.label, now() + compass_issue_token.expires_in);
+END
+$$;
+
+-- Revokes credentials of the asker's workspace: those named (`ids`), of the
+-- kind named (NULL: any), or every one of `account` (with `kinds`) that
+-- still signs in. An admin revokes any; anyone else only its own account's
+-- sessions. Returns the ids revoked now.
+CREATE FUNCTION compass_revoke_credentials(
+  ids uuid[], kinds text[], account uuid, live_only boolean
+) RETURNS TABLE (id uuid)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+DECLARE
+  ws uuid := public.compass_asker_workspace();
+  admin boolean := public.compass_asker_is_admin();
+  own uuid := public.compass_asker_account();
+BEGIN
+  IF ws IS NULL THEN
+    RAISE EXCEPTION 'no workspace to revoke in' USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  IF NOT admin AND (own IS NULL OR kinds IS DISTINCT FROM ARRAY['session']
+                    OR (account IS NOT NULL AND account <> own)) THEN
+    RAISE EXCEPTION 'only an admin of the workspace may do this'
+      USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  RETURN QUERY
+    UPDATE public.credentials c SET revoked_at = now()
+    WHERE c.workspace_id = ws
+      AND (ids IS NULL OR c.id = ANY (ids))
+      AND (kinds IS NULL OR c.kind = ANY (kinds))
+      AND (account IS NULL OR c.account_id = account)
+      AND (admin OR c.account_id = own)
+      AND c.revoked_at IS NULL
+      AND (NOT live_only OR c.expires_at IS NULL OR c.expires_at > now())
+    RETURNING c.id;
+END
+$$;
+
+-- A rotation's old token: revoked now, or expiring when the grace ends.
+CREATE FUNCTION compass_retire_token(id uuid, replaced_by uuid, grace interval) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+DECLARE
+  ws uuid := public.compass_admin_workspace();
+BEGIN
+  UPDATE public.credentials c
+  SET replaced_by = compass_retire_token.replaced_by,
+      revoked_at = CASE WHEN grace > interval '0' THEN NULL ELSE now() END,
+      expires_at = CASE WHEN grace > interval '0'
+                        THEN least(coalesce(c.expires_at, 'infinity'), now() + grace)
+                        ELSE c.expires_at END
+  WHERE c.id = compass_retire_token.id AND c.workspace_id = ws;
+END
+$$;
+
+-- An account of the admin's workspace; or, for an agent in a runner's
+-- session, a member agent below itself.
+CREATE FUNCTION compass_create_account(
+  id uuid, handle text, kind text, owner_id uuid, role text, parent_id uuid
+) RETURNS SETOF accounts
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+DECLARE
+  ws uuid := public.compass_asker_workspace();
+BEGIN
+  IF ws IS NULL OR NOT (
+       public.compass_asker_is_admin()
+       OR (public.compass_asker_role() = 'compass_app'
+           AND compass_create_account.kind = 'agent' AND compass_create_account.role = 'member'
+           AND compass_create_account.parent_id IS NOT NULL
+           AND compass_create_account.parent_id = public.compass_actor())) THEN
+    RAISE EXCEPTION 'only an admin of the workspace may do this'
+      USING ERRCODE = 'insufficient_privilege';
+  END IF;
+  RETURN QUERY
+    INSERT INTO public.accounts (id, workspace_id, handle, kind, owner_id, role, parent_id)
+    VALUES (compass_create_account.id, ws, compass_create_account.handle,
+            compass_create_account.kind, compass_create_account.owner_id,
+            compass_create_account.role, compass_create_account.parent_id)
+    RETURNING *;
+END
+$$;
+
+CREATE FUNCTION compass_set_role(id uuid, role text) RETURNS SETOF accounts
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+DECLARE
+  ws uuid := public.compass_admin_workspace();
+BEGIN
+  RETURN QUERY
+    UPDATE public.accounts a SET role = compass_set_role.role
+    WHERE a.id = compass_set_role.id AND a.workspace_id = ws
+    RETURNING *;
+END
+$$;
+
+CREATE FUNCTION compass_set_email(id uuid, email text) RETURNS SETOF uuid
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+DECLARE
+  ws uuid := public.compass_admin_workspace();
+BEGIN
+  RETURN QUERY
+    UPDATE public.accounts a SET email = compass_set_email.email
+    WHERE a.id = compass_set_email.id AND a.workspace_id = ws AND a.kind = 'human'
+    RETURNING a.id;
+END
+$$;
+
+CREATE FUNCTION compass_set_deactivated(id uuid, deactivated boolean) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+DECLARE
+  ws uuid := public.compass_admin_workspace();
+BEGIN
+  UPDATE public.accounts a
+  SET deactivated_at = CASE WHEN compass_set_deactivated.deactivated THEN now() END
+  WHERE a.id = compass_set_deactivated.id AND a.workspace_id = ws;
+END
+$$;
+
+DO $$
+DECLARE
+  f text;
+BEGIN
+  FOREACH f IN ARRAY ARRAY[
+    'compass_asker_workspace()', 'compass_asker_account()', 'compass_asker_is_admin()',
+    'compass_admin_workspace()',
+    'compass_issue_token(bytea, uuid, uuid, uuid, text, interval)',
+    'compass_revoke_credentials(uuid[], text[], uuid, boolean)',
+    'compass_retire_token(uuid, uuid, interval)',
+    'compass_create_account(uuid, text, text, uuid, text, uuid)',
+    'compass_set_role(uuid, text)', 'compass_set_email(uuid, text)',
+    'compass_set_deactivated(uuid, boolean)'
+  ] LOOP
+    EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
+    EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO compass_app, compass_maintenance', f);
+  END LOOP;
+END
+$$;
+
+-- The direct writes go. compass_app keeps the columns of accounts its own
+-- rules change (an agent's status and presence, open asks, a tree's links).
+REVOKE INSERT, UPDATE ON credentials FROM compass_app;
+REVOKE INSERT (token_hash, id, workspace_id, account_id, runner_id, label, expires_at,
+               kind, idle, ends_at, user_agent, ask_id) ON credentials FROM compass_app;
+REVOKE UPDATE (revoked_at, replaced_by, expires_at) ON credentials FROM compass_app;
+REVOKE INSERT, UPDATE ON accounts FROM compass_app;
+GRANT UPDATE (status, status_text, presence_state, presence_text, open_asks, parent_id, chain)
+  ON accounts TO compass_app;
+-- Locking a row (an admin's rotation locks the old token) needs UPDATE on a
+-- column: marking a credential used is the one it keeps.
+GRANT UPDATE (last_used_at) ON credentials TO compass_app;
