@@ -9,6 +9,7 @@ import asyncio
 import json
 import re
 import struct
+import urllib.parse
 from typing import Any
 
 import httpx
@@ -59,7 +60,31 @@ def _end_of_stream(content: bytes) -> dict[str, Any]:
     raise AssertionError(f"no end-of-stream envelope in {content[:200]!r}")
 
 
+def _grpc_status(res: httpx.Response) -> tuple[str, str] | None:
+    """gRPC-Web's status and message: in the headers (trailers-only), else
+    in the body's trailer frame."""
+    if "grpc-status" in res.headers:
+        return res.headers["grpc-status"], res.headers.get("grpc-message", "")
+    content, at = res.content, 0
+    while at + 5 <= len(content):
+        flags, size = content[at], struct.unpack(">I", content[at + 1 : at + 5])[0]
+        data = content[at + 5 : at + 5 + size]
+        at += 5 + size
+        if flags & 0x80:
+            fields = dict(line.split(":", 1) for line in data.decode().split("\r\n") if ":" in line)
+            return fields.get("grpc-status", "").strip(), fields.get("grpc-message", "").strip()
+    return None
+
+
 def checked_answer(res: httpx.Response, what: object) -> None:
+    if res.headers.get("content-type", "").startswith("application/grpc"):
+        status = _grpc_status(res)
+        if status is not None and status[0] != "0":
+            code, message = status[0], urllib.parse.unquote(status[1])
+            # 2 is UNKNOWN, 13 INTERNAL.
+            assert code not in ("2", "13"), (code, message, what)
+            assert message and not LEAKS.search(message), (code, message, what)
+        return
     if res.headers.get("content-type", "").startswith("application/connect+"):
         if res.status_code == 200:
             error = _end_of_stream(res.content)
@@ -153,6 +178,21 @@ async def test_broken_stream_framing_is_invalid_argument(
         _checked(res.status_code, error, body)
 
 
+async def test_grpc_over_http1_is_told_what_to_use(
+    http: httpx.AsyncClient, api_world: World
+) -> None:
+    res = await http.post(
+        UNARY,
+        content=envelope(0, b""),
+        headers={"content-type": "application/grpc", "authorization": bearer(api_world)},
+    )
+    assert res.headers["grpc-status"] == "12"  # UNIMPLEMENTED
+    assert urllib.parse.unquote(res.headers["grpc-message"]) == (
+        "gRPC needs HTTP/2 (its status travels in trailers); this request came over "
+        "HTTP/1.1: use h2c, or Connect or gRPC-Web over HTTP/1.1"
+    )
+
+
 # --- the fuzzer ---------------------------------------------------------------------
 
 PATHS = [
@@ -169,6 +209,9 @@ CONTENT_TYPES = [
     "application/connect+proto",
     "application/json; charset=utf-8",
     "application/x-www-form-urlencoded",
+    "application/grpc-web+proto",
+    "application/grpc-web+json",
+    "application/grpc",
 ]
 header_bytes = st.binary(max_size=12) | st.sampled_from(
     [b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"gzip", b"identity", b"br", b"1", b"-5", b"9" * 30]
@@ -190,9 +233,15 @@ header_names = st.sampled_from(
 json_keys = st.text(max_size=4) | st.sampled_from(
     ["\udc80", "\ud800", "pageSize", "pageToken", "channelId", "blocks", "query", "@type"]
 )
+
+
+def _nested(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=3) | st.dictionaries(json_keys, inner, max_size=3)
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(json_keys, inner, max_size=3),
+    _nested,
     max_leaves=8,
 )
 bodies = (

@@ -13,9 +13,11 @@ import pathlib
 import re
 import socket
 import ssl
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
+import grpc
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 from hypercorn.asyncio import serve
@@ -367,6 +369,9 @@ class Router:
                 if not _utf8_headers(scope):
                     await _connect_refusal(send, 400, BAD_HEADER)
                     return
+                if _grpc_without_trailers(scope):
+                    await _grpc_refusal(send, GRPC_NEEDS_HTTP2)
+                    return
                 send = _explained(self._timed(send), scope, self.methods)
                 if _unary(scope):
                     scope, gzip_accepted = _without_gzip(scope)
@@ -442,6 +447,34 @@ _REFUSED = {
 
 # The bare answers `_explained` says more of.
 _BARE = (404, 405, 415)
+
+
+GRPC_NEEDS_HTTP2 = (
+    "gRPC needs HTTP/2 (its status travels in trailers); this request came over "
+    "HTTP/1.1: use h2c, or Connect or gRPC-Web over HTTP/1.1"
+)
+
+
+def _grpc_without_trailers(scope: dict[str, Any]) -> bool:
+    """A gRPC call (not gRPC-Web) on a connection that can't carry trailers."""
+    kind = (_header(scope, b"content-type") or "").strip().lower()
+    return (
+        kind.startswith("application/grpc")
+        and not kind.startswith("application/grpc-web")
+        and "http.response.trailers" not in scope.get("extensions", {})
+    )
+
+
+async def _grpc_refusal(send: Any, message: str) -> None:
+    """A gRPC trailers-only answer: the status in the headers."""
+    headers = [
+        (b"content-type", b"application/grpc"),
+        (b"grpc-status", str(grpc.StatusCode.UNIMPLEMENTED.value[0]).encode()),
+        (b"grpc-message", urllib.parse.quote(message, safe=" ").encode()),
+        (b"content-length", b"0"),
+    ]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
 
 
 def _utf8_headers(scope: dict[str, Any]) -> bool:
