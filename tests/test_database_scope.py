@@ -117,6 +117,9 @@ async def test_the_write_functions_role_cannot_name_a_workspace_either(
             "SELECT set_config('compass.writer_workspace', %s, false)", (str(b.workspace_id),)
         )
         assert await (await conn.execute("SELECT 1 FROM messages")).fetchall() == []
+        # And it can't read the credentials it would need.
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            await conn.execute("SELECT token_hash FROM credentials")
         await conn.rollback()
 
 
