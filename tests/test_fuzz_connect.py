@@ -10,13 +10,16 @@ import json
 import re
 import struct
 import urllib.parse
+import uuid
 from typing import Any
 
 import httpx
 import pytest
+from google.protobuf import json_format
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from compass.v1 import comms_pb2 as pb
 from tests.world import World
 
 # What a client's mistake may get; `internal` and `unknown` are the server's.
@@ -244,8 +247,74 @@ json_values = st.recursive(
     _nested,
     max_leaves=8,
 )
+# Messages of the contract with fields a careless client fills: any text
+# (control characters included), ids that are not ids, odd numbers.
+any_text = st.text(max_size=12) | st.text(
+    alphabet=st.sampled_from("\x00\x01\x1b\x7f\x85\u2028\ufeff\n\tab😀"), max_size=8
+)
+messages = st.one_of(
+    st.builds(
+        lambda channel, text: pb.PostMessageRequest(
+            channel_id=channel, blocks=[pb.MessageBlock(text=pb.TextBlock(text=text))]
+        ),
+        any_text,
+        any_text,
+    ),
+    st.builds(
+        lambda q, question, label: pb.PostMessageRequest(
+            channel_id=str(uuid.uuid4()),
+            blocks=[
+                pb.MessageBlock(
+                    ask=pb.Ask(
+                        questions=[
+                            pb.AskQuestion(
+                                question_id=q,
+                                question=question,
+                                options=[pb.AskOption(id=q, label=label)],
+                            )
+                        ]
+                    )
+                )
+            ],
+        ),
+        any_text,
+        any_text,
+        any_text,
+    ),
+    st.builds(
+        lambda query, channel, size, token: pb.SearchMessagesRequest(
+            query=query, channel_id=channel, page_size=size, page_token=token
+        ),
+        any_text,
+        any_text,
+        st.integers(-(2**31), 2**31 - 1),
+        any_text,
+    ),
+    st.builds(
+        lambda size, token: pb.ListChannelsRequest(page_size=size, page_token=token),
+        st.integers(-(2**31), 2**31 - 1),
+        any_text,
+    ),
+)
+
+
+def _encoded(message: Any, form: str, flags: int | None) -> bytes:
+    data = (
+        message.SerializeToString()
+        if form == "binary"
+        else json_format.MessageToJson(message).encode()
+    )
+    return data if flags is None else envelope(flags, data)
+
+
 bodies = (
-    st.binary(max_size=40)
+    st.builds(
+        _encoded,
+        messages,
+        st.sampled_from(["binary", "json"]),
+        st.none() | st.sampled_from([0, 1, 2]),
+    )
+    | st.binary(max_size=40)
     | json_values.map(lambda v: json.dumps(v).encode())
     | st.tuples(st.integers(0, 255), json_values).map(
         lambda t: envelope(t[0], json.dumps(t[1]).encode())
