@@ -13,6 +13,7 @@ import pathlib
 import re
 import socket
 import ssl
+import struct
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol
@@ -77,6 +78,10 @@ _FRAMING = {
 }
 
 
+# What decoding a request's bytes raises when they are not what they claim.
+_UNREADABLE_ERRORS = (ValueError, TypeError, KeyError, IndexError, struct.error)
+
+
 def _client_mistake(error: Exception | None) -> ConnectError | None:
     """The client's mistake the framework refused while reading a request,
     as invalid_argument with a fixed sentence: never `unknown` or `internal`,
@@ -91,7 +96,9 @@ def _client_mistake(error: Exception | None) -> ConnectError | None:
         if message is None and error.message.startswith("protocol error: promised"):
             message = "the request stream ended inside a message"
         return ConnectError(Code.INVALID_ARGUMENT, message or _UNREADABLE)
-    if type(error).__name__ == "HTTPError":
+    if not isinstance(error, _UNREADABLE_ERRORS):
+        # Not the request's bytes: a send that timed out or a lost connection
+        # ends the call as the router expects.
         return None
     log.info("refused a request the framework could not read", exc_info=error)
     return ConnectError(Code.INVALID_ARGUMENT, _UNREADABLE)
