@@ -514,3 +514,49 @@ async def test_the_admins_credential_writes_them_through_the_functions(
             )
         ).fetchall()
         assert ended == []
+
+
+async def test_a_keyed_batch_across_workspaces_writes_each_key_in_its_own(
+    db: Database, store: Store
+) -> None:
+    """One compass_posts_once of two workspaces' keyed posts: each post and
+    its key land in the workspace its own credential proves."""
+    a, b = await World.create(store), await World.create(store)
+
+    def item(w: World, key: str) -> dict[str, Any]:
+        return {
+            "cred": w.agent.credential.hex(),
+            "id": str(uuid.uuid4()),
+            "channel_id": str(w.channel.channel_id),
+            "author_id": str(w.agent.account_id),
+            "blocks": [{"kind": "text", "text": key}],
+            "search_text": key,
+            "ask_ids": [],
+            "due": [],
+            "surface": "api",
+            "client_key": key,
+            "digest": hashlib.sha256(key.encode()).hexdigest(),
+        }
+
+    async with await psycopg.AsyncConnection.connect(db.url, row_factory=dict_row) as conn:
+        await conn.execute("SET ROLE compass_app")
+        row = await (
+            await conn.execute(
+                "SELECT compass_posts_once(%s::jsonb) AS r",
+                (psycopg.types.json.Jsonb([item(a, "of-a"), item(b, "of-b")]),),
+            )
+        ).fetchone()
+        await conn.commit()
+    assert row is not None
+    assert [r["outcome"] for r in row["r"]] == ["posted", "posted"], row
+    async with await psycopg.AsyncConnection.connect(db.url, row_factory=dict_row) as conn:
+        keys = await (
+            await conn.execute(
+                "SELECT client_key, workspace_id FROM post_keys WHERE workspace_id = ANY(%s)",
+                ([a.workspace_id, b.workspace_id],),
+            )
+        ).fetchall()
+    assert {(k["client_key"], k["workspace_id"]) for k in keys} == {
+        ("of-a", a.workspace_id),
+        ("of-b", b.workspace_id),
+    }
