@@ -466,3 +466,38 @@ async def test_an_unexpected_failure_is_internal_with_an_incident_id_and_no_deta
     )
     assert err.message.startswith("internal error (incident ")
     assert "answered" not in err.message and "cancelled" not in err.message
+
+
+async def test_searching_a_channel_one_cannot_read_is_not_found(
+    client: Client, api_world: World
+) -> None:
+    """A channel of another workspace, one the caller doesn't take part in, or
+    none at all: SearchMessages answers as ListMessages does."""
+    w = api_world
+    other = await World.create(w.store)
+    await other.post_text(other.human, "needle of another workspace")
+    h = tok(w, w.human)
+    for channel in (other.channel.channel_id, uuid.uuid4()):
+        err = await expect(
+            "not_found",
+            client.call(
+                "SearchMessages",
+                pb.SearchMessagesRequest(query="needle", channel_id=str(channel)),
+                h,
+            ),
+        )
+        assert err.message == f"no channel {channel}"
+    err = await expect(
+        "not_found",
+        client.call(
+            "SearchMessages",
+            pb.SearchMessagesRequest(query="needle", channel_id=str(w.channel.channel_id)),
+            tok(w, w.other_human),
+        ),
+    )
+    found = await client.call(
+        "SearchMessages",
+        pb.SearchMessagesRequest(query="needle", channel_id=str(w.channel.channel_id)),
+        h,
+    )
+    assert list(found.messages) == []

@@ -88,6 +88,41 @@ async def test_the_request_role_cannot_name_the_write_functions_workspace(
     assert member == {"m": False}
 
 
+async def test_the_write_functions_role_cannot_name_a_workspace_either(
+    db: Database, store: Store
+) -> None:
+    """Whatever compass_writer itself sets, its statements stay in the
+    workspace of the credential they were given."""
+    a, b = await World.create(store), await World.create(store)
+    await a.post_text(a.human, "of a")
+    await b.post_text(b.human, "of b")
+    async with await psycopg.AsyncConnection.connect(db.url, row_factory=dict_row) as conn:
+        await conn.execute("SET ROLE compass_writer")
+        await scope(conn, a)
+        await conn.execute(
+            "SELECT set_config('compass.writer_workspace', %s, false)", (str(b.workspace_id),)
+        )
+        rows = await (await conn.execute("SELECT workspace_id FROM messages")).fetchall()
+        assert {r["workspace_id"] for r in rows} == {a.workspace_id}
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            await conn.execute(
+                "INSERT INTO events (workspace_id, kind, channel_id, payload)"
+                " VALUES (%s, 'message_posted', %s, '{}')",
+                (b.workspace_id, b.channel.channel_id),
+            )
+        await conn.rollback()
+        # With no credential it names, it reaches no workspace at all.
+        await conn.execute("SET ROLE compass_writer")
+        await conn.execute(
+            "SELECT set_config('compass.writer_workspace', %s, false)", (str(b.workspace_id),)
+        )
+        assert await (await conn.execute("SELECT 1 FROM messages")).fetchall() == []
+        # And it can't read the credentials it would need.
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            await conn.execute("SELECT token_hash FROM credentials")
+        await conn.rollback()
+
+
 async def test_a_write_call_with_a_credential_it_was_not_given_writes_nothing(
     app_conn: psycopg.AsyncConnection[Any], store: Store
 ) -> None:
@@ -352,3 +387,176 @@ async def test_a_server_ends_only_its_own_sessions_and_after_its_runners_token_w
     await world.store.unbind_session(mine, binding.session_id)
     (p,) = await world.store.get_presence(world.human, [world.agent.account_id])
     assert p.state is PresenceState.OFFLINE
+
+
+async def _as_member(conn: psycopg.AsyncConnection[Any], w: World) -> None:
+    """As the request path scopes a call by w's member (grace, not an admin)."""
+    await conn.execute(
+        "SELECT set_config('compass.credential', %s, false),"
+        " set_config('compass.actor', %s, false)",
+        (w.other_human.credential.hex(), str(w.other_human.account_id)),
+    )
+
+
+async def _refused(conn: psycopg.AsyncConnection[Any], sql: str, params: tuple[Any, ...]) -> None:
+    async with conn.transaction():
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            await conn.execute(sql, params)
+
+
+async def test_a_members_credential_cannot_write_credentials_or_roles(
+    db: Database, store: Store
+) -> None:
+    """compass_app holding a member's credential writes no credential and no
+    role, directly or through the functions that may: they check who asks."""
+    w = await World.create(store)
+    admin, member = w.human.account_id, w.other_human.account_id
+    forged = hashlib.sha256(b"a token for the admin").digest()
+    async with await psycopg.AsyncConnection.connect(
+        db.url, row_factory=dict_row, autocommit=True
+    ) as conn:
+        await conn.execute("SET ROLE compass_app")
+        await _as_member(conn, w)
+        for sql, params in [
+            (
+                "INSERT INTO credentials (token_hash, id, workspace_id, account_id, label)"
+                " VALUES (%s, %s, %s, %s, 'mine')",
+                (forged, uuid.uuid4(), w.workspace_id, admin),
+            ),
+            ("UPDATE accounts SET role = 'admin' WHERE id = %s", (member,)),
+            ("UPDATE accounts SET deactivated_at = now() WHERE id = %s", (admin,)),
+            ("UPDATE accounts SET email = 'me@example.com' WHERE id = %s", (admin,)),
+            ("UPDATE credentials SET revoked_at = now() WHERE account_id = %s", (admin,)),
+            (
+                "INSERT INTO accounts (id, workspace_id, handle, kind, role)"
+                " VALUES (%s, %s, 'boss', 'human', 'admin')",
+                (uuid.uuid4(), w.workspace_id),
+            ),
+            (
+                "SELECT compass_issue_token(%s, %s, %s, NULL, 'mine', NULL)",
+                (forged, uuid.uuid4(), admin),
+            ),
+            ("SELECT * FROM compass_set_role(%s, 'admin')", (member,)),
+            (
+                "SELECT * FROM compass_create_account(%s, 'boss', 'human', NULL, 'admin', NULL)",
+                (uuid.uuid4(),),
+            ),
+            ("SELECT compass_set_deactivated(%s, true)", (admin,)),
+            ("SELECT * FROM compass_set_email(%s, 'me@example.com')", (admin,)),
+            ("SELECT * FROM compass_revoke_credentials(NULL, NULL, %s, true)", (admin,)),
+            ("SELECT compass_retire_token(%s, NULL, '0s')", (uuid.uuid4(),)),
+        ]:
+            await _refused(conn, sql, params)
+        # Naming the admin's tokens as if they were its own sessions ends none.
+        ids = await (
+            await conn.execute("SELECT id FROM credentials WHERE account_id = %s", (admin,))
+        ).fetchall()
+        assert ids
+        revoked = await (
+            await conn.execute(
+                "SELECT * FROM compass_revoke_credentials(%s, ARRAY['session'], NULL, false)",
+                ([r["id"] for r in ids],),
+            )
+        ).fetchall()
+        assert revoked == []
+    # Re-read as the owner: nothing changed.
+    async with await psycopg.AsyncConnection.connect(db.url, row_factory=dict_row) as conn:
+        roles = await (
+            await conn.execute(
+                "SELECT id, role, deactivated_at, email FROM accounts WHERE workspace_id = %s",
+                (w.workspace_id,),
+            )
+        ).fetchall()
+        assert {r["id"]: r["role"] for r in roles} == {
+            admin: "admin",
+            member: "member",
+            w.agent.account_id: "member",
+        }
+        assert all(r["deactivated_at"] is None and r["email"] is None for r in roles)
+        creds = await (
+            await conn.execute(
+                "SELECT token_hash, revoked_at FROM credentials WHERE workspace_id = %s",
+                (w.workspace_id,),
+            )
+        ).fetchall()
+        assert len(creds) == 3 and all(c["revoked_at"] is None for c in creds)
+        assert forged not in {bytes(c["token_hash"]) for c in creds}
+
+
+async def test_the_admins_credential_writes_them_through_the_functions(
+    db: Database, store: Store
+) -> None:
+    w = await World.create(store)
+    member = w.other_human.account_id
+    async with await psycopg.AsyncConnection.connect(
+        db.url, row_factory=dict_row, autocommit=True
+    ) as conn:
+        await conn.execute("SET ROLE compass_app")
+        await scope(conn, w)
+        row = await (
+            await conn.execute("SELECT role FROM compass_set_role(%s, 'admin')", (member,))
+        ).fetchone()
+        assert row == {"role": "admin"}
+        # Another workspace's account is not its to change.
+        b = await World.create(store)
+        gone = await (
+            await conn.execute(
+                "SELECT role FROM compass_set_role(%s, 'admin')", (b.other_human.account_id,)
+            )
+        ).fetchall()
+        assert gone == []
+        # A member ends its own sessions (and nothing else).
+        await _as_member(conn, w)
+        ended = await (
+            await conn.execute(
+                "SELECT * FROM compass_revoke_credentials(NULL, ARRAY['session'], %s, true)",
+                (member,),
+            )
+        ).fetchall()
+        assert ended == []
+
+
+async def test_a_keyed_batch_across_workspaces_writes_each_key_in_its_own(
+    db: Database, store: Store
+) -> None:
+    """One compass_posts_once of two workspaces' keyed posts: each post and
+    its key land in the workspace its own credential proves."""
+    a, b = await World.create(store), await World.create(store)
+
+    def item(w: World, key: str) -> dict[str, Any]:
+        return {
+            "cred": w.agent.credential.hex(),
+            "id": str(uuid.uuid4()),
+            "channel_id": str(w.channel.channel_id),
+            "author_id": str(w.agent.account_id),
+            "blocks": [{"kind": "text", "text": key}],
+            "search_text": key,
+            "ask_ids": [],
+            "due": [],
+            "surface": "api",
+            "client_key": key,
+            "digest": hashlib.sha256(key.encode()).hexdigest(),
+        }
+
+    async with await psycopg.AsyncConnection.connect(db.url, row_factory=dict_row) as conn:
+        await conn.execute("SET ROLE compass_app")
+        row = await (
+            await conn.execute(
+                "SELECT compass_posts_once(%s::jsonb) AS r",
+                (psycopg.types.json.Jsonb([item(a, "of-a"), item(b, "of-b")]),),
+            )
+        ).fetchone()
+        await conn.commit()
+    assert row is not None
+    assert [r["outcome"] for r in row["r"]] == ["posted", "posted"], row
+    async with await psycopg.AsyncConnection.connect(db.url, row_factory=dict_row) as conn:
+        keys = await (
+            await conn.execute(
+                "SELECT client_key, workspace_id FROM post_keys WHERE workspace_id = ANY(%s)",
+                ([a.workspace_id, b.workspace_id],),
+            )
+        ).fetchall()
+    assert {(k["client_key"], k["workspace_id"]) for k in keys} == {
+        ("of-a", a.workspace_id),
+        ("of-b", b.workspace_id),
+    }

@@ -44,6 +44,15 @@ def _message(row: dict[str, Any]) -> Message:
     )
 
 
+async def _readable_channel(conn: Conn, actor: Actor, channel_id: uuid.UUID) -> None:
+    """NOT_FOUND unless the actor takes part in the channel (as for an unknown one)."""
+    cur = await conn.execute(
+        MESSAGES["participates"], {"channel_id": channel_id, "actor": actor.account_id}
+    )
+    if await cur.fetchone() is None:
+        raise NotFound(f"no channel {channel_id}")
+
+
 def _position_token(token: str) -> int:
     if not token:
         return 2**63 - 1
@@ -121,11 +130,7 @@ class Messages:
         limit = page_size(size)
         before = _position_token(token)
         async with self.db.tx(actor) as conn:
-            cur = await conn.execute(
-                MESSAGES["participates"], {"channel_id": channel_id, "actor": actor.account_id}
-            )
-            if await cur.fetchone() is None:
-                raise NotFound(f"no channel {channel_id}")
+            await _readable_channel(conn, actor, channel_id)
             return await _message_page(conn, actor, channel_id, None, before, limit)
 
     async def search_messages(
@@ -139,4 +144,6 @@ class Messages:
         before = _position_token(token)
         escaped = query.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         async with self.db.tx(actor) as conn:
+            if channel_id is not None:
+                await _readable_channel(conn, actor, channel_id)
             return await _message_page(conn, actor, channel_id, f"%{escaped}%", before, limit)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from typing import Any, TypeVar, cast
 
 from connectrpc.code import Code
@@ -65,13 +66,38 @@ class JsonCodec:
             body = json.loads(bytes(data).decode("utf-8"), object_pairs_hook=_no_repeated_keys)
         except (ValueError, RecursionError):
             raise _refused(message_class, "JSON") from None
+        if _SURROGATE_ESCAPE.search(data) is not None and _has_lone_surrogate(body):
+            raise _refused(message_class, "JSON")
         known = _known_fields(body, cast(Descriptor, message_class.DESCRIPTOR), "")
         message = message_class()
         try:
             json_format.ParseDict(known, message)
-        except (json_format.ParseError, RecursionError, ValueError, TypeError):
+        except Exception:
+            # The runtime's own failures too (a lone surrogate in a key).
             raise _refused(message_class, "JSON") from None
         return message
+
+
+# A JSON escape of a UTF-16 surrogate: only a body with one needs the walk.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _has_lone_surrogate(body: Any) -> bool:
+    """JSON's \\ud800 escapes decode to strings no UTF-8 can carry."""
+    stack = [body]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def _known_fields(body: Any, d: Descriptor, where: str) -> Any:

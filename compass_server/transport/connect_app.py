@@ -13,9 +13,12 @@ import pathlib
 import re
 import socket
 import ssl
+import struct
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
+import grpc
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 from hypercorn.asyncio import serve
@@ -52,8 +55,67 @@ def _header(scope: dict[str, Any], name: bytes) -> str | None:
     return None
 
 
+class _Answered(ConnectError):
+    """An error the servicers answered, as opposed to one the framework
+    raised while reading the request."""
+
+
 def _connect_error(err: ApiError) -> ConnectError:
-    return ConnectError(Code[err.status.name], err.message)
+    return _Answered(Code[err.status.name], err.message)
+
+
+BAD_HEADER = "a request header is not valid UTF-8"
+_UNREADABLE = "the request could not be read as a Connect request"
+# What the framework says of a request stream's framing, and what a client is told.
+_FRAMING = {
+    "protocol error: sent compressed message without compression support": (
+        "a message of the request stream is flagged compressed, "
+        "but the request names no compression (connect-content-encoding)"
+    ),
+    "protocol error: invalid envelope flags": (
+        "an envelope of the request stream has flags Connect doesn't define"
+    ),
+}
+
+
+# What decoding a request's bytes raises when they are not what they claim.
+_UNREADABLE_ERRORS = (ValueError, TypeError, KeyError, IndexError, struct.error)
+
+
+def _client_mistake(error: Exception | None) -> ConnectError | None:
+    """The client's mistake the framework refused while reading a request,
+    as invalid_argument with a fixed sentence: never `unknown` or `internal`,
+    never the framework's or Python's own text."""
+    if error is None or isinstance(error, _Answered):
+        return None
+    if isinstance(error, ConnectError):
+        framing = error.message.startswith("protocol error")
+        if error.code not in (Code.UNKNOWN, Code.INTERNAL) and not framing:
+            return None
+        message = _FRAMING.get(error.message)
+        if message is None and error.message.startswith("protocol error: promised"):
+            message = "the request stream ended inside a message"
+        return ConnectError(Code.INVALID_ARGUMENT, message or _UNREADABLE)
+    if not isinstance(error, _UNREADABLE_ERRORS):
+        # Not the request's bytes: a send that timed out or a lost connection
+        # ends the call as the router expects.
+        return None
+    log.info("refused a request the framework could not read", exc_info=error)
+    return ConnectError(Code.INVALID_ARGUMENT, _UNREADABLE)
+
+
+class _ClientMistakes:
+    """A metadata interceptor: it ends every Connect call, so what the
+    framework refused while reading a request reaches the client as
+    `_client_mistake` says."""
+
+    async def on_start(self, ctx: Any) -> None:
+        return None
+
+    async def on_end(self, token: None, ctx: Any, error: Exception | None) -> None:
+        replaced = _client_mistake(error)
+        if replaced is not None:
+            raise replaced
 
 
 def _endpoint(
@@ -146,6 +208,7 @@ def connect_app(
         read_max_bytes=MAX_MESSAGE_BYTES,
         codecs=CODECS,
         compressions=COMPRESSIONS,
+        interceptors=(_ClientMistakes(),),
     )
     return app
 
@@ -310,6 +373,12 @@ class Router:
         path: str = scope["path"]
         for prefix, app in self.apps.items():
             if path.startswith(prefix):
+                if not _utf8_headers(scope):
+                    await _connect_refusal(send, 400, BAD_HEADER)
+                    return
+                if _grpc_without_trailers(scope):
+                    await _grpc_refusal(send, GRPC_NEEDS_HTTP2)
+                    return
                 send = _explained(self._timed(send), scope, self.methods)
                 if _unary(scope):
                     scope, gzip_accepted = _without_gzip(scope)
@@ -376,7 +445,55 @@ class Router:
 _CONNECT_PATH = re.compile(r"^/([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)/([A-Za-z_]\w*)$")
 # Bare answers of the Connect app to a request it can't take, and the code
 # the client gets for each instead (the HTTP status stays).
-_REFUSED = {404: Status.UNIMPLEMENTED, 405: Status.UNIMPLEMENTED, 415: Status.INVALID_ARGUMENT}
+_REFUSED = {
+    400: Status.INVALID_ARGUMENT,
+    404: Status.UNIMPLEMENTED,
+    405: Status.UNIMPLEMENTED,
+    415: Status.INVALID_ARGUMENT,
+}
+
+# The bare answers `_explained` says more of.
+_BARE = (404, 405, 415)
+
+
+GRPC_NEEDS_HTTP2 = (
+    "gRPC needs HTTP/2 (its status travels in trailers); this request came over "
+    "HTTP/1.1: use h2c, or Connect or gRPC-Web over HTTP/1.1"
+)
+
+
+def _grpc_without_trailers(scope: dict[str, Any]) -> bool:
+    """A gRPC call (not gRPC-Web) on a connection that can't carry trailers."""
+    kind = (_header(scope, b"content-type") or "").strip().lower()
+    return (
+        kind.startswith("application/grpc")
+        and not kind.startswith("application/grpc-web")
+        and "http.response.trailers" not in scope.get("extensions", {})
+    )
+
+
+async def _grpc_refusal(send: Any, message: str) -> None:
+    """A gRPC trailers-only answer: the status in the headers."""
+    headers = [
+        (b"content-type", b"application/grpc"),
+        (b"grpc-status", str(grpc.StatusCode.UNIMPLEMENTED.value[0]).encode()),
+        (b"grpc-message", urllib.parse.quote(message, safe=" ").encode()),
+        (b"content-length", b"0"),
+    ]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def _utf8_headers(scope: dict[str, Any]) -> bool:
+    """Whether every header's name and value is UTF-8, as the Connect
+    framework reads them."""
+    try:
+        for name, value in scope.get("headers", ()):
+            bytes(name).decode("utf-8")
+            bytes(value).decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _explained(send: Any, scope: dict[str, Any], methods: dict[str, list[str]]) -> Any:
@@ -386,7 +503,7 @@ def _explained(send: Any, scope: dict[str, Any], methods: dict[str, list[str]]) 
 
     async def explaining(message: dict[str, Any]) -> None:
         nonlocal held
-        if message["type"] == "http.response.start" and message["status"] in _REFUSED:
+        if message["type"] == "http.response.start" and message["status"] in _BARE:
             held = message
             return
         if held is None:

@@ -20,16 +20,15 @@ SELECT EXISTS (SELECT 1 FROM accounts WHERE kind = 'human') AS found
 SELECT count(*) AS n FROM accounts WHERE role = 'admin'
 
 -- name: insert_account
-INSERT INTO accounts (id, workspace_id, handle, kind, owner_id, role, parent_id)
-VALUES (%(id)s, compass_workspace(), %(handle)s, %(kind)s, %(owner_id)s, %(role)s, %(parent_id)s)
-RETURNING id, workspace_id, handle, kind, owner_id, role, created_at, parent_id
+SELECT id, workspace_id, handle, kind, owner_id, role, created_at, parent_id
+FROM compass_create_account(%(id)s, %(handle)s, %(kind)s, %(owner_id)s, %(role)s, %(parent_id)s)
 
 -- name: get_account
 SELECT id, workspace_id, handle, kind, owner_id, role, created_at, parent_id FROM accounts WHERE id = %(id)s
 
 -- name: set_role
-UPDATE accounts SET role = %(role)s WHERE id = %(id)s
-RETURNING id, workspace_id, handle, kind, owner_id, role, created_at, parent_id
+SELECT id, workspace_id, handle, kind, owner_id, role, created_at, parent_id
+FROM compass_set_role(%(id)s, %(role)s)
 
 -- name: list_accounts
 SELECT id, workspace_id, handle, kind, owner_id, role, created_at, parent_id FROM accounts
@@ -67,9 +66,8 @@ ON CONFLICT DO NOTHING
 SELECT sessions, presence_changed FROM compass_unassign_agent(%(runner_id)s, %(agent_id)s)
 
 -- name: insert_token
-INSERT INTO credentials (token_hash, id, workspace_id, account_id, runner_id, label, expires_at)
-VALUES (%(token_hash)s, %(id)s, compass_workspace(), %(account_id)s, %(runner_id)s, %(label)s,
-        now() + %(expires_in)s::interval)
+SELECT compass_issue_token(%(token_hash)s, %(id)s, %(account_id)s, %(runner_id)s, %(label)s,
+                           %(expires_in)s::interval)
 
 -- name: get_token
 SELECT c.id, c.workspace_id, c.account_id, a.kind AS account_kind, c.runner_id, c.label,
@@ -98,18 +96,11 @@ ORDER BY c.created_at DESC, c.id DESC
 LIMIT %(limit)s
 
 -- name: revoke_token
-UPDATE credentials SET revoked_at = now() WHERE id = %(id)s AND revoked_at IS NULL
-RETURNING id
+SELECT id FROM compass_revoke_credentials(ARRAY[%(id)s]::uuid[], NULL, NULL, false)
 
 -- name: retire_token
 -- A rotation's old token: revoked now, or expiring when the grace ends.
-UPDATE credentials
-SET replaced_by = %(replaced_by)s,
-    revoked_at = CASE WHEN %(grace)s::interval > interval '0' THEN NULL ELSE now() END,
-    expires_at = CASE WHEN %(grace)s::interval > interval '0'
-                      THEN least(coalesce(expires_at, 'infinity'), now() + %(grace)s::interval)
-                      ELSE expires_at END
-WHERE id = %(id)s
+SELECT compass_retire_token(%(id)s, %(replaced_by)s, %(grace)s::interval)
 
 -- name: token_states
 -- Seconds each token has left; revoked ones and unknown ids are missing.

@@ -21,6 +21,4 @@ ORDER BY c.created_at DESC, c.id DESC
 LIMIT %(limit)s
 
 -- name: revoke_link
-UPDATE credentials SET revoked_at = now()
-WHERE id = %(id)s AND kind = 'link' AND revoked_at IS NULL
-RETURNING id
+SELECT id FROM compass_revoke_credentials(ARRAY[%(id)s]::uuid[], ARRAY['link'], NULL, false)

@@ -25,7 +25,7 @@ VALUES (%(id)s, compass_workspace(), %(handle)s, 'human', 'member', %(email)s)
 RETURNING id, handle
 
 -- name: set_email
-UPDATE accounts SET email = %(email)s WHERE id = %(id)s AND kind = 'human' RETURNING id
+SELECT id FROM compass_set_email(%(id)s, %(email)s) AS id
 
 -- name: insert_session
 INSERT INTO credentials
@@ -53,29 +53,20 @@ FROM credentials c WHERE c.id = %(id)s AND c.kind = 'session'
 
 -- name: revoke_credential
 -- A session or link (kind) that still signs in; none when it was revoked already.
-UPDATE credentials SET revoked_at = now()
-WHERE id = %(id)s AND kind = %(kind)s AND revoked_at IS NULL
-RETURNING id
+SELECT id FROM compass_revoke_credentials(ARRAY[%(id)s]::uuid[], ARRAY[%(kind)s::text], NULL, false)
 
 -- name: revoke_sessions_of
-UPDATE credentials SET revoked_at = now()
-WHERE account_id = %(account_id)s AND kind = 'session' AND revoked_at IS NULL
-  AND expires_at > now()
-RETURNING id
+SELECT id FROM compass_revoke_credentials(NULL, ARRAY['session'], %(account_id)s, true)
 
 -- name: revoke_everything_of
 -- Every credential of the account that still signs in: tokens, sessions, links.
-UPDATE credentials SET revoked_at = now()
-WHERE account_id = %(account_id)s AND revoked_at IS NULL
-  AND (expires_at IS NULL OR expires_at > now())
-RETURNING id
+SELECT id FROM compass_revoke_credentials(NULL, NULL, %(account_id)s, true)
 
 -- name: lock_account
 SELECT id, kind, role, deactivated_at FROM accounts WHERE id = %(id)s FOR UPDATE
 
 -- name: set_deactivated
-UPDATE accounts SET deactivated_at = CASE WHEN %(deactivated)s THEN now() END
-WHERE id = %(id)s
+SELECT compass_set_deactivated(%(id)s, %(deactivated)s)
 
 -- name: other_active_admins
 SELECT count(*) AS n FROM accounts
