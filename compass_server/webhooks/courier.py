@@ -23,10 +23,10 @@ import time
 import uuid
 from collections.abc import Sequence
 
+from compass_server.notify.mailer import Mailer
 from compass_server.store.errors import StoreError
-from compass_server.store.types import AttemptResult, ClaimedDelivery
-from compass_server.store.webhooks import WebhookStore
-from compass_server.webhooks.payloads import Drafts
+from compass_server.store.types import AttemptResult, ClaimedDelivery, WebhookKind
+from compass_server.store.webhooks import Derive, WebhookStore
 from compass_server.webhooks.sender import Outcome, Sender
 from compass_server.webhooks.signing import signed_headers
 
@@ -46,6 +46,9 @@ CLAIM_GATHER_SECONDS = 0.003
 PRUNE_EVERY_SECONDS = 60.0
 PRUNE_BATCH = 1_000
 GONE = "the receiver answered 410 Gone"
+NO_RELAY = (
+    "this server has no mail relay: set COMPASS_SMTP_HOST on every server that sends webhooks"
+)
 
 _STEP = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT = {"ms": 0.001, "s": 1.0, None: 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -67,9 +70,10 @@ class Courier:
         self,
         store: WebhookStore,
         sender: Sender,
-        drafts: Drafts,
+        drafts: Derive,
         server_id: uuid.UUID,
         *,
+        mailer: Mailer | None = None,
         retry_schedule: Sequence[float],
         concurrency: int,
         per_endpoint: int,
@@ -79,6 +83,7 @@ class Courier:
         self.store = store
         self.sender = sender
         self.drafts = drafts
+        self.mailer = mailer
         self.server_id = server_id
         self.retry_schedule = tuple(retry_schedule)
         self.concurrency = concurrency
@@ -195,6 +200,11 @@ class Courier:
         try:
             if delivery.problem:
                 outcome = Outcome(False, None, 0.0, delivery.problem)
+            elif delivery.kind is WebhookKind.EMAIL:
+                if self.mailer is None:
+                    outcome = Outcome(False, None, 0.0, NO_RELAY)
+                else:
+                    outcome = await self.mailer.send(delivery, deadline)
             else:
                 body = delivery.body.encode()
                 headers = signed_headers(
@@ -228,7 +238,8 @@ class Courier:
 
     def _record(self, delivery: ClaimedDelivery, outcome: Outcome) -> None:
         gone = outcome.gone
-        retry = None if outcome.delivered or gone else self.retry_in(delivery.failures)
+        final = outcome.delivered or gone or outcome.final
+        retry = None if final else self.retry_in(delivery.failures)
         result = AttemptResult(
             delivery.delivery_id,
             delivery.attempt,
