@@ -23,6 +23,7 @@ from tests.browser import new_tab
 from tests.conftest import running_server
 from tests.mailbox import Mailbox, parts
 from tests.servers import CallError, GrpcClient
+from tests.test_admin_cli import cli as admin_cli
 from tests.world import World, two_question_ask
 
 pytestmark = pytest.mark.timeout(120)
@@ -187,7 +188,17 @@ async def test_an_ask_for_the_channel_mails_only_those_who_asked_for_every_ask(
 ) -> None:
     await w.store.add_channel_member(w.human, w.channel.channel_id, w.other_human.account_id)
     await email_endpoint(rpc, w)
-    await mailing.webhooks.set_email_preference(w.other_human, w.other_human.account_id, "all")
+    # The operator's command, as a person would have it set.
+    said = await asyncio.to_thread(
+        admin_cli,
+        mailing.database_url,
+        "set-mail-preference",
+        "--account",
+        str(w.other_human.account_id),
+        "--mail",
+        "all",
+    )
+    assert said == {"account_id": str(w.other_human.account_id), "mail": "all"}
     await post(w, two_question_ask())
     [got] = await mailbox.wait_for(mail_of(w, w.other_human))
     text, _ = parts(got)
@@ -203,6 +214,12 @@ async def test_an_ask_for_the_channel_mails_only_those_who_asked_for_every_ask(
     await mailbox.wait_for(mail_of(w, w.other_human), 2)
     await asyncio.sleep(0.5)
     assert mailbox.to(mail_of(w, w.human)) == []
+
+    # A person sets only their own; another's is an admin's to set.
+    from compass_server.store.errors import PermissionDenied
+
+    with pytest.raises(PermissionDenied):
+        await mailing.webhooks.set_email_preference(w.other_human, w.human.account_id, "all")
 
 
 async def test_a_mail_to_an_ask_that_ended_before_it_went_is_not_sent(
