@@ -340,3 +340,29 @@ async def test_a_choice_in_the_mail_opens_the_ask_in_chromium_with_it_chosen(
         await tab.get_by_text("Your answer was recorded.").wait_for()
     _, ask = await w.store.get_ask(w.human, ask_id)
     assert ask.ending is not None and ask.questions[0].chosen_option_ids == ("n",)
+
+
+async def test_an_agents_line_breaks_never_reach_a_header(
+    mailing: Any, rpc: GrpcClient, mailbox: Mailbox, w: World
+) -> None:
+    await email_endpoint(rpc, w)
+    sneaky = Ask(
+        questions=(
+            AskQuestion(
+                question_id="q",
+                question="Deploy?\r\nBcc: everyone@example.test\r\n\r\nforged body " + "x" * 200,
+                options=(AskOption("y", "Yes <b>now</b>"),),
+            ),
+        ),
+        answerer_ids=(w.human.account_id,),
+    )
+    await post(w, sneaky)
+    [got] = await mailbox.wait_for(mail_of(w, w.human))
+    assert got["Bcc"] is None
+    # (A long subject is folded on the wire; read back, a fold is a space.)
+    subject = " ".join(got["Subject"].split())
+    assert subject.startswith("scout asks: Deploy? Bcc: everyone@example.test forged body")
+    assert len(subject) == len("scout asks: ") + 80 and subject.endswith("…")
+    assert [r for _, rcpts in mailbox.envelopes for r in rcpts if "everyone" in r] == []
+    _, html = parts(got)
+    assert "<b>now</b>" not in html and "Yes &lt;b&gt;now&lt;/b&gt;" in html

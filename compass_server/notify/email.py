@@ -139,11 +139,17 @@ class MailDrafts:
         return out
 
 
+# The most of a question a subject line carries.
+SUBJECT_CHARS = 80
+
+
 def _title(data: dict[str, Any]) -> str:
+    """The first question's header (or text) on one line: an agent's line
+    breaks never reach a header."""
     questions = data["ask"]["questions"]
     first = questions[0] if questions else {"header": "", "question": ""}
-    text = first["header"] or first["question"]
-    return text if len(text) <= 80 else text[:79] + "…"
+    text = " ".join((first["header"] or first["question"]).split())
+    return text if len(text) <= SUBJECT_CHARS else text[: SUBJECT_CHARS - 1] + "…"
 
 
 def choices(data: dict[str, Any]) -> list[tuple[str, str]]:
@@ -164,7 +170,7 @@ def render(body: dict[str, Any], sender: str, link: str) -> email.message.EmailM
     follow-up, which opens nothing new)."""
     data = body["notice"]
     asker = (data.get("asker") or {}).get("handle") or "An agent"
-    channel = data["channel"]["name"]
+    channel = " ".join(data["channel"]["name"].split())
     title = _title(data)
     msg = email.message.EmailMessage()
     msg["From"] = sender
