@@ -23,8 +23,11 @@ class Mailbox:
     """Mail received, parsed; `refuse` (an SMTP code) answers DATA with it
     instead; `delay` holds each DATA that long before answering."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, **smtp: Any) -> None:
+        """`smtp`: aiosmtpd's SMTP options (tls_context, require_starttls,
+        auth_required, authenticator, …)."""
         self.port = port or free_port()
+        self.smtp = smtp
         self.mail: list[email.message.EmailMessage] = []
         self.envelopes: list[tuple[str, list[str]]] = []
         self.refuse: int | None = None
@@ -38,7 +41,7 @@ class Mailbox:
 
     def start(self) -> Mailbox:
         # A controller runs once: each start is a new one on the same port.
-        self._controller = Controller(self, hostname="127.0.0.1", port=self.port)
+        self._controller = Controller(self, hostname="127.0.0.1", port=self.port, **self.smtp)
         self._controller.start()
         return self
 
