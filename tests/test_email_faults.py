@@ -102,3 +102,66 @@ async def test_a_server_killed_while_mailing_loses_no_mail(database_url: str, st
         box.stop()
         if b is not None:
             assert b.stop() == 0
+
+
+async def test_a_server_without_a_relay_leaves_mail_to_one_with_it(
+    database_url: str, store: Store
+) -> None:
+    box = Mailbox().start()
+    plain = {k: v for k, v in env(box.port).items() if not k.startswith("COMPASS_SMTP")}
+    a = ServerProcess(database_url, env=plain).start()
+    b: ServerProcess | None = None
+    client = GrpcClient(a.grpc_port)
+    try:
+        w = await World.create(store)
+        to = f"ada.{w.workspace_id.hex[:8]}@example.test"
+        async with await psycopg.AsyncConnection.connect(database_url) as conn:
+            await conn.execute(
+                "UPDATE accounts SET email = %s WHERE id = %s", (to, w.human.account_id)
+            )
+        await client.call(
+            "CreateWebhook",
+            ad.CreateWebhookRequest(url="mailto:compass@example.test", kind=ad.WEBHOOK_KIND_EMAIL),
+            w.tokens[w.human.account_id],
+        )
+        ask = Ask(
+            questions=(AskQuestion("go", "Ship it?", options=(AskOption("y", "Yes"),)),),
+            answerer_ids=(w.human.account_id,),
+        )
+        await w.post_ask(w.agent, ask)
+        # The delivery is made, and waits untouched: no attempt spent.
+        for _ in range(100):
+            async with await psycopg.AsyncConnection.connect(database_url) as conn:
+                cur = await conn.execute(
+                    "SELECT attempts FROM webhook_deliveries WHERE workspace_id = %s",
+                    (w.workspace_id,),
+                )
+                rows = await cur.fetchall()
+            if rows:
+                break
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(1.5)
+        async with await psycopg.AsyncConnection.connect(database_url) as conn:
+            cur = await conn.execute(
+                "SELECT attempts, state FROM webhook_deliveries WHERE workspace_id = %s",
+                (w.workspace_id,),
+            )
+            assert await cur.fetchall() == [(0, "pending")]
+        b = ServerProcess(database_url, env=env(box.port)).start()
+        await box.wait_for(to)
+        for _ in range(100):
+            if await delivered(database_url, w.workspace_id) == 1:
+                break
+            await asyncio.sleep(0.1)
+        async with await psycopg.AsyncConnection.connect(database_url) as conn:
+            cur = await conn.execute(
+                "SELECT attempts, state FROM webhook_deliveries WHERE workspace_id = %s",
+                (w.workspace_id,),
+            )
+            assert await cur.fetchall() == [(1, "delivered")]
+    finally:
+        await client.close()
+        box.stop()
+        if b is not None:
+            assert b.stop() == 0
+        assert a.stop() == 0

@@ -490,10 +490,12 @@ class WebhookStore:
         limit: int,
         per_endpoint: int,
         busy: Mapping[uuid.UUID, int],
+        kinds: Iterable[WebhookKind] = tuple(WebhookKind),
     ) -> list[ClaimedDelivery]:
         """Due deliveries for one attempt each, at most `limit`, and per
         endpoint at most `per_endpoint` less what this server has in flight
-        there (`busy`). No other server sends them until `lease` has passed."""
+        there (`busy`), of endpoints of `kinds`. No other server sends them
+        until `lease` has passed."""
         async with self.db.deliveries() as conn:
             cur = await conn.execute(
                 WEBHOOKS["claim"],
@@ -504,6 +506,7 @@ class WebhookStore:
                     "per_endpoint": per_endpoint,
                     "busy_ids": list(busy),
                     "busy_counts": list(busy.values()),
+                    "kinds": [k.value for k in kinds],
                 },
             )
             rows = await cur.fetchall()

@@ -46,9 +46,6 @@ CLAIM_GATHER_SECONDS = 0.003
 PRUNE_EVERY_SECONDS = 60.0
 PRUNE_BATCH = 1_000
 GONE = "the receiver answered 410 Gone"
-NO_RELAY = (
-    "this server has no mail relay: set COMPASS_SMTP_HOST on every server that sends webhooks"
-)
 
 _STEP = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT = {"ms": 0.001, "s": 1.0, None: 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -84,6 +81,10 @@ class Courier:
         self.sender = sender
         self.drafts = drafts
         self.mailer = mailer
+        # Without a relay, email deliveries are left to the servers with one.
+        self.kinds = tuple(
+            k for k in WebhookKind if k is not WebhookKind.EMAIL or mailer is not None
+        )
         self.server_id = server_id
         self.retry_schedule = tuple(retry_schedule)
         self.concurrency = concurrency
@@ -185,7 +186,7 @@ class Courier:
         room = self.concurrency - len(self._attempts)
         deadline = time.monotonic() + self.sender.timeout
         claimed = await self.store.claim(
-            self.server_id, self.lease, room, self.per_endpoint, dict(self._in_flight)
+            self.server_id, self.lease, room, self.per_endpoint, dict(self._in_flight), self.kinds
         )
         # None: nothing more is due (or nothing this process may take) until
         # the log moves, an attempt ends or the poll comes round.
@@ -201,10 +202,8 @@ class Courier:
             if delivery.problem:
                 outcome = Outcome(False, None, 0.0, delivery.problem)
             elif delivery.kind is WebhookKind.EMAIL:
-                if self.mailer is None:
-                    outcome = Outcome(False, None, 0.0, NO_RELAY)
-                else:
-                    outcome = await self.mailer.send(delivery, deadline)
+                assert self.mailer is not None, "claimed only with a relay"
+                outcome = await self.mailer.send(delivery, deadline)
             else:
                 body = delivery.body.encode()
                 headers = signed_headers(

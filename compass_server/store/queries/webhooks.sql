@@ -132,7 +132,7 @@ SELECT delivery_id, workspace_id, endpoint_id, attempt, failures, event_type, bo
        url_sealed, secret_sealed, previous_secret_sealed
 FROM compass_claim_webhook_deliveries(
   %(server)s, %(lease)s, %(limit)s, %(per_endpoint)s, %(busy_ids)b::uuid[],
-  %(busy_counts)b::integer[])
+  %(busy_counts)b::integer[], %(kinds)s::text[])
 
 -- name: finish
 SELECT compass_finish_webhook_attempts(
