@@ -85,8 +85,12 @@ def env(box: Mailbox, on: bool = True) -> dict[str, str]:
 
 
 def named(channel: str, person: Account) -> comms_pb2.PostMessageRequest:
+    """A one-question ask naming `person`, each its own (an agent asking the
+    same thing again gets the open ask back)."""
     req = ask_request(channel)
-    req.blocks[0].ask.answerer_account_ids.append(person.account_id)
+    ask = req.blocks[0].ask
+    ask.answerer_account_ids.append(person.account_id)
+    ask.questions[0].question += f" ({uuid.uuid4().hex[:8]})"
     return req
 
 
