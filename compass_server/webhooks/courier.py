@@ -22,13 +22,17 @@ import re
 import time
 import uuid
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from compass_server.notify.mailer import Mailer
 from compass_server.store.errors import StoreError
 from compass_server.store.types import AttemptResult, ClaimedDelivery, WebhookKind
 from compass_server.store.webhooks import Derive, WebhookStore
 from compass_server.webhooks.sender import Outcome, Sender
 from compass_server.webhooks.signing import signed_headers
+
+if TYPE_CHECKING:
+    # The SMTP client loads only in a server that mails, not in every command.
+    from compass_server.notify.mailer import Mailer
 
 log = logging.getLogger(__name__)
 
