@@ -35,6 +35,8 @@ from compass_server.api.inbox import AgentInboxApi, InboxApi, InboxFiles
 from compass_server.asks import DEADLINES, Expiry
 from compass_server.config import DEFAULT_GRPC_LISTEN, DEFAULT_HTTP_LISTEN, Settings
 from compass_server.events.hub import CHANNEL, EventHub
+from compass_server.notify.email import MailDrafts
+from compass_server.notify.mailer import Mailer, Relay
 from compass_server.receipts import Receipts
 from compass_server.receipts.keys import KEY_FOLDER, ReceiptKeys
 from compass_server.receipts.keys import KeyProblem as ReceiptKeyProblem
@@ -629,6 +631,23 @@ class CompassServer:
         if not settings.webhook_courier:
             log.info("webhooks are sent by other processes: webhooks.courier is off")
             return None
+        mailer = None
+        if settings.smtp_host:
+            mailer = Mailer(
+                Relay(
+                    settings.smtp_host,
+                    settings.smtp_port,
+                    settings.smtp_security,
+                    settings.smtp_username,
+                    settings.smtp_password,
+                    str(settings.smtp_ca_file) if settings.smtp_ca_file else None,
+                ),
+                self.store,
+                settings.public_url,
+                # One mail, its link made and every answer of the relay, takes
+                # at most an attempt's time.
+                timeout=settings.webhook_timeout_seconds,
+            )
         return Courier(
             self.webhooks,
             Sender(
@@ -637,8 +656,13 @@ class CompassServer:
                 response_bytes=settings.webhook_response_bytes,
                 connections=settings.webhook_concurrency,
             ),
-            Drafts(settings.public_url, self.receipts),
+            Drafts(
+                settings.public_url,
+                self.receipts,
+                MailDrafts(settings.public_url, self.receipts),
+            ),
             settings.server_id,
+            mailer=mailer,
             retry_schedule=schedule(settings.webhook_retry_schedule),
             concurrency=settings.webhook_concurrency,
             per_endpoint=settings.webhook_concurrency_per_endpoint,

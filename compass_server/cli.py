@@ -282,7 +282,10 @@ def _parser() -> argparse.ArgumentParser:
     an_id(hook, "--workspace", "the workspace whose events it takes")
     hook.add_argument("--url", required=True, metavar="URL", help="where deliveries are posted")
     hook.add_argument(
-        "--kind", choices=["standard", "slack"], default="standard", help="default standard"
+        "--kind",
+        choices=["standard", "slack", "email"],
+        default="standard",
+        help="default standard",
     )
     hook.add_argument(
         "--events",
@@ -635,7 +638,10 @@ async def _create_webhook(store: Store, args: argparse.Namespace) -> dict[str, A
         Operator(args.workspace),
         ad.CreateWebhookRequest(
             url=args.url,
-            kind=ad.WEBHOOK_KIND_SLACK if args.kind == "slack" else ad.WEBHOOK_KIND_STANDARD,
+            kind={
+                "slack": ad.WEBHOOK_KIND_SLACK,
+                "email": ad.WEBHOOK_KIND_EMAIL,
+            }.get(args.kind, ad.WEBHOOK_KIND_STANDARD),
             event_types=[t for t in args.events.split(",") if t.strip()],
         ),
     )

@@ -349,8 +349,20 @@ _PREFIX = {
     "webhooks": "webhook_",
     "signin": "signin_",
     "receipts": "receipt_",
+    "smtp": "smtp_",
 }
-SECTIONS = ("", "database", "log", "tls", "tracing", "webhooks", "signin", "receipts", "limits")
+SECTIONS = (
+    "",
+    "database",
+    "log",
+    "tls",
+    "tracing",
+    "webhooks",
+    "smtp",
+    "signin",
+    "receipts",
+    "limits",
+)
 
 
 def _s(default: Any, section: str, kind: Kind, help: str) -> Any:
@@ -603,6 +615,29 @@ class Settings:
     )
     webhook_poll_seconds: float = _s(
         POLL_SECONDS, "webhooks", Seconds(), "how often the courier looks for retries coming due"
+    )
+    # --- mail to people about their asks (an email webhook endpoint's relay) ---
+    smtp_host: str | None = _s(
+        None,
+        "smtp",
+        Text("a host name or address", optional=True, metavar="HOST"),
+        "the SMTP relay email endpoints send through; empty: this server sends no mail",
+    )
+    smtp_port: int = _s(587, "smtp", Count(1), "the relay's port (587 STARTTLS, 465 TLS)")
+    smtp_security: str = _s(
+        "starttls",
+        "smtp",
+        Choice("starttls", "tls", "none"),
+        "STARTTLS after connecting, TLS from the first byte, or none (a relay on loopback)",
+    )
+    smtp_username: str | None = _s(
+        None, "smtp", Text(optional=True, metavar="NAME"), "the relay's user name; empty: no AUTH"
+    )
+    smtp_password: str | None = _s(
+        None, "smtp", Secret("a password", "PASSWORD"), "the relay's password (masked when shown)"
+    )
+    smtp_ca_file: pathlib.Path | None = _s(
+        None, "smtp", Path(optional=True), "CA certificates to verify the relay by"
     )
     # --- people's sign-in ---
     signin_providers: tuple[Provider, ...] = _s(

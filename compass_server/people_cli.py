@@ -12,6 +12,7 @@ from typing import Any
 from compass.v1 import admin_pb2 as ad
 from compass_server.store import Store
 from compass_server.store.types import Operator
+from compass_server.store.webhooks import WebhookStore
 
 ACTIONS = {
     "list-sessions": "lists a person's browser sessions, newest first",
@@ -22,6 +23,7 @@ ACTIONS = {
     "reactivate-account": "lets a deactivated account sign in again",
     "create-ask-link": "a link that opens one ask for one person; prints its URL",
     "revoke-ask-link": "a one-ask link opens nothing from now on",
+    "set-mail-preference": "which asks a person is mailed about: named (default), all or off",
 }
 
 
@@ -58,7 +60,15 @@ def add_parsers(
     )
     unlink = action("revoke-ask-link")
     unlink.add_argument("link_id", type=an_id, metavar="LINK_ID", help="the link's id")
-    return [listed, one, every, email, off, on, link, unlink]
+    mail = action("set-mail-preference")
+    account(mail)
+    mail.add_argument(
+        "--mail",
+        required=True,
+        choices=["named", "all", "off"],
+        help="named: asks that name them; all: also their channels' asks that name nobody",
+    )
+    return [listed, one, every, email, off, on, link, unlink, mail]
 
 
 def _plain(message: Any) -> dict[str, Any]:
@@ -140,6 +150,12 @@ async def _revoke_link(store: Store, args: argparse.Namespace) -> dict[str, Any]
     }
 
 
+async def _set_mail(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    mail = WebhookStore(store.db, store.admin, None)
+    await mail.set_email_preference(await _by(store, args.account), args.account, args.mail)
+    return {"account_id": str(args.account), "mail": args.mail}
+
+
 HANDLERS: dict[str, Callable[[Store, argparse.Namespace], Awaitable[dict[str, Any]]]] = {
     "list-sessions": _list_sessions,
     "revoke-session": _revoke_session,
@@ -149,4 +165,5 @@ HANDLERS: dict[str, Callable[[Store, argparse.Namespace], Awaitable[dict[str, An
     "reactivate-account": _reactivate,
     "create-ask-link": _create_link,
     "revoke-ask-link": _revoke_link,
+    "set-mail-preference": _set_mail,
 }

@@ -97,6 +97,10 @@ def test_secrets_are_masked(tmp_path: pathlib.Path) -> None:
         "[tracing]\n"
         'otlp_endpoint = "http://127.0.0.1:4317"\n'
         'otlp_headers = "authorization=Bearer otlp-s3cret"\n'
+        "[smtp]\n"
+        'host = "mail.internal"\n'
+        'username = "compass"\n'
+        'password = "smtp-s3cret"\n'
     )
     run = cli("config", "check", "--config", str(file))
     assert run.returncode == 0, run.stderr
@@ -104,6 +108,8 @@ def test_secrets_are_masked(tmp_path: pathlib.Path) -> None:
     shown = tomllib.loads(run.stdout)
     assert shown["database"]["url"] == "postgresql://compass:***@db.internal:5432/compass"  # type: ignore[index]
     assert shown["tracing"]["otlp_headers"] == "***"  # type: ignore[index]
+    assert shown["smtp"]["password"] == "***"  # type: ignore[index]
+    assert shown["smtp"]["username"] == "compass"  # type: ignore[index]
     # So is a password given as a query parameter, from the environment.
     env = cli("config", "check", COMPASS_DATABASE_URL="postgresql://db/compass?password=hunter2")
     assert "hunter2" not in env.stdout and "password=***" in env.stdout

@@ -7,6 +7,7 @@ import datetime
 
 from compass.v1 import admin_pb2 as ad
 from compass_server.api import mapping as wire
+from compass_server.notify.email import sender_address
 from compass_server.store.admin import Asker
 from compass_server.store.errors import FailedPrecondition, InvalidArgument
 from compass_server.store.ids import parse_id
@@ -26,6 +27,7 @@ DEFAULT_SECRET_GRACE = datetime.timedelta(days=1)
 _KIND_TO_WIRE = {
     WebhookKind.STANDARD: ad.WEBHOOK_KIND_STANDARD,
     WebhookKind.SLACK: ad.WEBHOOK_KIND_SLACK,
+    WebhookKind.EMAIL: ad.WEBHOOK_KIND_EMAIL,
 }
 _KIND_FROM_WIRE = {v: k for k, v in _KIND_TO_WIRE.items()}
 _STATE_TO_WIRE = {
@@ -111,13 +113,19 @@ class WebhookAdmin:
         elif req.kind in _KIND_FROM_WIRE:
             kind = _KIND_FROM_WIRE[req.kind]
         else:
-            raise InvalidArgument("kind must be WEBHOOK_KIND_STANDARD or WEBHOOK_KIND_SLACK")
+            raise InvalidArgument(
+                "kind must be WEBHOOK_KIND_STANDARD, WEBHOOK_KIND_SLACK or WEBHOOK_KIND_EMAIL"
+            )
         types = event_types(req.event_types)
         # Who may ask comes first: the URL check looks the host up.
         await store.admit(by)
         store.keyed()
-        dest = await self.reach.check(req.url)
-        made = await store.create(by, kind, req.url.strip(), dest.shown, types)
+        if kind is WebhookKind.EMAIL:
+            url = sender_address(req.url)
+            made = await store.create(by, kind, url, url, types)
+        else:
+            dest = await self.reach.check(req.url)
+            made = await store.create(by, kind, req.url.strip(), dest.shown, types)
         return ad.CreateWebhookResponse(webhook=webhook_to_wire(made.webhook), secret=made.secret)
 
     async def list_webhooks(

@@ -6,7 +6,7 @@ import dataclasses
 import datetime
 import enum
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 
@@ -557,6 +557,8 @@ class WebhookKind(enum.StrEnum):
 
     STANDARD = "standard"
     SLACK = "slack"
+    # Mail to the people an ask is for; its URL is the sender, a mailto: address.
+    EMAIL = "email"
 
 
 class WebhookEventType(enum.StrEnum):
@@ -710,3 +712,8 @@ class Directory:
     channels: dict[uuid.UUID, tuple[str, ChannelKind]]
     handles: dict[uuid.UUID, str]
     items: dict[uuid.UUID, InboxItemView]
+    # For an email endpoint: person → (handle, email, their email preference)
+    # for the named answerers and channel members of the page's asks.
+    people: dict[uuid.UUID, tuple[str, str, str]] = field(default_factory=dict)
+    # channel id → its human members
+    members: dict[uuid.UUID, tuple[uuid.UUID, ...]] = field(default_factory=dict)

@@ -10,6 +10,7 @@ each attempt.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -401,6 +402,8 @@ class WebhookStore:
             if not events:
                 return 0
             directory = await self._directory(conn, workspace_id, events)
+            if row["kind"] == WebhookKind.EMAIL.value:
+                directory = await self._mail_directory(conn, directory, events)
             kinds = frozenset(WebhookEventType(t) for t in row["event_types"])
             drafts = derive(WebhookKind(row["kind"]), kinds, events, directory)
             if drafts:
@@ -439,6 +442,47 @@ class WebhookStore:
             items = {r["id"]: _item_view(r) for r in await cur.fetchall()}
         return Directory(workspace_id, channels, handles, items)
 
+    async def _mail_directory(
+        self, conn: Any, directory: Directory, events: Sequence[Event]
+    ) -> Directory:
+        """The directory with the people an email endpoint may mail about the
+        page's asks: their named answerers and their channels' people."""
+        channel_ids = list(directory.channels)
+        members: dict[uuid.UUID, list[uuid.UUID]] = {}
+        if channel_ids:
+            cur = await conn.execute(WEBHOOKS["channel_people"], {"ids": channel_ids})
+            for r in await cur.fetchall():
+                members.setdefault(r["channel_id"], []).append(r["account_id"])
+        wanted = {a for ids in members.values() for a in ids}
+        for e in events:
+            if e.message is not None:
+                for b in e.message.blocks:
+                    if isinstance(b, Ask):
+                        wanted.update(b.answerer_ids)
+        people: dict[uuid.UUID, tuple[str, str, str]] = {}
+        if wanted:
+            cur = await conn.execute(WEBHOOKS["mail_people"], {"ids": list(wanted)})
+            people = {r["id"]: (r["handle"], r["email"], r["wants"]) for r in await cur.fetchall()}
+        return dataclasses.replace(
+            directory,
+            people=people,
+            members={c: tuple(ids) for c, ids in members.items()},
+        )
+
+    async def set_email_preference(self, by: Asker, account_id: uuid.UUID, wants: str) -> None:
+        """What `account_id` wants mail about: 'off', 'named' or 'all'. A
+        person sets their own; an admin (or the operator) anyone's."""
+        if wants not in ("off", "named", "all"):
+            raise InvalidArgument("email is one of: off, named, all")
+        async with self.db.tx(by) as conn:
+            if getattr(by, "account_id", None) != account_id:
+                await self.admin.admit(conn, by)
+            cur = await conn.execute(
+                WEBHOOKS["set_email_preference"], {"account_id": account_id, "wants": wants}
+            )
+            if await cur.fetchone() is None:
+                raise NotFound(f"no person {account_id} in this workspace")
+
     async def claim(
         self,
         server_id: uuid.UUID,
@@ -446,10 +490,12 @@ class WebhookStore:
         limit: int,
         per_endpoint: int,
         busy: Mapping[uuid.UUID, int],
+        kinds: Iterable[WebhookKind] = tuple(WebhookKind),
     ) -> list[ClaimedDelivery]:
         """Due deliveries for one attempt each, at most `limit`, and per
         endpoint at most `per_endpoint` less what this server has in flight
-        there (`busy`). No other server sends them until `lease` has passed."""
+        there (`busy`), of endpoints of `kinds`. No other server sends them
+        until `lease` has passed."""
         async with self.db.deliveries() as conn:
             cur = await conn.execute(
                 WEBHOOKS["claim"],
@@ -460,6 +506,7 @@ class WebhookStore:
                     "per_endpoint": per_endpoint,
                     "busy_ids": list(busy),
                     "busy_counts": list(busy.values()),
+                    "kinds": [k.value for k in kinds],
                 },
             )
             rows = await cur.fetchall()

@@ -290,7 +290,12 @@ class PeopleRoutes:
                 urllib.parse.parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True),
             )
             return
-        await self._show(send, opened, secret, notice="", status=200, head=method == "HEAD")
+        # A mail's one-click choice opens the ask with it chosen; only a submit answers.
+        query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        chosen = (query.get("choose") or [""])[0]
+        await self._show(
+            send, opened, secret, notice="", status=200, head=method == "HEAD", chosen=chosen
+        )
 
     async def _show(
         self,
@@ -301,13 +306,14 @@ class PeopleRoutes:
         notice: str,
         status: int,
         head: bool = False,
+        chosen: str = "",
     ) -> None:
         try:
             message, ask = await self.store.get_ask(opened.actor, opened.ask_id)
         except StoreError:
             await respond(send, 404, _closed_page("gone"))
             return
-        body = _ask_page(message.author_handle, ask, secret, notice)
+        body = _ask_page(message.author_handle, ask, secret, notice, chosen)
         await respond(send, status, b"" if head else body)
 
     async def _answer(
@@ -389,7 +395,7 @@ def _ending_text(ending: AskEnding) -> str:
     return text + "."
 
 
-def _ask_page(author: str, ask: Ask, secret: str, notice: str) -> bytes:
+def _ask_page(author: str, ask: Ask, secret: str, notice: str, choose: str = "") -> bytes:
     e = html.escape
     parts = [para(f"{author} asks:", "note")]
     if notice:
@@ -413,7 +419,8 @@ def _ask_page(author: str, ask: Ask, secret: str, notice: str) -> bytes:
             form.append(para(q.question))
         for o in q.options:
             form.append(
-                f'<label><input type="{kind}" name="q.{e(q.question_id)}" value="{e(o.id)}"> '
+                f'<label><input type="{kind}" name="q.{e(q.question_id)}" value="{e(o.id)}"'
+                f"{' checked' if choose and o.id == choose else ''}> "
                 f"{e(o.label)}{(' — ' + e(o.description)) if o.description else ''}</label>"
             )
         form.append(

@@ -22,13 +22,17 @@ import re
 import time
 import uuid
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from compass_server.store.errors import StoreError
-from compass_server.store.types import AttemptResult, ClaimedDelivery
-from compass_server.store.webhooks import WebhookStore
-from compass_server.webhooks.payloads import Drafts
+from compass_server.store.types import AttemptResult, ClaimedDelivery, WebhookKind
+from compass_server.store.webhooks import Derive, WebhookStore
 from compass_server.webhooks.sender import Outcome, Sender
 from compass_server.webhooks.signing import signed_headers
+
+if TYPE_CHECKING:
+    # The SMTP client loads only in a server that mails, not in every command.
+    from compass_server.notify.mailer import Mailer
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +71,10 @@ class Courier:
         self,
         store: WebhookStore,
         sender: Sender,
-        drafts: Drafts,
+        drafts: Derive,
         server_id: uuid.UUID,
         *,
+        mailer: Mailer | None = None,
         retry_schedule: Sequence[float],
         concurrency: int,
         per_endpoint: int,
@@ -79,6 +84,11 @@ class Courier:
         self.store = store
         self.sender = sender
         self.drafts = drafts
+        self.mailer = mailer
+        # Without a relay, email deliveries are left to the servers with one.
+        self.kinds = tuple(
+            k for k in WebhookKind if k is not WebhookKind.EMAIL or mailer is not None
+        )
         self.server_id = server_id
         self.retry_schedule = tuple(retry_schedule)
         self.concurrency = concurrency
@@ -180,7 +190,7 @@ class Courier:
         room = self.concurrency - len(self._attempts)
         deadline = time.monotonic() + self.sender.timeout
         claimed = await self.store.claim(
-            self.server_id, self.lease, room, self.per_endpoint, dict(self._in_flight)
+            self.server_id, self.lease, room, self.per_endpoint, dict(self._in_flight), self.kinds
         )
         # None: nothing more is due (or nothing this process may take) until
         # the log moves, an attempt ends or the poll comes round.
@@ -195,6 +205,9 @@ class Courier:
         try:
             if delivery.problem:
                 outcome = Outcome(False, None, 0.0, delivery.problem)
+            elif delivery.kind is WebhookKind.EMAIL:
+                assert self.mailer is not None, "claimed only with a relay"
+                outcome = await self.mailer.send(delivery, deadline)
             else:
                 body = delivery.body.encode()
                 headers = signed_headers(
@@ -228,7 +241,8 @@ class Courier:
 
     def _record(self, delivery: ClaimedDelivery, outcome: Outcome) -> None:
         gone = outcome.gone
-        retry = None if outcome.delivered or gone else self.retry_in(delivery.failures)
+        final = outcome.delivered or gone or outcome.final
+        retry = None if final else self.retry_in(delivery.failures)
         result = AttemptResult(
             delivery.delivery_id,
             delivery.attempt,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,9 @@ from compass_server.store.types import (
 from compass_server.webhooks import slack
 
 T = WebhookEventType
+MailDerive = Callable[
+    [frozenset[WebhookEventType], Sequence[Event], Directory], list[DeliveryDraft]
+]
 
 _ENDED = {
     EndingKind.ANSWERED: T.ASK_ANSWERED,
@@ -364,11 +367,14 @@ def body(kind: WebhookKind, notice: Notice) -> str:
 
 class Drafts:
     """Makes an endpoint's deliveries from a page of its log (the store's
-    `Derive`)."""
+    `Derive`); an email endpoint's are `mail`'s."""
 
-    def __init__(self, public_url: str, receipts: Receipts | None = None) -> None:
+    def __init__(
+        self, public_url: str, receipts: Receipts | None = None, mail: MailDerive | None = None
+    ) -> None:
         self.public_url = public_url
         self.receipts = receipts
+        self.mail = mail
 
     def __call__(
         self,
@@ -377,6 +383,8 @@ class Drafts:
         events: Sequence[Event],
         directory: Directory,
     ) -> list[DeliveryDraft]:
+        if kind is WebhookKind.EMAIL:
+            return self.mail(types, events, directory) if self.mail is not None else []
         out = []
         for event in events:
             for notice in notices(event, directory, self.public_url, self.receipts):

@@ -35,6 +35,8 @@ class Outcome:
     # Why it failed, in the server's own words; empty when delivered.
     error: str
     response: str = ""
+    # No attempt after this one: the failure is for good.
+    final: bool = False
 
     @property
     def gone(self) -> bool:

@@ -132,7 +132,7 @@ SELECT delivery_id, workspace_id, endpoint_id, attempt, failures, event_type, bo
        url_sealed, secret_sealed, previous_secret_sealed
 FROM compass_claim_webhook_deliveries(
   %(server)s, %(lease)s, %(limit)s, %(per_endpoint)s, %(busy_ids)b::uuid[],
-  %(busy_counts)b::integer[])
+  %(busy_counts)b::integer[], %(kinds)s::text[])
 
 -- name: finish
 SELECT compass_finish_webhook_attempts(
@@ -142,3 +142,23 @@ SELECT compass_finish_webhook_attempts(
 
 -- name: prune
 SELECT compass_prune_webhook_deliveries(%(age)s, %(batch)s) AS n
+
+-- name: channel_people
+-- The active people of the channels an email endpoint's asks were posted in.
+SELECT m.channel_id, m.account_id FROM channel_members m
+JOIN accounts a ON a.id = m.account_id
+WHERE m.channel_id = ANY(%(ids)b::uuid[]) AND a.kind = 'human' AND a.deactivated_at IS NULL
+ORDER BY m.channel_id, m.joined_at, m.account_id
+
+-- name: mail_people
+-- Who of them can be mailed, and what they want mail about.
+SELECT a.id, a.handle, a.email, coalesce(p.email, 'named') AS wants
+FROM accounts a LEFT JOIN notification_preferences p ON p.account_id = a.id
+WHERE a.id = ANY(%(ids)b::uuid[]) AND a.kind = 'human' AND a.deactivated_at IS NULL
+  AND coalesce(a.email, '') <> ''
+
+-- name: set_email_preference
+INSERT INTO notification_preferences (account_id, workspace_id, email)
+SELECT a.id, a.workspace_id, %(wants)s FROM accounts a WHERE a.id = %(account_id)s
+ON CONFLICT (account_id) DO UPDATE SET email = excluded.email, updated_at = now()
+RETURNING account_id

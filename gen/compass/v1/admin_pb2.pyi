@@ -30,6 +30,7 @@ class WebhookKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     WEBHOOK_KIND_UNSPECIFIED: _ClassVar[WebhookKind]
     WEBHOOK_KIND_STANDARD: _ClassVar[WebhookKind]
     WEBHOOK_KIND_SLACK: _ClassVar[WebhookKind]
+    WEBHOOK_KIND_EMAIL: _ClassVar[WebhookKind]
 
 class WebhookDeliveryState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -47,6 +48,7 @@ WORKSPACE_ROLE_ADMIN: WorkspaceRole
 WEBHOOK_KIND_UNSPECIFIED: WebhookKind
 WEBHOOK_KIND_STANDARD: WebhookKind
 WEBHOOK_KIND_SLACK: WebhookKind
+WEBHOOK_KIND_EMAIL: WebhookKind
 WEBHOOK_DELIVERY_STATE_UNSPECIFIED: WebhookDeliveryState
 WEBHOOK_DELIVERY_STATE_PENDING: WebhookDeliveryState
 WEBHOOK_DELIVERY_STATE_DELIVERED: WebhookDeliveryState

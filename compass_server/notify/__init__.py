@@ -1,0 +1,1 @@
+"""Reaching people where they are: mail about the asks they are to answer."""

@@ -1,0 +1,113 @@
+"""One attempt at an email delivery: mint the person's link, write the mail,
+hand it to the SMTP relay (aiosmtplib), all by the attempt's deadline.
+
+A refusal the relay means for good (a 5xx) or an ask that ended before the
+mail went ends the delivery with no retry; anything else is retried on the
+webhook schedule, with the same Message-ID.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Protocol
+
+import aiosmtplib
+
+from compass_server.notify.email import render
+from compass_server.store.errors import StoreError
+from compass_server.store.links import MintedLink
+from compass_server.store.types import ClaimedDelivery
+from compass_server.webhooks.sender import Outcome
+
+
+class Links(Protocol):
+    async def mint_ask_link(
+        self, workspace_id: uuid.UUID, ask_id: str, account_id: uuid.UUID
+    ) -> MintedLink: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Relay:
+    """Where mail goes, from the server's settings."""
+
+    host: str
+    port: int
+    # "none", "starttls" or "tls" (implicit TLS from the first byte).
+    security: str = "starttls"
+    username: str | None = None
+    password: str | None = None
+    # A CA bundle to verify the relay by instead of the system's.
+    ca_file: str | None = None
+
+
+def _why(exc: BaseException, where: str, timeout: float) -> tuple[str, bool]:
+    """What went wrong, in our words, and whether it is for good."""
+    if isinstance(exc, TimeoutError | aiosmtplib.SMTPTimeoutError):
+        return f"no answer from the mail relay {where} within {timeout:g} s", False
+    if isinstance(exc, aiosmtplib.SMTPRecipientsRefused):
+        codes = sorted({r.code for r in exc.recipients})
+        return f"the mail relay {where} refused the recipient ({codes})", all(
+            c >= 500 for c in codes
+        )
+    if isinstance(exc, aiosmtplib.SMTPAuthenticationError):
+        return f"the mail relay {where} refused the credentials ({exc.code})", False
+    if isinstance(exc, aiosmtplib.SMTPResponseException):
+        return f"the mail relay {where} answered {exc.code}", exc.code >= 500
+    if isinstance(exc, aiosmtplib.SMTPConnectError | ConnectionError):
+        return f"couldn't connect to the mail relay {where}", False
+    if isinstance(exc, ssl.SSLError):
+        return f"the TLS handshake with the mail relay {where} failed", False
+    return f"sending to the mail relay {where} failed ({type(exc).__name__})", False
+
+
+class Mailer:
+    def __init__(self, relay: Relay, links: Links, public_url: str, *, timeout: float) -> None:
+        self.relay = relay
+        self.links = links
+        self.public_url = public_url.rstrip("/")
+        self.timeout = timeout
+        self.where = f"{relay.host}:{relay.port}"
+        self._tls: ssl.SSLContext | None = None
+        if relay.security != "none":
+            self._tls = ssl.create_default_context(cafile=relay.ca_file)
+
+    async def send(self, delivery: ClaimedDelivery, deadline: float) -> Outcome:
+        started = time.monotonic()
+
+        def took() -> float:
+            return (time.monotonic() - started) * 1000
+
+        body = json.loads(delivery.body)
+        link = ""
+        try:
+            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                if body["stage"] == "posted":
+                    try:
+                        minted = await self.links.mint_ask_link(
+                            delivery.workspace_id, body["ask_id"], uuid.UUID(body["account_id"])
+                        )
+                    except StoreError as exc:
+                        # Ended, or no longer theirs to answer: a mail would open nothing.
+                        return Outcome(False, None, took(), f"not sent: {exc.message}", final=True)
+                    link = f"{self.public_url}/a/{minted.secret}"
+                msg = render(body, delivery.url.removeprefix("mailto:"), link)
+                await aiosmtplib.send(
+                    msg,
+                    hostname=self.relay.host,
+                    port=self.relay.port,
+                    username=self.relay.username,
+                    password=self.relay.password,
+                    use_tls=self.relay.security == "tls",
+                    start_tls=self.relay.security == "starttls",
+                    tls_context=self._tls,
+                    timeout=self.timeout,
+                )
+        except Exception as exc:
+            why, final = _why(exc, self.where, self.timeout)
+            return Outcome(False, None, took(), why, final=final)
+        return Outcome(True, None, took(), "")
