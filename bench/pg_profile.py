@@ -300,9 +300,11 @@ def render(p: Profile, top: int, ceiling_cpu_us: float | None) -> str:
     top_level = [s for s in p.statements if s[0]]
     calls = sum(s[1] for s in top_level)
     exec_ms = sum(s[2] for s in top_level)
+    nested = sum(s[1] for s in p.statements if not s[0])
     lines.append(
         f"- top-level statements per lifecycle: {calls / n:.2f} "
-        f"(their time inside PostgreSQL: {exec_ms * 1e3 / n:,.0f} µs)"
+        f"(their time inside PostgreSQL: {exec_ms * 1e3 / n:,.0f} µs); "
+        f"statements run inside functions and triggers: {nested / n:.1f}"
     )
     lines += [
         "",
