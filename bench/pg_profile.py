@@ -62,6 +62,7 @@ SETTINGS = {
     "listen_addresses": "127.0.0.1",
     "shared_preload_libraries": "pg_stat_statements",
     "pg_stat_statements.track": "all",
+    "pg_stat_statements.track_planning": "on",
     "pg_stat_statements.max": "10000",
     "track_functions": "all",
     "max_connections": "200",
@@ -142,7 +143,7 @@ def cluster_cpu_s(postmaster: int) -> float:
 RESET = "SELECT pg_stat_statements_reset(), pg_stat_reset()"
 
 STATEMENTS = """
-SELECT toplevel, calls, total_exec_time, rows, wal_bytes, shared_blks_dirtied,
+SELECT toplevel, calls, total_exec_time, rows, wal_bytes, plans, total_plan_time,
        regexp_replace(query, '\\s+', ' ', 'g')
 FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
 WHERE d.datname = current_database()
@@ -301,24 +302,26 @@ def render(p: Profile, top: int, ceiling_cpu_us: float | None) -> str:
     calls = sum(s[1] for s in top_level)
     exec_ms = sum(s[2] for s in top_level)
     nested = sum(s[1] for s in p.statements if not s[0])
+    planning_ms = sum(s[6] for s in p.statements)
     lines.append(
         f"- top-level statements per lifecycle: {calls / n:.2f} "
         f"(their time inside PostgreSQL: {exec_ms * 1e3 / n:,.0f} µs); "
-        f"statements run inside functions and triggers: {nested / n:.1f}"
+        f"statements run inside functions and triggers: {nested / n:.1f}; "
+        f"planning, all statements: {planning_ms * 1e3 / n:,.0f} µs"
     )
     lines += [
         "",
         "| level | calls / lifecycle | µs / lifecycle | µs / call | rows / call "
-        "| WAL bytes / lifecycle | statement |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| WAL bytes / lifecycle | plans / lifecycle | planning µs / lifecycle | statement |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
-    for toplevel, c, total_ms, rows, wal_b, _dirtied, query in p.statements[:top]:
+    for toplevel, c, total_ms, rows, wal_b, plans, plan_ms, query in p.statements[:top]:
         if c == 0:
             continue
         lines.append(
             f"| {'top' if toplevel else 'nested'} | {c / n:.2f} | {total_ms * 1e3 / n:,.0f} "
             f"| {total_ms * 1e3 / c:,.1f} | {rows / c:.1f} | {int(wal_b) / n:,.0f} "
-            f"| `{_short(query)}` |"
+            f"| {plans / n:.2f} | {plan_ms * 1e3 / n:,.0f} | `{_short(query)}` |"
         )
     if p.functions:
         lines += [
