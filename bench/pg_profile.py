@@ -221,7 +221,9 @@ async def _measured(
     out.append(Profile(label, k, lifecycles, seconds, cpu, srv, statements, functions, wal))
 
 
-async def _server_at(cluster: Cluster, server: Server, team: Team, k: int, per_k: int) -> Profile:
+async def _server_at(
+    cluster: Cluster, server: Server, team: Team, k: int, per_k: int, posts_only: bool
+) -> Profile:
     pairs = await team.fresh(k)
     posts = [ask_request(p.channel_id) for p in pairs]
     n = max(1, per_k // k)
@@ -230,20 +232,32 @@ async def _server_at(cluster: Cluster, server: Server, team: Team, k: int, per_k
 
         async def worker(i: int, count: int) -> None:
             pair = pairs[i]
-            for _ in range(count):
+            for j in range(count):
+                if posts_only:
+                    # An identical open ask is posted once: each must differ.
+                    post = ask_request(pair.channel_id)
+                    post.blocks[0].ask.questions[0].question += f" ({i}.{j}.{time.monotonic()})"
+                    await stub.PostMessage(post, metadata=pair.agent.metadata)
+                    continue
                 posted = await stub.PostMessage(posts[i], metadata=pair.agent.metadata)
                 await stub.RespondToAsk(answer_request(posted), metadata=pair.human.metadata)
 
         await asyncio.gather(*(worker(i, max(5, n // 10)) for i in range(k)))
-        async with _measured(cluster, "lifecycle_grpc", k, n * k, server.pid) as got:
+        label = "PostMessage (ask) only" if posts_only else "lifecycle_grpc"
+        async with _measured(cluster, label, k, n * k, server.pid) as got:
             await asyncio.gather(*(worker(i, n) for i in range(k)))
     return got[0]
 
 
-async def profile_server(cluster: Cluster, ks: list[int], per_k: int) -> list[Profile]:
+async def profile_server(
+    cluster: Cluster, ks: list[int], per_k: int, posts_too: bool
+) -> list[Profile]:
     async with server_process(cluster.url) as server:
         team = Team(server, "profile")
-        return [await _server_at(cluster, server, team, k, per_k) for k in ks]
+        out = [await _server_at(cluster, server, team, k, per_k, False) for k in ks]
+        if posts_too:
+            out += [await _server_at(cluster, server, team, k, per_k, True) for k in ks]
+        return out
 
 
 async def _ceiling_at(cluster: Cluster, k: int, per_k: int) -> Profile:
@@ -340,7 +354,7 @@ async def amain(args: argparse.Namespace) -> None:
     ks = [int(x) for x in args.k.split(",")]
     with own_cluster(args.keep_cluster) as cluster:
         ceil = await profile_ceiling(cluster, ks, args.lifecycles)
-        server = await profile_server(cluster, ks, args.lifecycles)
+        server = await profile_server(cluster, ks, args.lifecycles, args.posts_too)
     ceiling_cpu = {p.k: p.pg_cpu_s / p.lifecycles * 1e6 for p in ceil}
     for p in server:
         print(render(p, args.top, ceiling_cpu.get(p.k)), end="\n\n")
@@ -354,6 +368,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--lifecycles", type=int, default=2000, help="per K, after a warm-up")
     p.add_argument("--top", type=int, default=25, help="statements and functions shown")
     p.add_argument("--keep-cluster", action="store_true")
+    p.add_argument(
+        "--posts-too",
+        action="store_true",
+        help="also posts of an ask alone (a lifecycle less these is the answer's share)",
+    )
     p.add_argument("--loop", choices=("auto", "uvloop", "asyncio"), default="auto")
     args = p.parse_args(argv)
     run_async(amain(args), resolve_loop(args.loop))
