@@ -16,7 +16,10 @@ Everything is divided by the number of lifecycles. Statement times are wall
 time inside the backend (`total_exec_time`), so at K>1 they include lock
 waits; `CPU` is the cluster's processes' user+system time from /proc.
 
-    python -m bench.pg_profile [--k 1,16] [--lifecycles 2000] [--top 25]
+    python -m bench.pg_profile [--k 1,16] [--lifecycles 2000] [--top 25] [--posts-too]
+
+`--posts-too` also measures posts of an ask alone (each a different ask, left
+open), so a lifecycle less a post is the answer's share.
 
 Needs PostgreSQL's `initdb`/`pg_ctl` on PATH (run as root it runs them as
 the `postgres` user).
