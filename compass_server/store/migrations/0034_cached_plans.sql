@@ -1,4 +1,4 @@
--- The write functions' helpers keep their plans.
+-- The write functions' helpers keep their plans, and a write runs fewer statements.
 --
 -- A LANGUAGE sql function that can't be inlined (its body has a FROM) is
 -- planned again on every call of every transaction: PL/pgSQL keeps the plan
