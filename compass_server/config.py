@@ -44,6 +44,7 @@ from compass_server.signin.oidc import (
     SESSION_MAX,
 )
 from compass_server.signin.providers import Provider, ProviderError, providers
+from compass_server.slack.settings import SLACK_API_URL, SLACK_LINK_SECONDS, SLACK_REQUEST_BYTES
 from compass_server.store.asks import ASK_CACHE_BYTES
 from compass_server.store.coalesce import WRITE_BATCH
 from compass_server.store.db import redacted_url
@@ -349,8 +350,20 @@ _PREFIX = {
     "webhooks": "webhook_",
     "signin": "signin_",
     "receipts": "receipt_",
+    "slack": "slack_",
 }
-SECTIONS = ("", "database", "log", "tls", "tracing", "webhooks", "signin", "receipts", "limits")
+SECTIONS = (
+    "",
+    "database",
+    "log",
+    "tls",
+    "tracing",
+    "webhooks",
+    "signin",
+    "receipts",
+    "slack",
+    "limits",
+)
 
 
 def _s(default: Any, section: str, kind: Kind, help: str) -> Any:
@@ -623,6 +636,24 @@ class Settings:
         "signin",
         Seconds(),
         "a browser session ends this long after sign-in whatever its use",
+    )
+    slack_api_url: str = _s(
+        SLACK_API_URL,
+        "slack",
+        Checked("an http:// or https:// URL", _http_url, "URL"),
+        "the Slack Web API the Slack app calls (a stand-in's address in tests)",
+    )
+    slack_link_seconds: float = _s(
+        SLACK_LINK_SECONDS,
+        "slack",
+        Seconds(),
+        "how long the link that connects a Slack user to their Compass account opens",
+    )
+    slack_request_bytes: int = _s(
+        SLACK_REQUEST_BYTES,
+        "limits",
+        Count(),
+        "the largest request Slack's interactivity endpoint reads; more is refused with 413",
     )
     signin_link_max_seconds: float = _s(
         LINK_LIFETIME.total_seconds(),

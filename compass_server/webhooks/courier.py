@@ -22,15 +22,23 @@ import re
 import time
 import uuid
 from collections.abc import Sequence
+from typing import Protocol
 
 from compass_server.store.errors import StoreError
-from compass_server.store.types import AttemptResult, ClaimedDelivery
+from compass_server.store.types import AttemptResult, ClaimedDelivery, WebhookKind
 from compass_server.store.webhooks import WebhookStore
 from compass_server.webhooks.payloads import Drafts
 from compass_server.webhooks.sender import Outcome, Sender
 from compass_server.webhooks.signing import signed_headers
 
 log = logging.getLogger(__name__)
+
+
+class SlackSender(Protocol):
+    """Sends a Slack app's delivery through Slack's Web API (slack/outbox.py)."""
+
+    async def send(self, delivery: ClaimedDelivery) -> Outcome: ...
+
 
 # Waits after the 1st, 2nd, … failure; past the last, the delivery has failed.
 RETRY_SCHEDULE = "5s,5m,30m,2h,5h,10h,10h"
@@ -75,7 +83,9 @@ class Courier:
         per_endpoint: int,
         retention: datetime.timedelta,
         poll: float = POLL_SECONDS,
+        slack: SlackSender | None = None,
     ) -> None:
+        self.slack = slack
         self.store = store
         self.sender = sender
         self.drafts = drafts
@@ -195,6 +205,10 @@ class Courier:
         try:
             if delivery.problem:
                 outcome = Outcome(False, None, 0.0, delivery.problem)
+            elif delivery.kind is WebhookKind.SLACK_APP:
+                if self.slack is None:
+                    return  # its lease ends and a process with the Slack app sends it
+                outcome = await self.slack.send(delivery)
             else:
                 body = delivery.body.encode()
                 headers = signed_headers(
@@ -229,6 +243,9 @@ class Courier:
     def _record(self, delivery: ClaimedDelivery, outcome: Outcome) -> None:
         gone = outcome.gone
         retry = None if outcome.delivered or gone else self.retry_in(delivery.failures)
+        if retry is not None and outcome.retry_after is not None:
+            # Rate limited: no sooner than the receiver asked.
+            retry = max(retry, datetime.timedelta(seconds=outcome.retry_after))
         result = AttemptResult(
             delivery.delivery_id,
             delivery.attempt,

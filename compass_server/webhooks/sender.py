@@ -35,6 +35,8 @@ class Outcome:
     # Why it failed, in the server's own words; empty when delivered.
     error: str
     response: str = ""
+    # The receiver asked to be called again no sooner than this (seconds).
+    retry_after: float | None = None
 
     @property
     def gone(self) -> bool:
