@@ -1,12 +1,12 @@
 """Sends a Slack app's deliveries: an ask posted becomes `chat.postMessage`
-with its buttons, an ending `chat.update` of that message (or, when the ask
-ended before its post went out, the ended message posted in its place).
+with its buttons, an ending `chat.update` of that message.
 
 The courier claims, retries and records these like any webhook delivery, so
 an ending's update survives Slack's rate limits, its outages and a server's
-restart, and the write that ended the ask never waits on Slack. An ask's
-post and its update hold the ask's lock while they call Slack, so they never
-cross: the update always finds the message it edits.
+restart, and the write that ended the ask never waits on Slack. An update
+that finds its ask's message not yet in Slack (its post is still being
+tried) fails and is tried again; one whose ask was never posted there (its
+channel not mapped then, or the app connected after) has nothing to edit.
 """
 
 from __future__ import annotations
@@ -20,6 +20,10 @@ from compass_server.slack.web import SlackFailed, SlackWeb, took_ms
 from compass_server.store.slack import Posted, SlackStore
 from compass_server.store.types import ClaimedDelivery, WebhookEventType
 from compass_server.webhooks.sender import Outcome
+
+# An update waiting for its message is tried again no sooner than this.
+WAIT_FOR_POST_SECONDS = 0.5
+NOT_POSTED = "the ask's message isn't in Slack yet: its update waits for it"
 
 
 class SlackOutbox:
@@ -36,44 +40,40 @@ class SlackOutbox:
         return Outcome(True, 200, took_ms(start), "", said)
 
     async def _send(self, delivery: ClaimedDelivery) -> str:
-        notice = json.loads(delivery.body)
-        data = notice["data"]
-        ask = data["ask"]
+        data = json.loads(delivery.body)["data"]
+        ask = data.get("ask")
         channel = data.get("channel")
         if ask is None or channel is None:
             return "not a channel's ask"
-        app_id, token = delivery.webhook_id, delivery.url
-        posting = delivery.event_type is WebhookEventType.ASK_POSTED
-        async with self.store.db.delivery_tx(delivery.workspace_id) as conn:
-            posted = await self.store.posted(conn, app_id, ask["ask_id"])
-            if posted is not None and (posting or posted.ended):
-                return "already shown"
+        ws, app_id, token, ask_id = (
+            delivery.workspace_id,
+            delivery.webhook_id,
+            delivery.url,
+            ask["ask_id"],
+        )
+        posted, target, waiting = await self.store.posted(
+            ws, app_id, ask_id, uuid.UUID(channel["channel_id"])
+        )
+        if delivery.event_type is WebhookEventType.ASK_POSTED:
             if posted is not None:
-                await self.web.call(
-                    "chat.update",
-                    token,
-                    {
-                        "channel": posted.slack_channel,
-                        "ts": posted.ts,
-                        **blocks.ended_message(data),
-                    },
-                )
-                await self.store.put_posted(
-                    conn, app_id, ask["ask_id"], Posted(posted.slack_channel, posted.ts, True)
-                )
-                return "updated"
-            target = await self.store.target(conn, app_id, uuid.UUID(channel["channel_id"]))
+                return "already posted"
             if target is None:
                 return "its channel is not mapped to Slack"
-            message = blocks.open_message(data) if posting else blocks.ended_message(data)
+            message = blocks.open_message(data)
             answer = await self.web.call("chat.postMessage", token, {"channel": target, **message})
             ts = answer.get("ts")
             if not isinstance(ts, str) or not ts:
                 raise SlackFailed("chat.postMessage: Slack's answer has no ts")
-            await self.store.put_posted(
-                conn,
-                app_id,
-                ask["ask_id"],
-                Posted(str(answer.get("channel") or target), ts, not posting),
-            )
+            where = str(answer.get("channel") or target)
+            await self.store.record_post(ws, app_id, ask_id, Posted(where, ts, False))
             return "posted"
+        if posted is None:
+            if not waiting:
+                return "the ask was never shown in Slack"
+            raise SlackFailed(NOT_POSTED, retry_after=WAIT_FOR_POST_SECONDS)
+        if posted.ended:
+            return "already updated"
+        update = {"channel": posted.slack_channel, "ts": posted.ts, **blocks.ended_message(data)}
+        await self.web.call("chat.update", token, update)
+        await self.store.record_ended(ws, app_id, ask_id)
+        return "updated"

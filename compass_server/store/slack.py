@@ -205,32 +205,44 @@ class SlackStore:
 
     # --- the courier's side -----------------------------------------------------------------
 
-    async def target(self, conn: Any, app_id: uuid.UUID, channel_id: uuid.UUID) -> str | None:
-        row = await (
-            await conn.execute(SLACK["target"], {"id": app_id, "channel_id": channel_id})
-        ).fetchone()
-        return None if row is None else str(row["slack_channel"])
+    async def posted(
+        self, workspace_id: uuid.UUID, app_id: uuid.UUID, ask_id: str, channel_id: uuid.UUID
+    ) -> tuple[Posted | None, str | None, bool]:
+        """The ask's Slack message, if posted; the Slack channel its Compass
+        channel maps to, if any; and whether its post is still to be sent."""
+        async with self.db.delivery_tx(workspace_id) as conn:
+            row = await (
+                await conn.execute(SLACK["get_message"], {"id": app_id, "ask_id": ask_id})
+            ).fetchone()
+            target = await (
+                await conn.execute(SLACK["target"], {"id": app_id, "channel_id": channel_id})
+            ).fetchone()
+            waiting = False
+            if row is None:
+                found = await (
+                    await conn.execute(SLACK["post_waiting"], {"id": app_id, "ask_id": ask_id})
+                ).fetchone()
+                waiting = bool(found and found["waiting"])
+        posted = None if row is None else Posted(row["slack_channel"], row["ts"], row["ended"])
+        return posted, None if target is None else str(target["slack_channel"]), waiting
 
-    async def posted(self, conn: Any, app_id: uuid.UUID, ask_id: str) -> Posted | None:
-        """The ask's Slack message, holding the ask's lock until the
-        transaction ends (a post and an update never cross)."""
-        await conn.execute(SLACK["lock_message"], {"id": app_id, "ask_id": ask_id})
-        row = await (
-            await conn.execute(SLACK["get_message"], {"id": app_id, "ask_id": ask_id})
-        ).fetchone()
-        return None if row is None else Posted(row["slack_channel"], row["ts"], row["ended"])
+    async def record_post(
+        self, workspace_id: uuid.UUID, app_id: uuid.UUID, ask_id: str, posted: Posted
+    ) -> None:
+        async with self.db.delivery_tx(workspace_id) as conn:
+            await conn.execute(
+                SLACK["insert_message"],
+                {
+                    "id": app_id,
+                    "ask_id": ask_id,
+                    "slack_channel": posted.slack_channel,
+                    "ts": posted.ts,
+                },
+            )
 
-    async def put_posted(self, conn: Any, app_id: uuid.UUID, ask_id: str, posted: Posted) -> None:
-        await conn.execute(
-            SLACK["put_message"],
-            {
-                "id": app_id,
-                "ask_id": ask_id,
-                "slack_channel": posted.slack_channel,
-                "ts": posted.ts,
-                "ended": posted.ended,
-            },
-        )
+    async def record_ended(self, workspace_id: uuid.UUID, app_id: uuid.UUID, ask_id: str) -> None:
+        async with self.db.delivery_tx(workspace_id) as conn:
+            await conn.execute(SLACK["end_message"], {"id": app_id, "ask_id": ask_id})
 
     # --- Slack's interactions ---------------------------------------------------------------
 

@@ -51,18 +51,24 @@ RETURNING channel_id
 SELECT slack_channel FROM slack_channels
 WHERE endpoint_id = %(id)s AND channel_id = %(channel_id)s
 
--- name: lock_message
--- Serialises an ask's post and its update: whichever comes first holds the row.
-SELECT pg_advisory_xact_lock(hashtextextended(%(id)s::text || '/' || %(ask_id)s, 0))
-
 -- name: get_message
 SELECT slack_channel, ts, ended FROM slack_messages
 WHERE endpoint_id = %(id)s AND ask_id = %(ask_id)s
 
--- name: put_message
-INSERT INTO slack_messages (workspace_id, endpoint_id, ask_id, slack_channel, ts, ended)
-VALUES (compass_workspace(), %(id)s, %(ask_id)s, %(slack_channel)s, %(ts)s, %(ended)s)
-ON CONFLICT (endpoint_id, ask_id) DO UPDATE SET ended = EXCLUDED.ended
+-- name: post_waiting
+-- The ask's post is still to be sent (or being sent) to this app.
+SELECT EXISTS (
+  SELECT 1 FROM webhook_deliveries
+  WHERE endpoint_id = %(id)s AND dedupe_key = 'ask.posted:' || %(ask_id)s AND state = 'pending'
+) AS waiting
+
+-- name: insert_message
+INSERT INTO slack_messages (workspace_id, endpoint_id, ask_id, slack_channel, ts)
+VALUES (compass_workspace(), %(id)s, %(ask_id)s, %(slack_channel)s, %(ts)s)
+ON CONFLICT (endpoint_id, ask_id) DO NOTHING
+
+-- name: end_message
+UPDATE slack_messages SET ended = true WHERE endpoint_id = %(id)s AND ask_id = %(ask_id)s
 
 -- name: app_for_team
 SELECT workspace_id, endpoint_id, token_sealed, secret_sealed, email_match, enabled
