@@ -43,12 +43,14 @@ from tests.slack_standin import (
     texts,
 )
 from tests.test_people_sessions import session_for
+from tests.test_webhooks_cli import cli
 from tests.world import World, two_question_ask
 
 pytestmark = pytest.mark.timeout(120)
 
 PUBLIC_URL = "https://compass.example.test"
 SLACK_CHANNEL = "C0ASKS"
+KEY = new_key()
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +68,7 @@ async def srv(
         database_url,
         tmp_path_factory.mktemp("slack"),
         public_url=PUBLIC_URL,
-        webhook_key=new_key(),
+        webhook_key=KEY,
         webhook_retry_schedule="0.2s,0.2s,0.2s,0.2s,0.2s,0.2s,0.2s,0.2s",
         webhook_timeout_seconds=3.0,
         webhook_poll_seconds=0.05,
@@ -585,3 +587,54 @@ def ask_id_of_call(c: Call) -> str:
             if "/#/ask/" in text:
                 return str(text.split("/#/ask/")[1].split("|")[0])
     raise AssertionError(c.body)
+
+
+async def test_the_operator_connects_and_maps_an_app_from_the_command_line(
+    w: World, srv: Any, standin: SlackStandIn, tmp_path: Any
+) -> None:
+    url, ws = srv.database_url, str(w.workspace_id)
+    token_file = tmp_path / "bot-token"
+    token_file.write_text(TOKEN + "\n")
+    env = {"COMPASS_WEBHOOK_KEY": KEY, "SLACK_SIGNING_SECRET": SECRET}
+    refused = await cli(
+        url, "connect-slack-app", "--workspace", ws, "--team", TEAM, ok=False, env=env
+    )
+    assert "SLACK_BOT_TOKEN" in json.dumps(refused)
+    made = await cli(
+        url,
+        "connect-slack-app",
+        "--workspace",
+        ws,
+        "--team",
+        TEAM,
+        "--bot-token-file",
+        str(token_file),
+        env=env,
+    )
+    assert made["team_id"] == TEAM and made["email_match"] is False
+    app = made["app_id"]
+    channel = str(w.channel.channel_id)
+    mapped = await cli(
+        url,
+        "map-slack-channel",
+        "--app",
+        app,
+        "--channel",
+        channel,
+        "--slack-channel",
+        "C0CLI",
+        env=env,
+    )
+    assert mapped["channels"] == [{"channel_id": channel, "slack_channel": "C0CLI"}]
+    (listed,) = (await cli(url, "list-slack-apps", "--workspace", ws, env=env))["apps"]
+    assert listed["app_id"] == app
+    assert TOKEN not in json.dumps(listed) and SECRET not in json.dumps(listed)
+    # The running server sends what the commands set up.
+    ask_id = ask_id_of(await w.post_ask(w.agent, pick()))
+    (call,) = await standin.wait("chat.postMessage", where=about(ask_id))
+    assert call.body["channel"] == "C0CLI"
+    unmapped = await cli(url, "unmap-slack-channel", "--app", app, "--channel", channel, env=env)
+    assert unmapped["channels"] == []
+    gone = await cli(url, "disconnect-slack-app", app, env=env)
+    assert gone == {"app_id": app, "disconnected": True}
+    assert (await cli(url, "list-slack-apps", "--workspace", ws, env=env))["apps"] == []
