@@ -637,24 +637,6 @@ class Settings:
         Seconds(),
         "a browser session ends this long after sign-in whatever its use",
     )
-    slack_api_url: str = _s(
-        SLACK_API_URL,
-        "slack",
-        Checked("an http:// or https:// URL", _http_url, "URL"),
-        "the Slack Web API the Slack app calls (a stand-in's address in tests)",
-    )
-    slack_link_seconds: float = _s(
-        SLACK_LINK_SECONDS,
-        "slack",
-        Seconds(),
-        "how long the link that connects a Slack user to their Compass account opens",
-    )
-    slack_request_bytes: int = _s(
-        SLACK_REQUEST_BYTES,
-        "limits",
-        Count(),
-        "the largest request Slack's interactivity endpoint reads; more is refused with 413",
-    )
     signin_link_max_seconds: float = _s(
         LINK_LIFETIME.total_seconds(),
         "signin",
@@ -687,6 +669,24 @@ class Settings:
         "not seen before (a key rotation)",
     )
     # --- receipts ---
+    slack_api_url: str = _s(
+        SLACK_API_URL,
+        "slack",
+        Checked("an http:// or https:// URL", _http_url, "URL"),
+        "the Slack Web API the Slack app calls (a stand-in's address in tests)",
+    )
+    slack_link_seconds: float = _s(
+        SLACK_LINK_SECONDS,
+        "slack",
+        Seconds(),
+        "how long the link that connects a Slack user to their Compass account opens",
+    )
+    slack_request_bytes: int = _s(
+        SLACK_REQUEST_BYTES,
+        "limits",
+        Count(),
+        "the largest request Slack's interactivity endpoint reads; more is refused with 413",
+    )
     receipt_keys_dir: pathlib.Path | None = _s(
         None,
         "receipts",
