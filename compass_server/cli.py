@@ -33,7 +33,7 @@
                                            [--signing-secret-file F] [--email-match]
     compass-server admin list-slack-apps --workspace ID
     compass-server admin disconnect-slack-app APP_ID
-    compass-server admin map-slack-channel --app ID --channel ID --slack-channel C…
+    compass-server admin map-slack-channel --app ID --channel ID --slack-channel SLACK_ID
     compass-server admin unmap-slack-channel --app ID --channel ID
     compass-server admin new-receipt-key [--signs-from TIME]
     compass-server admin verify-history --workspace ID

@@ -63,7 +63,7 @@ def add_parsers(
             "--channel", required=True, type=an_id, metavar="ID", help="the Compass channel"
         )
     mapped.add_argument(
-        "--slack-channel", required=True, metavar="C…", help="the Slack channel's id"
+        "--slack-channel", required=True, metavar="SLACK_ID", help="the Slack channel's id"
     )
     return [connect, listed, gone, mapped, unmapped]
 
