@@ -158,7 +158,8 @@ class Slack:
     def __init__(self, http_port: int, secret: str = SECRET) -> None:
         self.url = f"http://127.0.0.1:{http_port}/slack/interactivity"
         self.secret = secret
-        self.client = httpx.AsyncClient(timeout=10.0)
+        # Generous: under a loaded machine's latency what is tested is the outcome.
+        self.client = httpx.AsyncClient(timeout=60.0)
         self._n = itertools.count(1)
 
     async def close(self) -> None:

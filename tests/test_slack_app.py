@@ -8,6 +8,7 @@ limits and a revoked token."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import time
 from collections.abc import AsyncIterator
@@ -75,6 +76,7 @@ async def srv(
         webhook_concurrency=16,
         webhook_concurrency_per_endpoint=16,
         slack_api_url=standin.api_url,
+        expiry_interval_seconds=0.3,
     ) as s:
         yield s
 
@@ -466,6 +468,24 @@ async def test_rate_limits_and_a_revoked_token_delay_an_update_but_never_lose_it
     assert texts(checked_message(update.body))[1] == "*Withdrawn by scout*"
 
 
+async def test_an_expired_ask_is_closed_in_slack_and_a_late_click_is_told(
+    rpc: GrpcClient, w: World, srv: Any, standin: SlackStandIn, slack: Slack
+) -> None:
+    await connect(rpc, w, email_match=True)
+    await link_by_email(srv, standin, w, w.human, "U5ADA")
+    due = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=1)
+    ask_id = ask_id_of(await w.post_ask(w.agent, Ask(questions=pick().questions, deadline=due)))
+    (call,) = await standin.wait("chat.postMessage", where=about(ask_id))
+    assert "It expires <!date^" in texts(checked_message(call.body))[0]
+    (update,) = await standin.wait("chat.update", where=about(ask_id))
+    closed = texts(checked_message(update.body))[1].splitlines()
+    assert closed[0] == "*Expired*" and closed[1].startswith("Nobody answered by <!date^")
+    await slack.send(slack.click("U5ADA", buttons(call.body)[0]))
+    (told,) = await standin.wait("chat.postEphemeral")
+    assert told.body["text"] == "This ask has ended: Expired."
+    assert await history(srv, ask_id) == [("expired", "server")]
+
+
 async def race_world(srv: Any, standin: SlackStandIn, w: World, rpc: GrpcClient) -> Channel:
     channel = await srv.store.create_channel(
         w.human, "race", "", [w.agent.account_id, w.other_human.account_id]
@@ -584,6 +604,7 @@ def ask_id_of_call(c: Call) -> str:
     raise AssertionError(c.body)
 
 
+@pytest.mark.timeout(300)
 async def test_the_operator_connects_and_maps_an_app_from_the_command_line(
     w: World, srv: Any, standin: SlackStandIn, tmp_path: Any
 ) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import secrets
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -263,13 +264,22 @@ class SlackStore:
             row["workspace_id"], app_id, team_id, token, secret, row["email_match"], row["enabled"]
         )
 
-    async def first_time(self, workspace_id: uuid.UUID, key: str) -> bool:
-        """True once per key: a retried interaction is recognised."""
+    async def first_time(
+        self, workspace_id: uuid.UUID, key: str, team_id: str, user: str
+    ) -> tuple[bool, tuple[uuid.UUID, str] | None]:
+        """Whether this is the first time for `key` (a retried interaction is
+        recognised), and the account the Slack user is linked to, with its
+        handle: one transaction for both."""
         async with self.db.delivery_tx(workspace_id) as conn:
             row = await (await conn.execute(SLACK["seen"], {"key": key[:300]})).fetchone()
-            if row is not None and uuid.uuid4().int % 64 == 0:
+            if row is None:
+                return False, None
+            if secrets.randbelow(64) == 0:
                 await conn.execute(SLACK["prune"], {"age": SEEN_FOR})
-        return row is not None
+            found = await (
+                await conn.execute(SLACK["linked_account"], {"team": team_id, "user": user})
+            ).fetchone()
+        return True, None if found is None else (found["id"], found["handle"])
 
     async def linked(
         self, workspace_id: uuid.UUID, team_id: str, user: str
