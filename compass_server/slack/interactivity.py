@@ -14,12 +14,10 @@ for it, under the same rules as every surface.
 from __future__ import annotations
 
 import asyncio
-import collections
 import datetime
 import html
 import json
 import logging
-import time
 import urllib.parse
 import uuid
 from collections.abc import Mapping
@@ -53,10 +51,6 @@ log = logging.getLogger(__name__)
 # The one-ask link an answer from Slack runs through lives this long.
 ANSWER_LINK = datetime.timedelta(minutes=5)
 MAX_CODE = 100
-# Connected apps are remembered this long (a burst of clicks reads the
-# database once), at most this many Slack teams.
-APP_CACHE_SECONDS = 2.0
-APP_CACHE_TEAMS = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +96,6 @@ class SlackRoutes:
         self.link_lifetime = link_lifetime
         self.request_bytes = request_bytes
         self._tasks: set[asyncio.Task[None]] = set()
-        self._apps: collections.OrderedDict[str, tuple[float, AppKeys]] = collections.OrderedDict()
 
     async def stop(self, grace: float = 2.0) -> None:
         if self._tasks:
@@ -135,7 +128,7 @@ class SlackRoutes:
         get = header_getter(scope.get("headers", ()))
         payload = _payload(body)
         team = _team(payload) if payload is not None else None
-        app = await self._app(team) if team else None
+        app = await self.slack.app_for_team(team) if team else None
         # Unknown team, no signature, a bad one or a stale one: all one refusal.
         if (
             payload is None
@@ -159,19 +152,6 @@ class SlackRoutes:
             task = asyncio.get_running_loop().create_task(self._clicked(app, payload))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-
-    async def _app(self, team: str) -> AppKeys | None:
-        now = time.monotonic()
-        cached = self._apps.get(team)
-        if cached is not None and cached[0] > now:
-            return cached[1]
-        app = await self.slack.app_for_team(team)
-        self._apps.pop(team, None)
-        if app is not None:
-            self._apps[team] = (now + APP_CACHE_SECONDS, app)
-            while len(self._apps) > APP_CACHE_TEAMS:
-                self._apps.popitem(last=False)
-        return app
 
     async def _clicked(self, app: AppKeys, payload: Mapping[str, Any]) -> None:
         try:
