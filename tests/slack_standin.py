@@ -42,6 +42,8 @@ class SlackStandIn:
     # method -> how many of its next calls answer 429 (and after how long to retry).
     limited: collections.Counter[str] = field(default_factory=collections.Counter)
     retry_after: int = 1
+    # method -> how many of its next calls answer 503, as Slack in an outage.
+    failing: collections.Counter[str] = field(default_factory=collections.Counter)
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
     refused: list[Call] = field(default_factory=list)
@@ -78,6 +80,10 @@ class SlackStandIn:
                 content_type="application/json",
                 headers=(("retry-after", str(self.retry_after)),),
             )
+        if self.failing[method] > 0:
+            self.failing[method] -= 1
+            self.refused.append(call)
+            return Reply(503, b"<html>Service Unavailable</html>", content_type="text/html")
         if token in self.revoked:
             self.refused.append(call)
             return _slack({"ok": False, "error": "token_revoked"})

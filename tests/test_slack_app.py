@@ -441,8 +441,12 @@ async def test_rate_limits_and_a_revoked_token_delay_an_update_but_never_lose_it
     rpc: GrpcClient, w: World, srv: Any, standin: SlackStandIn
 ) -> None:
     app = await connect(rpc, w)
+    # Slack is down for the post: it is sent again, once.
+    standin.failing["chat.postMessage"] = 2
     ask_id = ask_id_of(await w.post_ask(w.agent, pick()))
     await standin.wait("chat.postMessage", where=about(ask_id))
+    assert [c.method for c in standin.refused] == ["chat.postMessage"] * 2
+    assert len(standin.of("chat.postMessage")) == 1
     standin.revoked.add(TOKEN)
     started = time.monotonic()
     await w.store.cancel_ask(w.agent, ask_id)
