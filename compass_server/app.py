@@ -44,12 +44,16 @@ from compass_server.relay import AgentGateway, Dispatcher, Heartbeat, arms_for
 from compass_server.signin.flow import SignInFlow
 from compass_server.signin.oidc import OpenIdProvider
 from compass_server.signin.providers import ProviderError
+from compass_server.slack.interactivity import SlackRoutes
+from compass_server.slack.outbox import SlackOutbox
+from compass_server.slack.web import SlackWeb
 from compass_server.store import Database, Store
 from compass_server.store.admin import ACCESS_CHANNEL
 from compass_server.store.blocks import DeadlineBounds
 from compass_server.store.db import redacted_url
 from compass_server.store.embedded import EmbeddedPostgres
 from compass_server.store.inbox import InboxStore
+from compass_server.store.slack import SlackStore
 from compass_server.store.vault import KEY_FILE, KeyProblem, Vault, key_from_file, parse_key
 from compass_server.store.webhooks import WebhookStore
 from compass_server.telemetry import traces
@@ -366,6 +370,8 @@ class CompassServer:
             self.store.admin,
             webhook_vault(settings, embedded=self.embedded is not None),
         )
+        self.slack = SlackStore(self.db, self.store.admin, self.webhooks.vault)
+        self.slack_web = SlackWeb(settings.slack_api_url, settings.webhook_timeout_seconds)
         courier = self._courier(reach)
         if courier is not None:
             self.courier = courier
@@ -386,7 +392,12 @@ class CompassServer:
             admin_pb2,
             "AdminService",
             AdminApi(
-                self.store.admin, self.auth, webhooks=self.webhooks, reach=reach, people=self.store
+                self.store.admin,
+                self.auth,
+                webhooks=self.webhooks,
+                reach=reach,
+                people=self.store,
+                slack=self.slack,
             ),
             "account",
         )
@@ -423,6 +434,17 @@ class CompassServer:
             del pages["/metrics"]
         http_at = addresses["--http-listen"]
         cookies, people_routes = self._people(tls)
+        self.slack_routes = SlackRoutes(
+            self.slack,
+            self.store,
+            self.slack_web,
+            self.auth,
+            cookies,
+            self.signin if self.settings.signin_providers else None,
+            public_url=settings.public_url,
+            link_lifetime=datetime.timedelta(seconds=settings.slack_link_seconds),
+            request_bytes=settings.slack_request_bytes,
+        )
         self.http = await self._http(
             apps_for(
                 connect,
@@ -435,7 +457,11 @@ class CompassServer:
                 observer=self.observer,
                 pages=pages,
                 cookies=cookies,
-                routes={"/auth/": people_routes, "/a/": people_routes},
+                routes={
+                    "/auth/": people_routes,
+                    "/a/": people_routes,
+                    "/slack/": self.slack_routes,
+                },
             ),
             http_at,
             "--http-listen",
@@ -668,6 +694,7 @@ class CompassServer:
             per_endpoint=settings.webhook_concurrency_per_endpoint,
             retention=datetime.timedelta(seconds=settings.webhook_retention_seconds),
             poll=settings.webhook_poll_seconds,
+            slack=SlackOutbox(self.slack, self.slack_web),
         )
 
     async def stop(self, grace: float = 5.0) -> None:
@@ -681,6 +708,10 @@ class CompassServer:
             await self.expiry.stop()
         if hasattr(self, "courier"):
             await self.courier.stop()
+        if hasattr(self, "slack_routes"):
+            await self.slack_routes.stop()
+        if hasattr(self, "slack_web"):
+            await self.slack_web.close()
         if hasattr(self, "auth"):
             await self.auth.close()
         if hasattr(self, "heartbeat"):

@@ -29,6 +29,12 @@
                                          [--limit N] [--page-token T]
     compass-server admin list-attempts DELIVERY_ID
     compass-server admin redeliver DELIVERY_ID
+    compass-server admin connect-slack-app --workspace ID --team TEAM_ID [--bot-token-file F]
+                                           [--signing-secret-file F] [--email-match]
+    compass-server admin list-slack-apps --workspace ID
+    compass-server admin disconnect-slack-app APP_ID
+    compass-server admin map-slack-channel --app ID --channel ID --slack-channel SLACK_ID
+    compass-server admin unmap-slack-channel --app ID --channel ID
     compass-server admin new-receipt-key [--signs-from TIME]
     compass-server admin verify-history --workspace ID
 
@@ -78,7 +84,9 @@ from compass_server.app import (
     webhook_vault,
 )
 from compass_server.receipts import cli as receipts_cli
+from compass_server.slack import cli as slack_cli
 from compass_server.store import Store, StoreError
+from compass_server.store.slack import SlackStore
 from compass_server.store.types import Operator, WebhookEventType
 from compass_server.store.webhooks import WebhookStore
 from compass_server.telemetry import logs
@@ -158,6 +166,7 @@ _ACTIONS = {
     "list-attempts": "a delivery, every attempt at it and its body",
     "redeliver": "sends a delivery again now, with the same webhook-id",
     **people_cli.ACTIONS,
+    **slack_cli.ACTIONS,
     **receipts_cli.ACTIONS,
 }
 
@@ -333,8 +342,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     people = people_cli.add_parsers(action, _duration, _uuid)
     receipts = receipts_cli.add_parsers(action, _uuid)
+    slack = slack_cli.add_parsers(action, _uuid)
     for sub in (
         *people,
+        *slack,
         *receipts,
         ws,
         acct,
@@ -435,6 +446,7 @@ async def _admin(args: argparse.Namespace, settings: config.Settings) -> dict[st
             webhooks=WebhookStore(db, store.admin, vault),
             reach=webhook_reach(settings),
             people=store,
+            slack=SlackStore(db, store.admin, vault),
         )
         args.public_url = settings.public_url
         args.link_max = datetime.timedelta(seconds=settings.signin_link_max_seconds)
@@ -755,6 +767,7 @@ _ADMIN: dict[str, Callable[[Store, argparse.Namespace], Awaitable[dict[str, Any]
     "list-attempts": _list_attempts,
     "redeliver": _redeliver,
     **people_cli.HANDLERS,
+    **slack_cli.HANDLERS,
     **receipts_cli.HANDLERS,
 }
 

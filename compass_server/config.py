@@ -43,6 +43,7 @@ from compass_server.signin.oidc import (
     SESSION_MAX,
 )
 from compass_server.signin.providers import Provider, ProviderError, providers
+from compass_server.slack.settings import SLACK_API_URL, SLACK_LINK_SECONDS, SLACK_REQUEST_BYTES
 from compass_server.store.asks import ASK_CACHE_BYTES
 from compass_server.store.coalesce import WRITE_BATCH
 from compass_server.store.db import redacted_url
@@ -350,6 +351,7 @@ _PREFIX = {
     "signin": "signin_",
     "receipts": "receipt_",
     "smtp": "smtp_",
+    "slack": "slack_",
 }
 SECTIONS = (
     "",
@@ -361,6 +363,7 @@ SECTIONS = (
     "smtp",
     "signin",
     "receipts",
+    "slack",
     "limits",
 )
 
@@ -691,6 +694,24 @@ class Settings:
         "not seen before (a key rotation)",
     )
     # --- receipts ---
+    slack_api_url: str = _s(
+        SLACK_API_URL,
+        "slack",
+        Checked("an http:// or https:// URL", _http_url, "URL"),
+        "the Slack Web API the Slack app calls (a stand-in's address in tests)",
+    )
+    slack_link_seconds: float = _s(
+        SLACK_LINK_SECONDS,
+        "slack",
+        Seconds(),
+        "how long the link that connects a Slack user to their Compass account opens",
+    )
+    slack_request_bytes: int = _s(
+        SLACK_REQUEST_BYTES,
+        "limits",
+        Count(),
+        "the largest request Slack's interactivity endpoint reads; more is refused with 413",
+    )
     receipt_keys_dir: pathlib.Path | None = _s(
         None,
         "receipts",

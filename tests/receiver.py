@@ -35,6 +35,8 @@ class Reply:
     hang: bool = False
     # Answer 200 and then send body bytes forever.
     endless: bool = False
+    content_type: str = "text/plain"
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 Answer = Callable[[Received], Reply | Awaitable[Reply]]
@@ -167,7 +169,11 @@ class Receiver:
                 while True:
                     writer.write(conn.send(h11.Data(data=chunk)) or b"")
                     await writer.drain()
-            headers = [("content-type", "text/plain"), ("content-length", str(len(reply.body)))]
+            headers = [
+                ("content-type", reply.content_type),
+                ("content-length", str(len(reply.body))),
+                *reply.headers,
+            ]
             writer.write(conn.send(h11.Response(status_code=reply.status, headers=headers)) or b"")
             writer.write(conn.send(h11.Data(data=reply.body)) or b"")
             writer.write(conn.send(h11.EndOfMessage()) or b"")

@@ -11,11 +11,13 @@ from compass.v1 import admin_pb2 as ad
 from compass_server.api import mapping as wire
 from compass_server.api.auth import Authenticator
 from compass_server.api.sessions import SessionAdmin
+from compass_server.api.slack import SlackAdmin
 from compass_server.api.webhooks import WebhookAdmin
 from compass_server.store.admin import AdminStore, Asker
 from compass_server.store.errors import InvalidArgument
 from compass_server.store.ids import parse_id
 from compass_server.store.people import People
+from compass_server.store.slack import SlackStore
 from compass_server.store.types import (
     Account,
     AccountKind,
@@ -103,7 +105,7 @@ def _issued(issued: IssuedToken) -> tuple[str, ad.TokenInfo]:
     return issued.secret, token_to_wire(issued.token)
 
 
-class AdminApi(WebhookAdmin, SessionAdmin):
+class AdminApi(WebhookAdmin, SessionAdmin, SlackAdmin):
     """Principal "account": every method takes an admin (the store checks) or,
     from the command line, the operator."""
 
@@ -115,8 +117,10 @@ class AdminApi(WebhookAdmin, SessionAdmin):
         webhooks: WebhookStore | None = None,
         reach: Reach | None = None,
         people: People | None = None,
+        slack: SlackStore | None = None,
     ) -> None:
         self.admin = admin
+        self.slack = slack
         self.people = people
         # This process drops a revoked token at once, before the notification.
         self.auth = auth

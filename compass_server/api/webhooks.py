@@ -28,8 +28,10 @@ _KIND_TO_WIRE = {
     WebhookKind.STANDARD: ad.WEBHOOK_KIND_STANDARD,
     WebhookKind.SLACK: ad.WEBHOOK_KIND_SLACK,
     WebhookKind.EMAIL: ad.WEBHOOK_KIND_EMAIL,
+    WebhookKind.SLACK_APP: ad.WEBHOOK_KIND_SLACK_APP,
 }
-_KIND_FROM_WIRE = {v: k for k, v in _KIND_TO_WIRE.items()}
+# A Slack app is connected with ConnectSlackApp, never made as a webhook.
+_KIND_FROM_WIRE = {v: k for k, v in _KIND_TO_WIRE.items() if k is not WebhookKind.SLACK_APP}
 _STATE_TO_WIRE = {
     DeliveryState.PENDING: ad.WEBHOOK_DELIVERY_STATE_PENDING,
     DeliveryState.DELIVERED: ad.WEBHOOK_DELIVERY_STATE_DELIVERED,

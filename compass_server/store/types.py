@@ -244,6 +244,7 @@ class Surface(enum.StrEnum):
     SERVER = "server"
     # A person's standing answer, at the ask's post.
     STANDING_ANSWER = "standing_answer"
+    SLACK = "slack"
 
 
 @dataclass(frozen=True, slots=True)
@@ -559,6 +560,8 @@ class WebhookKind(enum.StrEnum):
     SLACK = "slack"
     # Mail to the people an ask is for; its URL is the sender, a mailto: address.
     EMAIL = "email"
+    # A connected Slack app: its deliveries are Web API calls (compass_server/slack).
+    SLACK_APP = "slack_app"
 
 
 class WebhookEventType(enum.StrEnum):

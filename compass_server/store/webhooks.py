@@ -277,7 +277,11 @@ class WebhookStore:
         secret = new_secret()
         async with self.db.tx(by) as conn:
             await self.admin.admit(conn, by)
-            await self._lock(conn, webhook_id)
+            if (await self._lock(conn, webhook_id))["kind"] == WebhookKind.SLACK_APP.value:
+                raise FailedPrecondition(
+                    "a Slack app's signing secret is Slack's: disconnect the app and connect "
+                    "it again with the new one"
+                )
             await conn.execute(
                 WEBHOOKS["rotate_webhook_secret"],
                 {"id": webhook_id, "grace": grace, "secret_sealed": vault.seal(secret, webhook_id)},

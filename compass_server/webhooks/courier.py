@@ -22,7 +22,7 @@ import re
 import time
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from compass_server.store.errors import StoreError
 from compass_server.store.types import AttemptResult, ClaimedDelivery, WebhookKind
@@ -35,6 +35,13 @@ if TYPE_CHECKING:
     from compass_server.notify.mailer import Mailer
 
 log = logging.getLogger(__name__)
+
+
+class SlackSender(Protocol):
+    """Sends a Slack app's delivery through Slack's Web API (slack/outbox.py)."""
+
+    async def send(self, delivery: ClaimedDelivery) -> Outcome: ...
+
 
 # Waits after the 1st, 2nd, … failure; past the last, the delivery has failed.
 RETRY_SCHEDULE = "5s,5m,30m,2h,5h,10h,10h"
@@ -80,7 +87,9 @@ class Courier:
         per_endpoint: int,
         retention: datetime.timedelta,
         poll: float = POLL_SECONDS,
+        slack: SlackSender | None = None,
     ) -> None:
+        self.slack = slack
         self.store = store
         self.sender = sender
         self.drafts = drafts
@@ -208,6 +217,10 @@ class Courier:
             elif delivery.kind is WebhookKind.EMAIL:
                 assert self.mailer is not None, "claimed only with a relay"
                 outcome = await self.mailer.send(delivery, deadline)
+            elif delivery.kind is WebhookKind.SLACK_APP:
+                if self.slack is None:
+                    return  # its lease ends and a process with the Slack app sends it
+                outcome = await self.slack.send(delivery)
             else:
                 body = delivery.body.encode()
                 headers = signed_headers(
@@ -243,6 +256,9 @@ class Courier:
         gone = outcome.gone
         final = outcome.delivered or gone or outcome.final
         retry = None if final else self.retry_in(delivery.failures)
+        if retry is not None and outcome.retry_after is not None:
+            # Rate limited: no sooner than the receiver asked.
+            retry = max(retry, datetime.timedelta(seconds=outcome.retry_after))
         result = AttemptResult(
             delivery.delivery_id,
             delivery.attempt,

@@ -360,6 +360,7 @@ def standard_body(notice: Notice) -> str:
 
 
 def body(kind: WebhookKind, notice: Notice) -> str:
+    # A Slack app's deliveries keep the notice: its message is made when sent.
     if kind is WebhookKind.SLACK:
         return json.dumps(slack.message(notice.type, notice.data), ensure_ascii=False)
     return standard_body(notice)

@@ -37,6 +37,8 @@ class Outcome:
     response: str = ""
     # No attempt after this one: the failure is for good.
     final: bool = False
+    # The receiver asked to be called again no sooner than this (seconds).
+    retry_after: float | None = None
 
     @property
     def gone(self) -> bool:

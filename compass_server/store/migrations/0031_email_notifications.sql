@@ -10,7 +10,7 @@
 
 ALTER TABLE webhook_endpoints DROP CONSTRAINT webhook_endpoints_kind_check;
 ALTER TABLE webhook_endpoints ADD CONSTRAINT webhook_endpoints_kind_check
-  CHECK (kind IN ('standard', 'slack', 'email'));
+  CHECK (kind IN ('standard', 'slack', 'slack_app', 'email'));
 
 CREATE TABLE notification_preferences (
   account_id uuid PRIMARY KEY,

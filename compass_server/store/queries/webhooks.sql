@@ -34,7 +34,7 @@ ORDER BY e.created_at, e.id
 LIMIT %(limit)s
 
 -- name: lock_webhook
-SELECT id, enabled, secret_sealed FROM webhook_endpoints WHERE id = %(id)s FOR UPDATE
+SELECT id, kind, enabled, secret_sealed FROM webhook_endpoints WHERE id = %(id)s FOR UPDATE
 
 -- name: disable_webhook
 UPDATE webhook_endpoints SET enabled = false, disabled_reason = %(reason)s, disabled_at = now()

@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .admin_pb2 import AssignAgentRequest, AssignAgentResponse, CreateAccountRequest, CreateAccountResponse, CreateRunnerRequest, CreateRunnerResponse, CreateTokenRequest, CreateTokenResponse, CreateWebhookRequest, CreateWebhookResponse, DeactivateAccountRequest, DeactivateAccountResponse, DeleteWebhookRequest, DeleteWebhookResponse, DisableWebhookRequest, DisableWebhookResponse, EnableWebhookRequest, EnableWebhookResponse, GetWebhookDeliveryRequest, GetWebhookDeliveryResponse, ListAccountsRequest, ListAccountsResponse, ListRunnersRequest, ListRunnersResponse, ListSessionsRequest, ListSessionsResponse, ListTokensRequest, ListTokensResponse, ListWebhookDeliveriesRequest, ListWebhookDeliveriesResponse, ListWebhooksRequest, ListWebhooksResponse, ListWorkspaceStandingAnswersRequest, ListWorkspaceStandingAnswersResponse, ReactivateAccountRequest, ReactivateAccountResponse, RedeliverWebhookDeliveryRequest, RedeliverWebhookDeliveryResponse, ReparentAgentRequest, ReparentAgentResponse, RevokeSessionRequest, RevokeSessionResponse, RevokeSessionsRequest, RevokeSessionsResponse, RevokeTokenRequest, RevokeTokenResponse, RotateTokenRequest, RotateTokenResponse, RotateWebhookSecretRequest, RotateWebhookSecretResponse, SetAccountEmailRequest, SetAccountEmailResponse, SetAccountRoleRequest, SetAccountRoleResponse, UnassignAgentRequest, UnassignAgentResponse, WhoAmIRequest, WhoAmIResponse
+from .admin_pb2 import AssignAgentRequest, AssignAgentResponse, ConnectSlackAppRequest, ConnectSlackAppResponse, CreateAccountRequest, CreateAccountResponse, CreateRunnerRequest, CreateRunnerResponse, CreateTokenRequest, CreateTokenResponse, CreateWebhookRequest, CreateWebhookResponse, DeactivateAccountRequest, DeactivateAccountResponse, DeleteWebhookRequest, DeleteWebhookResponse, DisableWebhookRequest, DisableWebhookResponse, DisconnectSlackAppRequest, DisconnectSlackAppResponse, EnableWebhookRequest, EnableWebhookResponse, GetWebhookDeliveryRequest, GetWebhookDeliveryResponse, ListAccountsRequest, ListAccountsResponse, ListRunnersRequest, ListRunnersResponse, ListSessionsRequest, ListSessionsResponse, ListSlackAppsRequest, ListSlackAppsResponse, ListTokensRequest, ListTokensResponse, ListWebhookDeliveriesRequest, ListWebhookDeliveriesResponse, ListWebhooksRequest, ListWebhooksResponse, ListWorkspaceStandingAnswersRequest, ListWorkspaceStandingAnswersResponse, MapSlackChannelRequest, MapSlackChannelResponse, ReactivateAccountRequest, ReactivateAccountResponse, RedeliverWebhookDeliveryRequest, RedeliverWebhookDeliveryResponse, ReparentAgentRequest, ReparentAgentResponse, RevokeSessionRequest, RevokeSessionResponse, RevokeSessionsRequest, RevokeSessionsResponse, RevokeTokenRequest, RevokeTokenResponse, RotateTokenRequest, RotateTokenResponse, RotateWebhookSecretRequest, RotateWebhookSecretResponse, SetAccountEmailRequest, SetAccountEmailResponse, SetAccountRoleRequest, SetAccountRoleResponse, UnassignAgentRequest, UnassignAgentResponse, UnmapSlackChannelRequest, UnmapSlackChannelResponse, WhoAmIRequest, WhoAmIResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Iterable, Mapping
@@ -245,6 +245,41 @@ class AdminService(Protocol):
         force, and with include_ended the revoked and expired ones too;
         optionally only one person's (account_id).
         """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def connect_slack_app(self, request: ConnectSlackAppRequest, ctx: RequestContext[ConnectSlackAppRequest, ConnectSlackAppResponse], /) -> ConnectSlackAppResponse:
+        """
+        Connects a Slack app (its bot token and signing secret, sealed at rest
+        like a webhook's secret): asks posted in the channels it maps are posted
+        to Slack as interactive messages, answered there, and updated when they
+        end. One app per Slack team across the server (ALREADY_EXISTS); a server
+        with no webhook key can't keep its secrets (FAILED_PRECONDITION).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def list_slack_apps(self, request: ListSlackAppsRequest, ctx: RequestContext[ListSlackAppsRequest, ListSlackAppsResponse], /) -> ListSlackAppsResponse:
+        """
+        The workspace's Slack apps, with their channel maps and how their
+        deliveries to Slack are going (owed, failed, the latest error).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def disconnect_slack_app(self, request: DisconnectSlackAppRequest, ctx: RequestContext[DisconnectSlackAppRequest, DisconnectSlackAppResponse], /) -> DisconnectSlackAppResponse:
+        """
+        The app goes, with its channel maps and deliveries; its messages in
+        Slack stay as they are.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def map_slack_channel(self, request: MapSlackChannelRequest, ctx: RequestContext[MapSlackChannelRequest, MapSlackChannelResponse], /) -> MapSlackChannelResponse:
+        """
+        Asks posted in a Compass channel go to a Slack channel (again: moves
+        them). At most 200 channels an app (FAILED_PRECONDITION); a DM can't be
+        mapped (NOT_FOUND).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def unmap_slack_channel(self, request: UnmapSlackChannelRequest, ctx: RequestContext[UnmapSlackChannelRequest, UnmapSlackChannelResponse], /) -> UnmapSlackChannelResponse:
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
 
@@ -568,6 +603,61 @@ class AdminServiceASGIApplication(ConnectASGIApplication[AdminService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.list_workspace_standing_answers,
+                ),
+                "/compass.v1.AdminService/ConnectSlackApp": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ConnectSlackApp",
+                        service_name="compass.v1.AdminService",
+                        input=ConnectSlackAppRequest,
+                        output=ConnectSlackAppResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.connect_slack_app,
+                ),
+                "/compass.v1.AdminService/ListSlackApps": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ListSlackApps",
+                        service_name="compass.v1.AdminService",
+                        input=ListSlackAppsRequest,
+                        output=ListSlackAppsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.list_slack_apps,
+                ),
+                "/compass.v1.AdminService/DisconnectSlackApp": Endpoint.unary(
+                    method=MethodInfo(
+                        name="DisconnectSlackApp",
+                        service_name="compass.v1.AdminService",
+                        input=DisconnectSlackAppRequest,
+                        output=DisconnectSlackAppResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.disconnect_slack_app,
+                ),
+                "/compass.v1.AdminService/MapSlackChannel": Endpoint.unary(
+                    method=MethodInfo(
+                        name="MapSlackChannel",
+                        service_name="compass.v1.AdminService",
+                        input=MapSlackChannelRequest,
+                        output=MapSlackChannelResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.map_slack_channel,
+                ),
+                "/compass.v1.AdminService/UnmapSlackChannel": Endpoint.unary(
+                    method=MethodInfo(
+                        name="UnmapSlackChannel",
+                        service_name="compass.v1.AdminService",
+                        input=UnmapSlackChannelRequest,
+                        output=UnmapSlackChannelResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.unmap_slack_channel,
                 ),
             },
             interceptors=interceptors,
@@ -1292,6 +1382,126 @@ class AdminServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def connect_slack_app(
+        self,
+        request: ConnectSlackAppRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ConnectSlackAppResponse:
+        """
+        Connects a Slack app (its bot token and signing secret, sealed at rest
+        like a webhook's secret): asks posted in the channels it maps are posted
+        to Slack as interactive messages, answered there, and updated when they
+        end. One app per Slack team across the server (ALREADY_EXISTS); a server
+        with no webhook key can't keep its secrets (FAILED_PRECONDITION).
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ConnectSlackApp",
+                service_name="compass.v1.AdminService",
+                input=ConnectSlackAppRequest,
+                output=ConnectSlackAppResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def list_slack_apps(
+        self,
+        request: ListSlackAppsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ListSlackAppsResponse:
+        """
+        The workspace's Slack apps, with their channel maps and how their
+        deliveries to Slack are going (owed, failed, the latest error).
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListSlackApps",
+                service_name="compass.v1.AdminService",
+                input=ListSlackAppsRequest,
+                output=ListSlackAppsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def disconnect_slack_app(
+        self,
+        request: DisconnectSlackAppRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> DisconnectSlackAppResponse:
+        """
+        The app goes, with its channel maps and deliveries; its messages in
+        Slack stay as they are.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DisconnectSlackApp",
+                service_name="compass.v1.AdminService",
+                input=DisconnectSlackAppRequest,
+                output=DisconnectSlackAppResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def map_slack_channel(
+        self,
+        request: MapSlackChannelRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> MapSlackChannelResponse:
+        """
+        Asks posted in a Compass channel go to a Slack channel (again: moves
+        them). At most 200 channels an app (FAILED_PRECONDITION); a DM can't be
+        mapped (NOT_FOUND).
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="MapSlackChannel",
+                service_name="compass.v1.AdminService",
+                input=MapSlackChannelRequest,
+                output=MapSlackChannelResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def unmap_slack_channel(
+        self,
+        request: UnmapSlackChannelRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> UnmapSlackChannelResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="UnmapSlackChannel",
+                service_name="compass.v1.AdminService",
+                input=UnmapSlackChannelRequest,
+                output=UnmapSlackChannelResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
 
 class AdminServiceSync(Protocol):
     """
@@ -1501,6 +1711,41 @@ class AdminServiceSync(Protocol):
         force, and with include_ended the revoked and expired ones too;
         optionally only one person's (account_id).
         """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def connect_slack_app(self, request: ConnectSlackAppRequest, ctx: RequestContext[ConnectSlackAppRequest, ConnectSlackAppResponse], /) -> ConnectSlackAppResponse:
+        """
+        Connects a Slack app (its bot token and signing secret, sealed at rest
+        like a webhook's secret): asks posted in the channels it maps are posted
+        to Slack as interactive messages, answered there, and updated when they
+        end. One app per Slack team across the server (ALREADY_EXISTS); a server
+        with no webhook key can't keep its secrets (FAILED_PRECONDITION).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def list_slack_apps(self, request: ListSlackAppsRequest, ctx: RequestContext[ListSlackAppsRequest, ListSlackAppsResponse], /) -> ListSlackAppsResponse:
+        """
+        The workspace's Slack apps, with their channel maps and how their
+        deliveries to Slack are going (owed, failed, the latest error).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def disconnect_slack_app(self, request: DisconnectSlackAppRequest, ctx: RequestContext[DisconnectSlackAppRequest, DisconnectSlackAppResponse], /) -> DisconnectSlackAppResponse:
+        """
+        The app goes, with its channel maps and deliveries; its messages in
+        Slack stay as they are.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def map_slack_channel(self, request: MapSlackChannelRequest, ctx: RequestContext[MapSlackChannelRequest, MapSlackChannelResponse], /) -> MapSlackChannelResponse:
+        """
+        Asks posted in a Compass channel go to a Slack channel (again: moves
+        them). At most 200 channels an app (FAILED_PRECONDITION); a DM can't be
+        mapped (NOT_FOUND).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def unmap_slack_channel(self, request: UnmapSlackChannelRequest, ctx: RequestContext[UnmapSlackChannelRequest, UnmapSlackChannelResponse], /) -> UnmapSlackChannelResponse:
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
 
@@ -1822,6 +2067,61 @@ class AdminServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.list_workspace_standing_answers,
+                ),
+                "/compass.v1.AdminService/ConnectSlackApp": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ConnectSlackApp",
+                        service_name="compass.v1.AdminService",
+                        input=ConnectSlackAppRequest,
+                        output=ConnectSlackAppResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.connect_slack_app,
+                ),
+                "/compass.v1.AdminService/ListSlackApps": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ListSlackApps",
+                        service_name="compass.v1.AdminService",
+                        input=ListSlackAppsRequest,
+                        output=ListSlackAppsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.list_slack_apps,
+                ),
+                "/compass.v1.AdminService/DisconnectSlackApp": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="DisconnectSlackApp",
+                        service_name="compass.v1.AdminService",
+                        input=DisconnectSlackAppRequest,
+                        output=DisconnectSlackAppResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.disconnect_slack_app,
+                ),
+                "/compass.v1.AdminService/MapSlackChannel": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="MapSlackChannel",
+                        service_name="compass.v1.AdminService",
+                        input=MapSlackChannelRequest,
+                        output=MapSlackChannelResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.map_slack_channel,
+                ),
+                "/compass.v1.AdminService/UnmapSlackChannel": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="UnmapSlackChannel",
+                        service_name="compass.v1.AdminService",
+                        input=UnmapSlackChannelRequest,
+                        output=UnmapSlackChannelResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.unmap_slack_channel,
                 ),
             },
             interceptors=interceptors,
@@ -2540,6 +2840,126 @@ class AdminServiceClientSync(ConnectClientSync):
                 service_name="compass.v1.AdminService",
                 input=ListWorkspaceStandingAnswersRequest,
                 output=ListWorkspaceStandingAnswersResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def connect_slack_app(
+        self,
+        request: ConnectSlackAppRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ConnectSlackAppResponse:
+        """
+        Connects a Slack app (its bot token and signing secret, sealed at rest
+        like a webhook's secret): asks posted in the channels it maps are posted
+        to Slack as interactive messages, answered there, and updated when they
+        end. One app per Slack team across the server (ALREADY_EXISTS); a server
+        with no webhook key can't keep its secrets (FAILED_PRECONDITION).
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ConnectSlackApp",
+                service_name="compass.v1.AdminService",
+                input=ConnectSlackAppRequest,
+                output=ConnectSlackAppResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def list_slack_apps(
+        self,
+        request: ListSlackAppsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ListSlackAppsResponse:
+        """
+        The workspace's Slack apps, with their channel maps and how their
+        deliveries to Slack are going (owed, failed, the latest error).
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ListSlackApps",
+                service_name="compass.v1.AdminService",
+                input=ListSlackAppsRequest,
+                output=ListSlackAppsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def disconnect_slack_app(
+        self,
+        request: DisconnectSlackAppRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> DisconnectSlackAppResponse:
+        """
+        The app goes, with its channel maps and deliveries; its messages in
+        Slack stay as they are.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="DisconnectSlackApp",
+                service_name="compass.v1.AdminService",
+                input=DisconnectSlackAppRequest,
+                output=DisconnectSlackAppResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def map_slack_channel(
+        self,
+        request: MapSlackChannelRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> MapSlackChannelResponse:
+        """
+        Asks posted in a Compass channel go to a Slack channel (again: moves
+        them). At most 200 channels an app (FAILED_PRECONDITION); a DM can't be
+        mapped (NOT_FOUND).
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="MapSlackChannel",
+                service_name="compass.v1.AdminService",
+                input=MapSlackChannelRequest,
+                output=MapSlackChannelResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def unmap_slack_channel(
+        self,
+        request: UnmapSlackChannelRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> UnmapSlackChannelResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="UnmapSlackChannel",
+                service_name="compass.v1.AdminService",
+                input=UnmapSlackChannelRequest,
+                output=UnmapSlackChannelResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

@@ -31,6 +31,7 @@ class WebhookKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     WEBHOOK_KIND_STANDARD: _ClassVar[WebhookKind]
     WEBHOOK_KIND_SLACK: _ClassVar[WebhookKind]
     WEBHOOK_KIND_EMAIL: _ClassVar[WebhookKind]
+    WEBHOOK_KIND_SLACK_APP: _ClassVar[WebhookKind]
 
 class WebhookDeliveryState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -49,6 +50,7 @@ WEBHOOK_KIND_UNSPECIFIED: WebhookKind
 WEBHOOK_KIND_STANDARD: WebhookKind
 WEBHOOK_KIND_SLACK: WebhookKind
 WEBHOOK_KIND_EMAIL: WebhookKind
+WEBHOOK_KIND_SLACK_APP: WebhookKind
 WEBHOOK_DELIVERY_STATE_UNSPECIFIED: WebhookDeliveryState
 WEBHOOK_DELIVERY_STATE_PENDING: WebhookDeliveryState
 WEBHOOK_DELIVERY_STATE_DELIVERED: WebhookDeliveryState
@@ -655,3 +657,103 @@ class ListWorkspaceStandingAnswersResponse(_message.Message):
     STANDING_ANSWERS_FIELD_NUMBER: _ClassVar[int]
     standing_answers: _containers.RepeatedCompositeFieldContainer[_comms_pb2.StandingAnswer]
     def __init__(self, standing_answers: _Optional[_Iterable[_Union[_comms_pb2.StandingAnswer, _Mapping]]] = ...) -> None: ...
+
+class SlackAppInfo(_message.Message):
+    __slots__ = ("app_id", "team_id", "email_match", "enabled", "disabled_reason", "created_at", "pending_deliveries", "failed_deliveries", "last_error", "channels")
+    APP_ID_FIELD_NUMBER: _ClassVar[int]
+    TEAM_ID_FIELD_NUMBER: _ClassVar[int]
+    EMAIL_MATCH_FIELD_NUMBER: _ClassVar[int]
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    DISABLED_REASON_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    PENDING_DELIVERIES_FIELD_NUMBER: _ClassVar[int]
+    FAILED_DELIVERIES_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    CHANNELS_FIELD_NUMBER: _ClassVar[int]
+    app_id: str
+    team_id: str
+    email_match: bool
+    enabled: bool
+    disabled_reason: str
+    created_at: _timestamp_pb2.Timestamp
+    pending_deliveries: int
+    failed_deliveries: int
+    last_error: str
+    channels: _containers.RepeatedCompositeFieldContainer[SlackChannelMap]
+    def __init__(self, app_id: _Optional[str] = ..., team_id: _Optional[str] = ..., email_match: _Optional[bool] = ..., enabled: _Optional[bool] = ..., disabled_reason: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., pending_deliveries: _Optional[int] = ..., failed_deliveries: _Optional[int] = ..., last_error: _Optional[str] = ..., channels: _Optional[_Iterable[_Union[SlackChannelMap, _Mapping]]] = ...) -> None: ...
+
+class SlackChannelMap(_message.Message):
+    __slots__ = ("channel_id", "slack_channel")
+    CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
+    SLACK_CHANNEL_FIELD_NUMBER: _ClassVar[int]
+    channel_id: str
+    slack_channel: str
+    def __init__(self, channel_id: _Optional[str] = ..., slack_channel: _Optional[str] = ...) -> None: ...
+
+class ConnectSlackAppRequest(_message.Message):
+    __slots__ = ("team_id", "bot_token", "signing_secret", "email_match")
+    TEAM_ID_FIELD_NUMBER: _ClassVar[int]
+    BOT_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    SIGNING_SECRET_FIELD_NUMBER: _ClassVar[int]
+    EMAIL_MATCH_FIELD_NUMBER: _ClassVar[int]
+    team_id: str
+    bot_token: str
+    signing_secret: str
+    email_match: bool
+    def __init__(self, team_id: _Optional[str] = ..., bot_token: _Optional[str] = ..., signing_secret: _Optional[str] = ..., email_match: _Optional[bool] = ...) -> None: ...
+
+class ConnectSlackAppResponse(_message.Message):
+    __slots__ = ("app",)
+    APP_FIELD_NUMBER: _ClassVar[int]
+    app: SlackAppInfo
+    def __init__(self, app: _Optional[_Union[SlackAppInfo, _Mapping]] = ...) -> None: ...
+
+class ListSlackAppsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListSlackAppsResponse(_message.Message):
+    __slots__ = ("apps",)
+    APPS_FIELD_NUMBER: _ClassVar[int]
+    apps: _containers.RepeatedCompositeFieldContainer[SlackAppInfo]
+    def __init__(self, apps: _Optional[_Iterable[_Union[SlackAppInfo, _Mapping]]] = ...) -> None: ...
+
+class DisconnectSlackAppRequest(_message.Message):
+    __slots__ = ("app_id",)
+    APP_ID_FIELD_NUMBER: _ClassVar[int]
+    app_id: str
+    def __init__(self, app_id: _Optional[str] = ...) -> None: ...
+
+class DisconnectSlackAppResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class MapSlackChannelRequest(_message.Message):
+    __slots__ = ("app_id", "channel_id", "slack_channel")
+    APP_ID_FIELD_NUMBER: _ClassVar[int]
+    CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
+    SLACK_CHANNEL_FIELD_NUMBER: _ClassVar[int]
+    app_id: str
+    channel_id: str
+    slack_channel: str
+    def __init__(self, app_id: _Optional[str] = ..., channel_id: _Optional[str] = ..., slack_channel: _Optional[str] = ...) -> None: ...
+
+class MapSlackChannelResponse(_message.Message):
+    __slots__ = ("app",)
+    APP_FIELD_NUMBER: _ClassVar[int]
+    app: SlackAppInfo
+    def __init__(self, app: _Optional[_Union[SlackAppInfo, _Mapping]] = ...) -> None: ...
+
+class UnmapSlackChannelRequest(_message.Message):
+    __slots__ = ("app_id", "channel_id")
+    APP_ID_FIELD_NUMBER: _ClassVar[int]
+    CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
+    app_id: str
+    channel_id: str
+    def __init__(self, app_id: _Optional[str] = ..., channel_id: _Optional[str] = ...) -> None: ...
+
+class UnmapSlackChannelResponse(_message.Message):
+    __slots__ = ("app",)
+    APP_FIELD_NUMBER: _ClassVar[int]
+    app: SlackAppInfo
+    def __init__(self, app: _Optional[_Union[SlackAppInfo, _Mapping]] = ...) -> None: ...

@@ -179,6 +179,31 @@ class AdminServiceStub:
                 request_serializer=compass_dot_v1_dot_admin__pb2.ListWorkspaceStandingAnswersRequest.SerializeToString,
                 response_deserializer=compass_dot_v1_dot_admin__pb2.ListWorkspaceStandingAnswersResponse.FromString,
                 _registered_method=True)
+        self.ConnectSlackApp = channel.unary_unary(
+                '/compass.v1.AdminService/ConnectSlackApp',
+                request_serializer=compass_dot_v1_dot_admin__pb2.ConnectSlackAppRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.ConnectSlackAppResponse.FromString,
+                _registered_method=True)
+        self.ListSlackApps = channel.unary_unary(
+                '/compass.v1.AdminService/ListSlackApps',
+                request_serializer=compass_dot_v1_dot_admin__pb2.ListSlackAppsRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.ListSlackAppsResponse.FromString,
+                _registered_method=True)
+        self.DisconnectSlackApp = channel.unary_unary(
+                '/compass.v1.AdminService/DisconnectSlackApp',
+                request_serializer=compass_dot_v1_dot_admin__pb2.DisconnectSlackAppRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.DisconnectSlackAppResponse.FromString,
+                _registered_method=True)
+        self.MapSlackChannel = channel.unary_unary(
+                '/compass.v1.AdminService/MapSlackChannel',
+                request_serializer=compass_dot_v1_dot_admin__pb2.MapSlackChannelRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.MapSlackChannelResponse.FromString,
+                _registered_method=True)
+        self.UnmapSlackChannel = channel.unary_unary(
+                '/compass.v1.AdminService/UnmapSlackChannel',
+                request_serializer=compass_dot_v1_dot_admin__pb2.UnmapSlackChannelRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.UnmapSlackChannelResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -419,6 +444,48 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ConnectSlackApp(self, request, context):
+        """Connects a Slack app (its bot token and signing secret, sealed at rest
+        like a webhook's secret): asks posted in the channels it maps are posted
+        to Slack as interactive messages, answered there, and updated when they
+        end. One app per Slack team across the server (ALREADY_EXISTS); a server
+        with no webhook key can't keep its secrets (FAILED_PRECONDITION).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSlackApps(self, request, context):
+        """The workspace's Slack apps, with their channel maps and how their
+        deliveries to Slack are going (owed, failed, the latest error).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DisconnectSlackApp(self, request, context):
+        """The app goes, with its channel maps and deliveries; its messages in
+        Slack stay as they are.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def MapSlackChannel(self, request, context):
+        """Asks posted in a Compass channel go to a Slack channel (again: moves
+        them). At most 200 channels an app (FAILED_PRECONDITION); a DM can't be
+        mapped (NOT_FOUND).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnmapSlackChannel(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -561,6 +628,31 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.ListWorkspaceStandingAnswers,
                     request_deserializer=compass_dot_v1_dot_admin__pb2.ListWorkspaceStandingAnswersRequest.FromString,
                     response_serializer=compass_dot_v1_dot_admin__pb2.ListWorkspaceStandingAnswersResponse.SerializeToString,
+            ),
+            'ConnectSlackApp': grpc.unary_unary_rpc_method_handler(
+                    servicer.ConnectSlackApp,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.ConnectSlackAppRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.ConnectSlackAppResponse.SerializeToString,
+            ),
+            'ListSlackApps': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSlackApps,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.ListSlackAppsRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.ListSlackAppsResponse.SerializeToString,
+            ),
+            'DisconnectSlackApp': grpc.unary_unary_rpc_method_handler(
+                    servicer.DisconnectSlackApp,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.DisconnectSlackAppRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.DisconnectSlackAppResponse.SerializeToString,
+            ),
+            'MapSlackChannel': grpc.unary_unary_rpc_method_handler(
+                    servicer.MapSlackChannel,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.MapSlackChannelRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.MapSlackChannelResponse.SerializeToString,
+            ),
+            'UnmapSlackChannel': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnmapSlackChannel,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.UnmapSlackChannelRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.UnmapSlackChannelResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1324,6 +1416,141 @@ class AdminService:
             '/compass.v1.AdminService/ListWorkspaceStandingAnswers',
             compass_dot_v1_dot_admin__pb2.ListWorkspaceStandingAnswersRequest.SerializeToString,
             compass_dot_v1_dot_admin__pb2.ListWorkspaceStandingAnswersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ConnectSlackApp(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/ConnectSlackApp',
+            compass_dot_v1_dot_admin__pb2.ConnectSlackAppRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.ConnectSlackAppResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSlackApps(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/ListSlackApps',
+            compass_dot_v1_dot_admin__pb2.ListSlackAppsRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.ListSlackAppsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DisconnectSlackApp(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/DisconnectSlackApp',
+            compass_dot_v1_dot_admin__pb2.DisconnectSlackAppRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.DisconnectSlackAppResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def MapSlackChannel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/MapSlackChannel',
+            compass_dot_v1_dot_admin__pb2.MapSlackChannelRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.MapSlackChannelResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnmapSlackChannel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/UnmapSlackChannel',
+            compass_dot_v1_dot_admin__pb2.UnmapSlackChannelRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.UnmapSlackChannelResponse.FromString,
             options,
             channel_credentials,
             insecure,

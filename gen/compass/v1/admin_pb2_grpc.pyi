@@ -145,6 +145,27 @@ class AdminServiceStub:
     force, and with include_ended the revoked and expired ones too;
     optionally only one person's (account_id).
     """
+    ConnectSlackApp: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ConnectSlackAppRequest, _admin_pb2.ConnectSlackAppResponse]
+    """Connects a Slack app (its bot token and signing secret, sealed at rest
+    like a webhook's secret): asks posted in the channels it maps are posted
+    to Slack as interactive messages, answered there, and updated when they
+    end. One app per Slack team across the server (ALREADY_EXISTS); a server
+    with no webhook key can't keep its secrets (FAILED_PRECONDITION).
+    """
+    ListSlackApps: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ListSlackAppsRequest, _admin_pb2.ListSlackAppsResponse]
+    """The workspace's Slack apps, with their channel maps and how their
+    deliveries to Slack are going (owed, failed, the latest error).
+    """
+    DisconnectSlackApp: _grpc.UnaryUnaryMultiCallable[_admin_pb2.DisconnectSlackAppRequest, _admin_pb2.DisconnectSlackAppResponse]
+    """The app goes, with its channel maps and deliveries; its messages in
+    Slack stay as they are.
+    """
+    MapSlackChannel: _grpc.UnaryUnaryMultiCallable[_admin_pb2.MapSlackChannelRequest, _admin_pb2.MapSlackChannelResponse]
+    """Asks posted in a Compass channel go to a Slack channel (again: moves
+    them). At most 200 channels an app (FAILED_PRECONDITION); a DM can't be
+    mapped (NOT_FOUND).
+    """
+    UnmapSlackChannel: _grpc.UnaryUnaryMultiCallable[_admin_pb2.UnmapSlackChannelRequest, _admin_pb2.UnmapSlackChannelResponse]
 
 @_typing.type_check_only
 class AdminServiceAsyncStub(AdminServiceStub):
@@ -263,6 +284,27 @@ class AdminServiceAsyncStub(AdminServiceStub):
     force, and with include_ended the revoked and expired ones too;
     optionally only one person's (account_id).
     """
+    ConnectSlackApp: _aio.UnaryUnaryMultiCallable[_admin_pb2.ConnectSlackAppRequest, _admin_pb2.ConnectSlackAppResponse]  # type: ignore[assignment]
+    """Connects a Slack app (its bot token and signing secret, sealed at rest
+    like a webhook's secret): asks posted in the channels it maps are posted
+    to Slack as interactive messages, answered there, and updated when they
+    end. One app per Slack team across the server (ALREADY_EXISTS); a server
+    with no webhook key can't keep its secrets (FAILED_PRECONDITION).
+    """
+    ListSlackApps: _aio.UnaryUnaryMultiCallable[_admin_pb2.ListSlackAppsRequest, _admin_pb2.ListSlackAppsResponse]  # type: ignore[assignment]
+    """The workspace's Slack apps, with their channel maps and how their
+    deliveries to Slack are going (owed, failed, the latest error).
+    """
+    DisconnectSlackApp: _aio.UnaryUnaryMultiCallable[_admin_pb2.DisconnectSlackAppRequest, _admin_pb2.DisconnectSlackAppResponse]  # type: ignore[assignment]
+    """The app goes, with its channel maps and deliveries; its messages in
+    Slack stay as they are.
+    """
+    MapSlackChannel: _aio.UnaryUnaryMultiCallable[_admin_pb2.MapSlackChannelRequest, _admin_pb2.MapSlackChannelResponse]  # type: ignore[assignment]
+    """Asks posted in a Compass channel go to a Slack channel (again: moves
+    them). At most 200 channels an app (FAILED_PRECONDITION); a DM can't be
+    mapped (NOT_FOUND).
+    """
+    UnmapSlackChannel: _aio.UnaryUnaryMultiCallable[_admin_pb2.UnmapSlackChannelRequest, _admin_pb2.UnmapSlackChannelResponse]  # type: ignore[assignment]
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
     """AdminService is how a workspace's admins manage its accounts, runners,
@@ -546,6 +588,57 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         force, and with include_ended the revoked and expired ones too;
         optionally only one person's (account_id).
         """
+
+    @_abc_1.abstractmethod
+    def ConnectSlackApp(
+        self,
+        request: _admin_pb2.ConnectSlackAppRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ConnectSlackAppResponse, _abc.Awaitable[_admin_pb2.ConnectSlackAppResponse]]:
+        """Connects a Slack app (its bot token and signing secret, sealed at rest
+        like a webhook's secret): asks posted in the channels it maps are posted
+        to Slack as interactive messages, answered there, and updated when they
+        end. One app per Slack team across the server (ALREADY_EXISTS); a server
+        with no webhook key can't keep its secrets (FAILED_PRECONDITION).
+        """
+
+    @_abc_1.abstractmethod
+    def ListSlackApps(
+        self,
+        request: _admin_pb2.ListSlackAppsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.ListSlackAppsResponse, _abc.Awaitable[_admin_pb2.ListSlackAppsResponse]]:
+        """The workspace's Slack apps, with their channel maps and how their
+        deliveries to Slack are going (owed, failed, the latest error).
+        """
+
+    @_abc_1.abstractmethod
+    def DisconnectSlackApp(
+        self,
+        request: _admin_pb2.DisconnectSlackAppRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.DisconnectSlackAppResponse, _abc.Awaitable[_admin_pb2.DisconnectSlackAppResponse]]:
+        """The app goes, with its channel maps and deliveries; its messages in
+        Slack stay as they are.
+        """
+
+    @_abc_1.abstractmethod
+    def MapSlackChannel(
+        self,
+        request: _admin_pb2.MapSlackChannelRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.MapSlackChannelResponse, _abc.Awaitable[_admin_pb2.MapSlackChannelResponse]]:
+        """Asks posted in a Compass channel go to a Slack channel (again: moves
+        them). At most 200 channels an app (FAILED_PRECONDITION); a DM can't be
+        mapped (NOT_FOUND).
+        """
+
+    @_abc_1.abstractmethod
+    def UnmapSlackChannel(
+        self,
+        request: _admin_pb2.UnmapSlackChannelRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.UnmapSlackChannelResponse, _abc.Awaitable[_admin_pb2.UnmapSlackChannelResponse]]: ...
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 

@@ -1,0 +1,416 @@
+"""Slack's side of the HTTP port: /slack/interactivity, where Slack sends
+the clicks and modal submissions of a connected app, and /slack/link/<code>,
+where a Slack user connects to their Compass account.
+
+Every interaction is verified with the app's signing secret and Slack's
+timestamp window by slack_sdk's verifier before anything is read from it.
+A click is acknowledged at once and handled after (Slack wants an answer in
+3 seconds); a modal's submission is answered inline, so a refusal shows in
+the modal. Nothing is answered for a Slack user who is not linked to an
+account, and the answer runs as that account through a one-ask link minted
+for it, under the same rules as every surface.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import html
+import json
+import logging
+import urllib.parse
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.signature import SignatureVerifier
+
+from compass_server.api.auth import Authenticator
+from compass_server.api.errors import ApiError
+from compass_server.signin.flow import SignInFlow
+from compass_server.slack import blocks
+from compass_server.slack.web import SlackFailed, SlackWeb
+from compass_server.store.admin import hash_token
+from compass_server.store.errors import (
+    Conflict,
+    FailedPrecondition,
+    NotFound,
+    PermissionDenied,
+    StoreError,
+)
+from compass_server.store.slack import AppKeys, SlackStore
+from compass_server.store.store import Store
+from compass_server.store.types import AccountKind, Actor, Answer, Surface
+from compass_server.transport.cookies import SESSION_COOKIE, SessionCookies, cookie, header_getter
+from compass_server.transport.people_http import Send, page, para, read_body, respond
+from compass_server.webhooks.payloads import ask_data, ask_link
+
+log = logging.getLogger(__name__)
+
+# The one-ask link an answer from Slack runs through lives this long.
+ANSWER_LINK = datetime.timedelta(minutes=5)
+MAX_CODE = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Person:
+    account_id: uuid.UUID
+    handle: str
+
+
+def ending_text(kind: str, reason: str, handle: str) -> str:
+    by = handle or "someone"
+    if kind == "answered":
+        return f"Answered by {by}"
+    if kind == "declined":
+        return f"Declined by {by}: {reason}" if reason else f"Declined by {by}"
+    if kind in ("withdrawn_by_agent", "withdrawn_by_owner"):
+        return f"Withdrawn by {by}: {reason}" if reason else f"Withdrawn by {by}"
+    return "Expired"
+
+
+class SlackRoutes:
+    """/slack/…, as one ASGI app the router hands those paths."""
+
+    def __init__(
+        self,
+        slack: SlackStore,
+        store: Store,
+        web: SlackWeb,
+        auth: Authenticator,
+        cookies: SessionCookies,
+        flow: SignInFlow | None,
+        *,
+        public_url: str,
+        link_lifetime: datetime.timedelta,
+        request_bytes: int,
+    ) -> None:
+        self.slack = slack
+        self.store = store
+        self.web = web
+        self.auth = auth
+        self.cookies = cookies
+        self.flow = flow
+        self.public_url = public_url.rstrip("/")
+        self.link_lifetime = link_lifetime
+        self.request_bytes = request_bytes
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def stop(self, grace: float = 2.0) -> None:
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=grace)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Send) -> None:
+        path: str = scope["path"]
+        try:
+            if path == "/slack/interactivity":
+                await self._interaction(scope, receive, send)
+            elif path.startswith("/slack/link/"):
+                await self._link(scope, receive, send, path[len("/slack/link/") :])
+            else:
+                await respond(send, 404, b"no such page\n", "text/plain")
+        except Exception:
+            incident = uuid.uuid4().hex[:12]
+            log.exception("Slack request failed (incident %s)", incident)
+            await respond(send, 500, f"incident {incident}\n".encode(), "text/plain")
+
+    # --- interactions -------------------------------------------------------------------
+
+    async def _interaction(self, scope: dict[str, Any], receive: Any, send: Send) -> None:
+        if scope["method"] != "POST":
+            await respond(send, 405, b"Slack posts here\n", "text/plain")
+            return
+        body = await read_body(receive, self.request_bytes)
+        if body is None:
+            await respond(send, 413, b"too large\n", "text/plain")
+            return
+        get = header_getter(scope.get("headers", ()))
+        payload = _payload(body)
+        team = _team(payload) if payload is not None else None
+        app = await self.slack.app_for_team(team) if team else None
+        # Unknown team, no signature, a bad one or a stale one: all one refusal.
+        if (
+            payload is None
+            or app is None
+            or not SignatureVerifier(app.signing_secret).is_valid(
+                body, get("x-slack-request-timestamp"), get("x-slack-signature")
+            )
+        ):
+            await respond(send, 401, b"not signed by a connected Slack app\n", "text/plain")
+            return
+        if not app.enabled:
+            await respond(send, 200, b"")
+            return
+        kind = payload.get("type")
+        if kind == "view_submission":
+            said = await self._submitted(app, payload)
+            await respond(send, 200, json.dumps(said).encode() if said else b"", "application/json")
+            return
+        await respond(send, 200, b"")
+        if kind == "block_actions":
+            task = asyncio.get_running_loop().create_task(self._clicked(app, payload))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _clicked(self, app: AppKeys, payload: Mapping[str, Any]) -> None:
+        try:
+            await self._click(app, payload)
+        except SlackFailed as exc:
+            log.warning("Slack app of team %s: %s", app.team_id, exc.error)
+        except Exception:
+            log.exception("a Slack click failed")
+
+    async def _click(self, app: AppKeys, payload: Mapping[str, Any]) -> None:
+        user = str(payload.get("user", {}).get("id", ""))
+        channel = str((payload.get("channel") or {}).get("id", ""))
+        actions = payload.get("actions") or []
+        if not user or not actions or not isinstance(actions[0], dict):
+            return
+        action = actions[0]
+        action_id = str(action.get("action_id", ""))
+        if action_id == blocks.OPEN:
+            return
+        try:
+            ask_id, option = blocks.read_value(str(action.get("value", "")))
+        except ValueError:
+            return
+        # A retried request, or the same click delivered twice, is handled once.
+        key = f"act:{app.team_id}:{user}:{action.get('action_ts', '')}:{action_id}"
+        fresh, linked = await self.slack.first_time(app.workspace_id, key, app.team_id, user)
+        if not fresh:
+            return
+        person = Person(*linked) if linked else await self._person(app, user, channel)
+        if person is None:
+            return
+        actor, refusal = await self._as(app, person, ask_id)
+        if actor is None:
+            await self._tell(app, channel, user, refusal)
+            return
+        where = {"c": channel}
+        if action_id.startswith(blocks.CHOOSE):
+            _, ask = await self.store.get_ask(actor, ask_id)
+            if len(ask.questions) != 1:
+                return
+            answer = [Answer(ask.questions[0].question_id, (option,), "")]
+            try:
+                await self.store.answer_ask(actor, ask_id, answer, surface=Surface.SLACK)
+            except StoreError as exc:
+                await self._tell(app, channel, user, await self._refused(app, ask_id, exc))
+            return
+        _, ask = await self.store.get_ask(actor, ask_id)
+        if action_id in (blocks.ANSWER, blocks.OTHER):
+            data = ask_data(ask, "open", ask_link(self.public_url, ask_id))
+            view = blocks.answer_view(data, where)
+        elif action_id == blocks.DECLINE:
+            first = ask.questions[0].question if ask.questions else ""
+            view = blocks.decline_view(ask_id, first, where)
+        else:
+            return
+        await self.web.call(
+            "views.open", app.token, {"trigger_id": payload.get("trigger_id", ""), "view": view}
+        )
+
+    async def _submitted(self, app: AppKeys, payload: Mapping[str, Any]) -> dict[str, Any] | None:
+        """None closes the modal; else Slack's `errors` answer, shown in it."""
+        view = payload.get("view") or {}
+        user = str(payload.get("user", {}).get("id", ""))
+        first = next(
+            (b.get("block_id") for b in view.get("blocks", []) if b.get("type") == "input"),
+            "reason",
+        )
+
+        def refuse(text: str) -> dict[str, Any]:
+            return {"response_action": "errors", "errors": {first: text[:300]}}
+
+        try:
+            meta = json.loads(view.get("private_metadata") or "{}")
+            ask_id = str(meta["a"])
+        except (ValueError, KeyError, TypeError):
+            return refuse("This form is not one of Compass's.")
+        person = await self._person(app, user, str(meta.get("c", "")))
+        if person is None:
+            return refuse("Connect your Compass account first (see the message from Compass).")
+        actor, refusal = await self._as(app, person, ask_id)
+        if actor is None:
+            return None if await self._theirs(app, ask_id, person) else refuse(refusal)
+        values = (view.get("state") or {}).get("values") or {}
+        try:
+            if view.get("callback_id") == blocks.DECLINE_VIEW:
+                reason = str(((values.get("reason") or {}).get("text") or {}).get("value") or "")
+                await self.store.decline_ask(actor, ask_id, reason, surface=Surface.SLACK)
+            else:
+                _, ask = await self.store.get_ask(actor, ask_id)
+                answers = blocks.answers_of(ask.questions, values)
+                await self.store.answer_ask(actor, ask_id, answers, surface=Surface.SLACK)
+        except Conflict as exc:
+            if await self._theirs(app, ask_id, person):
+                return None
+            return refuse(await self._refused(app, ask_id, exc))
+        except StoreError as exc:
+            return refuse(await self._refused(app, ask_id, exc))
+        return None
+
+    async def _theirs(self, app: AppKeys, ask_id: str, person: Person) -> bool:
+        """The ask was ended by this person: their submission, sent again."""
+        ended = await self.slack.ending_of(app.workspace_id, ask_id)
+        return (
+            ended is not None and ended[0] in ("answered", "declined") and ended[2] == person.handle
+        )
+
+    async def _person(self, app: AppKeys, user: str, channel: str) -> Person | None:
+        """The account the Slack user is linked to; else None, and the user is
+        told how to connect (or linked now by a verified email, where allowed)."""
+        found = await self.slack.linked(app.workspace_id, app.team_id, user)
+        if found is not None:
+            return Person(*found)
+        if app.email_match:
+            try:
+                info = await self.web.call("users.info", app.token, {"user": user})
+            except SlackFailed as exc:
+                log.warning("users.info for a Slack user of team %s: %s", app.team_id, exc.error)
+                info = {}
+            profile = info.get("user") or {}
+            email = (profile.get("profile") or {}).get("email") or ""
+            if email and profile.get("is_email_confirmed") and not profile.get("is_bot"):
+                linked = await self.slack.link_by_email(app.workspace_id, app.team_id, user, email)
+                if linked is not None:
+                    return Person(*linked)
+        code = await self.slack.link_code(app.workspace_id, app.team_id, user, self.link_lifetime)
+        url = f"{self.public_url}/slack/link/{code}"
+        await self._tell(
+            app,
+            channel,
+            user,
+            f"Connect your Compass account to answer here: <{url}|sign in to Compass> "
+            "(the link works once). Nothing was answered.",
+            escape=False,
+        )
+        return None
+
+    async def _as(self, app: AppKeys, person: Person, ask_id: str) -> tuple[Actor | None, str]:
+        """The person, acting on this one ask; else why they may not."""
+        try:
+            minted = await self.store.mint_ask_link(
+                app.workspace_id, ask_id, person.account_id, ANSWER_LINK
+            )
+        except FailedPrecondition:
+            ended = await self.slack.ending_of(app.workspace_id, ask_id)
+            return None, f"This ask has ended: {ending_text(*ended) if ended else 'closed'}."
+        except PermissionDenied:
+            named = await self.slack.answerers_of(app.workspace_id, ask_id)
+            if named:
+                return None, "This ask is for " + ", ".join(f"@{h}" for h in named) + "."
+            return None, "You aren't in this ask's channel in Compass, so you can't answer it."
+        except NotFound:
+            return None, "You can't answer this ask from Compass's side."
+        actor = Actor(
+            app.workspace_id, person.account_id, AccountKind.HUMAN, hash_token(minted.secret)
+        )
+        return actor, ""
+
+    async def _refused(self, app: AppKeys, ask_id: str, exc: StoreError) -> str:
+        if isinstance(exc, Conflict):
+            ended = await self.slack.ending_of(app.workspace_id, ask_id)
+            if ended is not None:
+                return f"This ask has ended: {ending_text(*ended)}."
+        return exc.message
+
+    async def _tell(
+        self, app: AppKeys, channel: str, user: str, text: str, *, escape: bool = True
+    ) -> None:
+        """An ephemeral message only the user sees."""
+        if not channel:
+            return
+        try:
+            await self.web.call(
+                "chat.postEphemeral",
+                app.token,
+                {"channel": channel, "user": user, "text": blocks.said(text) if escape else text},
+            )
+        except SlackFailed as exc:
+            log.warning("Slack app of team %s: %s", app.team_id, exc.error)
+
+    # --- connecting a Slack user ----------------------------------------------------------
+
+    async def _link(self, scope: dict[str, Any], receive: Any, send: Send, code: str) -> None:
+        method = scope["method"]
+        if method not in ("GET", "POST") or not code or len(code) > MAX_CODE:
+            await respond(send, 404, page("Not found", para("There is no such page.")))
+            return
+        get = header_getter(scope.get("headers", ()))
+        secret = cookie(get("cookie"), SESSION_COOKIE)
+        signed = None
+        if secret is not None:
+            try:
+                signed = await self.auth.sign_in(f"Session {secret}", "account")
+            except ApiError:
+                signed = None
+        if signed is None or not isinstance(signed.principal, Actor):
+            here = f"/slack/link/{code}"
+            logins = [
+                f'<p><a href="/auth/login/{html.escape(p.name)}?return_to='
+                f'{urllib.parse.quote(here, safe="")}">Sign in with {html.escape(p.label)}</a></p>'
+                for p in (self.flow.configured() if self.flow else [])
+            ]
+            await respond(
+                send,
+                401,
+                page(
+                    "Sign in to connect Slack",
+                    para("Sign in to Compass, then this link connects your Slack account."),
+                    *logins,
+                ),
+            )
+            return
+        actor = signed.principal
+        if method == "GET":
+            # A page and a button: a link someone else sends can't link you unseen.
+            await respond(
+                send,
+                200,
+                page(
+                    "Connect Slack",
+                    para(
+                        "Answer Compass's asks from Slack as this account. Only continue "
+                        "if you asked for this link in Slack yourself."
+                    ),
+                    '<form method="post"><button type="submit">Connect</button></form>',
+                ),
+            )
+            return
+        if not self.cookies.same_origin(get("origin"), get("host")):
+            await respond(send, 403, page("Not here", para("Connect from Compass's own page.")))
+            return
+        await read_body(receive, 4096)
+        linked = await self.slack.redeem_code(actor, actor.account_id, code)
+        if linked is None:
+            await respond(
+                send,
+                410,
+                page("This link has been used or expired", para("Ask again from Slack.")),
+            )
+            return
+        await respond(
+            send,
+            200,
+            page("Slack connected", para("Your answers from Slack are now yours. Back to Slack!")),
+        )
+
+
+def _payload(body: bytes) -> dict[str, Any] | None:
+    try:
+        form = urllib.parse.parse_qs(body.decode("utf-8"), strict_parsing=False)
+        data = json.loads(form["payload"][0])
+    except (UnicodeDecodeError, KeyError, IndexError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _team(payload: Mapping[str, Any]) -> str | None:
+    team = payload.get("team") or {}
+    found = team.get("id") if isinstance(team, dict) else None
+    if not found:
+        user = payload.get("user") or {}
+        found = user.get("team_id") if isinstance(user, dict) else None
+    return str(found) if found else None

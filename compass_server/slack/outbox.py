@@ -1,0 +1,81 @@
+"""Sends a Slack app's deliveries: an ask posted becomes `chat.postMessage`
+with its buttons, an ending `chat.update` of that message.
+
+The courier claims, retries and records these like any webhook delivery, so
+an ending's update survives Slack's rate limits, its outages and a server's
+restart, and the write that ended the ask never waits on Slack. An update
+that finds its ask's message not yet in Slack (its post is still being
+tried) fails and is tried again; one whose ask was never posted there (its
+channel not mapped then, or the app connected after) has nothing to edit.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+from compass_server.slack import blocks
+from compass_server.slack.web import SlackFailed, SlackWeb, took_ms
+from compass_server.store.slack import Posted, SlackStore
+from compass_server.store.types import ClaimedDelivery, WebhookEventType
+from compass_server.webhooks.sender import Outcome
+
+# An update waiting for its message is tried again no sooner than this.
+WAIT_FOR_POST_SECONDS = 0.5
+NOT_POSTED = "the ask's message isn't in Slack yet: its update waits for it"
+
+
+class SlackOutbox:
+    def __init__(self, store: SlackStore, web: SlackWeb) -> None:
+        self.store = store
+        self.web = web
+
+    async def send(self, delivery: ClaimedDelivery) -> Outcome:
+        start = time.monotonic()
+        try:
+            said = await self._send(delivery)
+        except SlackFailed as exc:
+            return Outcome(
+                False, exc.status_code, took_ms(start), exc.error, retry_after=exc.retry_after
+            )
+        return Outcome(True, 200, took_ms(start), "", said)
+
+    async def _send(self, delivery: ClaimedDelivery) -> str:
+        data = json.loads(delivery.body)["data"]
+        ask = data.get("ask")
+        channel = data.get("channel")
+        if ask is None or channel is None:
+            return "not a channel's ask"
+        ws, app_id, token, ask_id = (
+            delivery.workspace_id,
+            delivery.webhook_id,
+            delivery.url,
+            ask["ask_id"],
+        )
+        posted, target, waiting = await self.store.posted(
+            ws, app_id, ask_id, uuid.UUID(channel["channel_id"])
+        )
+        if delivery.event_type is WebhookEventType.ASK_POSTED:
+            if posted is not None:
+                return "already posted"
+            if target is None:
+                return "its channel is not mapped to Slack"
+            message = blocks.open_message(data)
+            answer = await self.web.call("chat.postMessage", token, {"channel": target, **message})
+            ts = answer.get("ts")
+            if not isinstance(ts, str) or not ts:
+                raise SlackFailed("chat.postMessage: Slack's answer has no ts")
+            where = str(answer.get("channel") or target)
+            await self.store.record_post(ws, app_id, ask_id, Posted(where, ts, False))
+            return "posted"
+        if posted is None:
+            if not waiting:
+                return "the ask was never shown in Slack"
+            raise SlackFailed(NOT_POSTED, retry_after=WAIT_FOR_POST_SECONDS)
+        if posted.ended:
+            return "already updated"
+        update = {"channel": posted.slack_channel, "ts": posted.ts, **blocks.ended_message(data)}
+        await self.web.call("chat.update", token, update)
+        await self.store.record_ended(ws, app_id, ask_id)
+        return "updated"
