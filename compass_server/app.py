@@ -295,6 +295,7 @@ class CompassServer:
             seconds=settings.standing_answer_max_seconds
         )
         self.store.standing_per_person = settings.standing_answers_per_person
+        self.store.channels_per_account = settings.channels_per_account
         self.store.ending_listeners.append(self.metrics.ended)
         self.store.write_listeners.append(self.metrics.wrote)
         if self.tracer is not None:
@@ -343,6 +344,7 @@ class CompassServer:
             settings.server_id,
             window=settings.relay_window,
             outbox_bytes=settings.relay_outbox_bytes,
+            call_bytes=settings.relay_call_bytes,
             sessions_per_stream=settings.relay_sessions_per_stream,
             streams_per_runner=settings.relay_streams_per_runner,
             ack_timeout=settings.relay_ack_timeout_seconds,

@@ -29,6 +29,7 @@ from compass_server.events.hub import PAGE_BYTES, REPLAY_BYTES, REPLAY_BYTES_PER
 from compass_server.receipts import RECEIPT_CACHE_BYTES
 from compass_server.relay.gateway import (
     ACK_TIMEOUT_SECONDS,
+    CALL_BYTES,
     OUTBOX_BYTES,
     SESSIONS_PER_STREAM,
     STREAMS_PER_RUNNER,
@@ -49,6 +50,7 @@ from compass_server.store.coalesce import WRITE_BATCH
 from compass_server.store.db import redacted_url
 from compass_server.store.links import LINK_LIFETIME
 from compass_server.store.standing import STANDING_ANSWER_MAX, STANDING_ANSWERS_PER_PERSON
+from compass_server.store.store import CHANNELS_PER_ACCOUNT
 from compass_server.transport.connect_app import COMPRESS_MIN_BYTES, DRAIN_BYTES, DRAIN_SECONDS
 from compass_server.webhooks.courier import POLL_SECONDS, RETRY_SCHEDULE, schedule
 from compass_server.webhooks.destination import networks
@@ -484,6 +486,12 @@ class Settings:
     relay_outbox_bytes: int = _s(
         OUTBOX_BYTES, "limits", Count(), "frames a relay stream has waiting for its runner"
     )
+    relay_call_bytes: int = _s(
+        CALL_BYTES,
+        "limits",
+        Count(),
+        "answers of a relay stream's calls, running or unread, at each kind's largest",
+    )
     relay_ack_timeout_seconds: float = _s(
         ACK_TIMEOUT_SECONDS,
         "limits",
@@ -545,6 +553,9 @@ class Settings:
         "limits",
         Count(),
         "standing answers one person may have in force at once",
+    )
+    channels_per_account: int = _s(
+        CHANNELS_PER_ACCOUNT, "limits", Count(), "channels one account may be a member of"
     )
     auth_cache_seconds: float = _s(
         CACHE_SECONDS, "limits", Seconds(), "how long a process trusts a sign-in it looked up"

@@ -22,6 +22,7 @@ from typing import TypeVar
 
 import psycopg
 
+from compass_server.events.reach import Participations
 from compass_server.store import Store, Unauthenticated
 from compass_server.store.types import Event, Scope
 
@@ -265,6 +266,8 @@ class EventHub:
         self._closed = False
         self._watchers: dict[str, list[Callable[[str | None], None]]] = {}
         self.readers: set[Reader] = set()
+        # The channels each account's streams hear, held once per account.
+        self.participations = Participations(store)
 
     def lag(self) -> int:
         """How far the most behind stream of this process is, in events."""

@@ -25,6 +25,7 @@ from compass_server.store.errors import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
+    ResourceExhausted,
     StoreError,
     quoted,
 )
@@ -80,6 +81,9 @@ MAX_ACCOUNT_IDS = 200
 MAX_PAGE_BYTES = 4 << 20
 # A page of the event log, in payload bytes (at least one event).
 EVENT_PAGE_BYTES = 1 << 20
+# Channels one account may be a member of: every stream and relay session of
+# the account holds the set its chain takes part in.
+CHANNELS_PER_ACCOUNT = 10_000
 
 
 def parse_id(value: str, what: str) -> uuid.UUID:
@@ -303,6 +307,7 @@ class Store(AskEndings, People, AskLinks, Posts):
         1 sends each alone."""
         self.db = db
         self.admin = AdminStore(db)
+        self.channels_per_account = CHANNELS_PER_ACCOUNT
         self._asks = AskCache(ask_cache_bytes)
         self.deadline_bounds = deadline_bounds
         self.deadline_listeners = []
@@ -400,6 +405,36 @@ class Store(AskEndings, People, AskLinks, Posts):
             if account_id not in found:
                 raise NotFound(f"no account {account_id}")
 
+    async def _join(
+        self, conn: Conn, actor: Actor, channel_id: uuid.UUID, ids: Sequence[uuid.UUID]
+    ) -> list[uuid.UUID]:
+        """Makes the accounts members (those not yet), within each account's
+        bound on channels; the accounts that joined."""
+        await conn.execute(CHANNELS["lock_memberships"], {"ids": list(ids)})
+        joined = []
+        for account_id in ids:
+            cur = await conn.execute(
+                CHANNELS["add_member"], {"channel_id": channel_id, "account_id": account_id}
+            )
+            if await cur.fetchone() is not None:
+                joined.append(account_id)
+        if joined:
+            most = self.channels_per_account
+            row = await (
+                await conn.execute(CHANNELS["memberships_over"], {"ids": joined, "most": most})
+            ).fetchone()
+            if row is not None:
+                who = (
+                    "you are"
+                    if row["account_id"] == actor.account_id
+                    else f"account {row['account_id']} is"
+                )
+                raise ResourceExhausted(
+                    f"{who} in {most} channels already, the most an account may be in; "
+                    "nothing changed"
+                )
+        return joined
+
     async def create_channel(
         self, actor: Actor, name: str, topic: str, member_ids: Sequence[uuid.UUID]
     ) -> Channel:
@@ -418,10 +453,7 @@ class Store(AskEndings, People, AskLinks, Posts):
                 CHANNELS["insert_channel"],
                 {"id": channel_id, "name": name, "topic": topic, "kind": "channel", "dm_key": None},
             )
-            for account_id in members:
-                await conn.execute(
-                    CHANNELS["add_member"], {"channel_id": channel_id, "account_id": account_id}
-                )
+            await self._join(conn, actor, channel_id, members)
             channel = await self._channel_as_member(conn, actor, channel_id)
             events.channel(channel)
             await events.append(conn)
@@ -475,10 +507,7 @@ class Store(AskEndings, People, AskLinks, Posts):
                 CHANNELS["insert_channel"],
                 {"id": channel_id, "name": "", "topic": "", "kind": "dm", "dm_key": dm_key},
             )
-            for account_id in (actor.account_id, other_id):
-                await conn.execute(
-                    CHANNELS["add_member"], {"channel_id": channel_id, "account_id": account_id}
-                )
+            await self._join(conn, actor, channel_id, [actor.account_id, other_id])
             channel = await self._channel_as_member(conn, actor, channel_id)
             events.channel(channel)
             await events.append(conn)
@@ -506,13 +535,9 @@ class Store(AskEndings, People, AskLinks, Posts):
                 conn, actor, channel_id, "a DM has exactly two members; create a channel instead"
             )
             await self._require_accounts(conn, [account_id])
-            added = await (
-                await conn.execute(
-                    CHANNELS["add_member"], {"channel_id": channel_id, "account_id": account_id}
-                )
-            ).fetchone()
+            added = await self._join(conn, actor, channel_id, [account_id])
             channel = await self._channel_as_member(conn, actor, channel_id)
-            if added is not None:
+            if added:
                 events.channel(channel)
                 # Joining can't open an ask, but it can make one count again.
                 await events.presence(conn, account_id)
