@@ -45,7 +45,7 @@ from compass_server.signin.providers import ProviderError
 from compass_server.store import Database, Store
 from compass_server.store.admin import ACCESS_CHANNEL
 from compass_server.store.blocks import DeadlineBounds
-from compass_server.store.db import redacted_url
+from compass_server.store.db import CONNECTIONS_PER_TOKEN, redacted_url
 from compass_server.store.embedded import EmbeddedPostgres
 from compass_server.store.inbox import InboxStore
 from compass_server.store.vault import KEY_FILE, KeyProblem, Vault, key_from_file, parse_key
@@ -176,6 +176,7 @@ async def open_database(
     min_size: int = 2,
     max_size: int = 20,
     cursor_factory: Any = None,
+    per_token: int = CONNECTIONS_PER_TOKEN,
 ) -> tuple[Database, EmbeddedPostgres | None]:
     """The configured database, or an embedded one under the data dir,
     migrated and open. Without `create` an embedded database must exist
@@ -198,7 +199,13 @@ async def open_database(
             raise StartupError(
                 f"can't start the embedded PostgreSQL under {embedded.data_dir}: {first}"
             ) from exc
-    db = Database(url, min_size=min_size, max_size=max_size, cursor_factory=cursor_factory)
+    db = Database(
+        url,
+        min_size=min_size,
+        max_size=max_size,
+        cursor_factory=cursor_factory,
+        per_token=per_token,
+    )
     try:
         await db.open()
     except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
@@ -270,7 +277,12 @@ class CompassServer:
             except config.ConfigError as exc:
                 raise StartupError(exc.message) from None
         cursor = traces.cursor_class(self.tracer) if self.tracer is not None else None
-        self.db, self.embedded = await open_database(s, max_size=s.pool_size, cursor_factory=cursor)
+        self.db, self.embedded = await open_database(
+            s,
+            max_size=s.pool_size,
+            cursor_factory=cursor,
+            per_token=s.database_connections_per_token,
+        )
         self.database_url = self.db.url
         try:
             await self._start(self.db.url, addresses)

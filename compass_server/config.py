@@ -47,7 +47,7 @@ from compass_server.signin.oidc import (
 from compass_server.signin.providers import Provider, ProviderError, providers
 from compass_server.store.asks import ASK_CACHE_BYTES
 from compass_server.store.coalesce import WRITE_BATCH
-from compass_server.store.db import redacted_url
+from compass_server.store.db import CONNECTIONS_PER_TOKEN, redacted_url
 from compass_server.store.links import LINK_LIFETIME
 from compass_server.store.standing import STANDING_ANSWER_MAX, STANDING_ANSWERS_PER_PERSON
 from compass_server.store.store import CHANNELS_PER_ACCOUNT
@@ -416,6 +416,12 @@ class Settings:
         "PostgreSQL to use; empty: the embedded one under data_dir",
     )
     pool_size: int = _s(20, "database", Count(2), "connections the request pool may open")
+    database_connections_per_token: int = _s(
+        CONNECTIONS_PER_TOKEN,
+        "database",
+        Count(),
+        "connections of that pool one token (a runner's for all its sessions) holds at once",
+    )
     # --- logs ---
     log_level: str = _s(
         "INFO",

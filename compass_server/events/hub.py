@@ -24,6 +24,7 @@ import psycopg
 
 from compass_server.events.reach import Participations
 from compass_server.store import Store, Unauthenticated
+from compass_server.store.db import unshared
 from compass_server.store.types import Event, Scope
 
 log = logging.getLogger(__name__)
@@ -156,7 +157,9 @@ class Feed:
         while True:
             scope = self.scope
             try:
-                return await read(scope)
+                # Read for every subscriber: no one token's share of the pool.
+                with unshared():
+                    return await read(scope)
             except Unauthenticated:
                 self._stale.add(scope)
                 live = [s for s in self._scopes if s not in self._stale]
