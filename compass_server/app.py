@@ -656,6 +656,7 @@ class CompassServer:
             retry_schedule=schedule(settings.webhook_retry_schedule),
             concurrency=settings.webhook_concurrency,
             per_endpoint=settings.webhook_concurrency_per_endpoint,
+            per_workspace=settings.webhook_concurrency_per_workspace,
             retention=datetime.timedelta(seconds=settings.webhook_retention_seconds),
             poll=settings.webhook_poll_seconds,
         )

@@ -612,6 +612,9 @@ class Settings:
     webhook_concurrency_per_endpoint: int = _s(
         4, "webhooks", Count(), "attempts at once to one endpoint"
     )
+    webhook_concurrency_per_workspace: int = _s(
+        8, "webhooks", Count(), "attempts at once for one workspace's endpoints"
+    )
     webhook_response_bytes: int = _s(
         4096, "webhooks", Count(0), "the part of a receiver's answer read and recorded"
     )

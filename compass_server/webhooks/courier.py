@@ -74,6 +74,7 @@ class Courier:
         concurrency: int,
         per_endpoint: int,
         retention: datetime.timedelta,
+        per_workspace: int | None = None,
         poll: float = POLL_SECONDS,
     ) -> None:
         self.store = store
@@ -83,6 +84,9 @@ class Courier:
         self.retry_schedule = tuple(retry_schedule)
         self.concurrency = concurrency
         self.per_endpoint = per_endpoint
+        # One workspace's share of the attempts: its hanging receivers never
+        # hold them all.
+        self.per_workspace = concurrency if per_workspace is None else per_workspace
         self.retention = retention
         self.poll = poll
         self.lease = datetime.timedelta(seconds=sender.timeout + LEASE_MARGIN_SECONDS)
@@ -91,6 +95,7 @@ class Courier:
         self._log_moved = True
         self._maybe_due = True
         self._in_flight: collections.Counter[uuid.UUID] = collections.Counter()
+        self._in_flight_ws: collections.Counter[uuid.UUID] = collections.Counter()
         self._attempts: set[asyncio.Task[None]] = set()
         self._task: asyncio.Task[None] | None = None
         self._pruned = 0.0
@@ -180,13 +185,20 @@ class Courier:
         room = self.concurrency - len(self._attempts)
         deadline = time.monotonic() + self.sender.timeout
         claimed = await self.store.claim(
-            self.server_id, self.lease, room, self.per_endpoint, dict(self._in_flight)
+            self.server_id,
+            self.lease,
+            room,
+            self.per_endpoint,
+            dict(self._in_flight),
+            self.per_workspace,
+            dict(self._in_flight_ws),
         )
         # None: nothing more is due (or nothing this process may take) until
         # the log moves, an attempt ends or the poll comes round.
         self._maybe_due = bool(claimed)
         for delivery in claimed:
             self._in_flight[delivery.webhook_id] += 1
+            self._in_flight_ws[delivery.workspace_id] += 1
             task = asyncio.get_running_loop().create_task(self._attempt(delivery, deadline))
             self._attempts.add(task)
             task.add_done_callback(self._attempts.discard)
@@ -208,6 +220,9 @@ class Courier:
             self._in_flight[delivery.webhook_id] -= 1
             if self._in_flight[delivery.webhook_id] <= 0:
                 del self._in_flight[delivery.webhook_id]
+            self._in_flight_ws[delivery.workspace_id] -= 1
+            if self._in_flight_ws[delivery.workspace_id] <= 0:
+                del self._in_flight_ws[delivery.workspace_id]
             # Its room is free again, for its endpoint too: look, a moment
             # later, so the attempts that end together make one claim.
             self._maybe_due = True
