@@ -239,6 +239,7 @@ class CompassServer:
         self.metrics_port = 0
         self.draining = False
         self.database_answers = True
+        self._checks: set[asyncio.Task[None]] = set()
         self.started = False
         self._own_provider = tracer_provider is None
         self.tracer_provider = tracer_provider or traces.provider_for(
@@ -328,6 +329,7 @@ class CompassServer:
             cache_size=self.settings.auth_cache_size,
         )
         hub.watch(ACCESS_CHANNEL, self.auth.on_access)
+        hub.on_lost.append(self._database_lost)
         keys = receipt_keys(settings, embedded=self.embedded is not None)
         if keys is None:
             log.info(
@@ -573,6 +575,13 @@ class CompassServer:
             )
             self.database_answers = answered
             asyncio.get_running_loop().create_task(self._health())
+
+    def _database_lost(self) -> None:
+        """The database may have restarted: pooled connections that died with
+        it go now, before a call is handed one."""
+        task = asyncio.get_running_loop().create_task(self.db.drop_dead())
+        self._checks.add(task)
+        task.add_done_callback(self._checks.discard)
 
     async def _health(self) -> None:
         for server in self._grpc_servers:

@@ -268,6 +268,9 @@ class EventHub:
         self._listening = asyncio.Event()
         self._closed = False
         self._watchers: dict[str, list[Callable[[str | None], None]]] = {}
+        # Told when the listener loses its connection: the database may have
+        # restarted, and every pooled connection with it.
+        self.on_lost: list[Callable[[], None]] = []
         self.readers: set[Reader] = set()
         # The channels each account's streams hear, held once per account.
         self.participations = Participations(store)
@@ -331,6 +334,8 @@ class EventHub:
                 raise
             except Exception as exc:
                 log.warning("event listener lost its connection (%s); reconnecting", exc)
+                for lost in self.on_lost:
+                    lost()
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
 

@@ -55,6 +55,8 @@ class Heartbeat:
             log.info("numbered events a stopped server left unnumbered")
 
     async def beat(self) -> None:
+        # Calls are served from the request pool: ready means it serves too.
+        await self.store.db.check()
         if not await self.store.heartbeat(self.server_id):
             log.warning("this server was reaped as silent; ending its relay streams")
             self.on_lost()

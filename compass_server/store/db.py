@@ -263,6 +263,25 @@ class Database:
         async with _available(self.pool) as conn:
             yield conn
 
+    async def drop_dead(self) -> None:
+        """Checks every idle connection of every pool, dropping those that
+        died: for when the database is seen to restart."""
+        for pool in (self.pool, self.maintenance_pool, self.delivery_pool):
+            try:
+                await pool.check()
+            except Exception as exc:  # a pool closing, or the database still down
+                log.info("checking pooled connections: %s", exc)
+
+    async def check(self) -> None:
+        """Drops the request pool's idle connections that died (with a
+        database restart) and makes sure it serves; Unavailable if not."""
+        try:
+            await self.pool.check()
+        except psycopg.Error as exc:
+            raise Unavailable("the database is unavailable; retry shortly") from exc
+        async with _available(self.pool) as conn:
+            await conn.execute("SELECT 1")
+
     @contextlib.asynccontextmanager
     async def maintenance(self) -> AsyncIterator[Conn]:
         """A connection as compass_maintenance, for the functions that work
@@ -343,34 +362,37 @@ class Database:
             for attempt in (1, 2):
                 # Connections aren't checked on checkout (a round trip per call);
                 # one that died with a database restart fails at BEGIN, before
-                # anything was sent, and the pool drops it: take another once.
+                # anything was sent.
                 async with pool.connection() as conn:
                     try:
                         cur = await conn.execute(begin)
                     except psycopg.OperationalError:
                         if attempt == 2 or not conn.closed:
                             raise
-                        continue
-                    cur.nextset()
-                    scoped = await cur.fetchone()
-                    if scoped is None or scoped["ws"] is None:
-                        await conn.execute("ROLLBACK")
-                        raise signed_out()
-                    appended = [False]
-                    token = _APPENDED.set(appended)
-                    try:
-                        yield conn
-                    except BaseException:
-                        if not conn.closed:
-                            with contextlib.suppress(psycopg.Error):
-                                await conn.execute("ROLLBACK")
-                        raise
-                    finally:
-                        _APPENDED.reset(token)
-                    await conn.execute("COMMIT")
-                    if appended[0]:
-                        self.sequencer.committed(workspace_id)
-                    return
+                    else:
+                        cur.nextset()
+                        scoped = await cur.fetchone()
+                        if scoped is None or scoped["ws"] is None:
+                            await conn.execute("ROLLBACK")
+                            raise signed_out()
+                        appended = [False]
+                        token = _APPENDED.set(appended)
+                        try:
+                            yield conn
+                        except BaseException:
+                            if not conn.closed:
+                                with contextlib.suppress(psycopg.Error):
+                                    await conn.execute("ROLLBACK")
+                            raise
+                        finally:
+                            _APPENDED.reset(token)
+                        await conn.execute("COMMIT")
+                        if appended[0]:
+                            self.sequencer.committed(workspace_id)
+                        return
+                # The others idle beside it died with it too: the pool checks
+                # each and drops the dead, and the call takes a live one.
+                await pool.check()
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
             log.warning("database unavailable: %s", exc)
             raise Unavailable("the database is unavailable; retry shortly") from exc
