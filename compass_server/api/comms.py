@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 from compass.v1 import comms_pb2 as pb
 from compass_server.api import mapping as wire
@@ -229,14 +230,15 @@ class CommsApi:
             )
         self._streams[actor.account_id] += 1
         try:
-            async for wired in self._subscribe(actor, req):
-                yield wired
+            async with contextlib.aclosing(self._subscribe(actor, req)) as events:
+                async for wired in events:
+                    yield wired
         finally:
             self._streams[actor.account_id] -= 1
             if not self._streams[actor.account_id]:
                 del self._streams[actor.account_id]
 
-    async def _subscribe(self, actor: Actor, req: pb.SubscribeRequest) -> AsyncIterator[pb.Event]:
+    async def _subscribe(self, actor: Actor, req: pb.SubscribeRequest) -> AsyncGenerator[pb.Event]:
         current = await self.hub.current(actor)
         if req.after_event_id < 0:
             raise ApiError(Status.INVALID_ARGUMENT, "after_event_id can't be negative")
