@@ -55,12 +55,13 @@ class Heartbeat:
             log.info("numbered events a stopped server left unnumbered")
 
     async def beat(self) -> None:
-        # Calls are served from the request pool: ready means it serves too.
-        await self.store.db.check()
         if not await self.store.heartbeat(self.server_id):
             log.warning("this server was reaped as silent; ending its relay streams")
             self.on_lost()
         await self.reap()
+        # Calls are served from the request pool: its idle connections that
+        # died (a database restart) go before a call is handed one.
+        await self.store.db.check()
 
     def _health(self, answered: bool) -> None:
         if self.on_health is not None:

@@ -274,13 +274,11 @@ class Database:
 
     async def check(self) -> None:
         """Drops the request pool's idle connections that died (with a
-        database restart) and makes sure it serves; Unavailable if not."""
+        database restart); never waits for a busy one."""
         try:
             await self.pool.check()
         except psycopg.Error as exc:
             raise Unavailable("the database is unavailable; retry shortly") from exc
-        async with _available(self.pool) as conn:
-            await conn.execute("SELECT 1")
 
     @contextlib.asynccontextmanager
     async def maintenance(self) -> AsyncIterator[Conn]:
