@@ -50,7 +50,7 @@ from compass_server.slack.web import SlackWeb
 from compass_server.store import Database, Store
 from compass_server.store.admin import ACCESS_CHANNEL
 from compass_server.store.blocks import DeadlineBounds
-from compass_server.store.db import redacted_url
+from compass_server.store.db import CONNECTIONS_PER_TOKEN, redacted_url
 from compass_server.store.embedded import EmbeddedPostgres
 from compass_server.store.inbox import InboxStore
 from compass_server.store.slack import SlackStore
@@ -182,6 +182,7 @@ async def open_database(
     min_size: int = 2,
     max_size: int = 20,
     cursor_factory: Any = None,
+    per_token: int = CONNECTIONS_PER_TOKEN,
 ) -> tuple[Database, EmbeddedPostgres | None]:
     """The configured database, or an embedded one under the data dir,
     migrated and open. Without `create` an embedded database must exist
@@ -204,7 +205,13 @@ async def open_database(
             raise StartupError(
                 f"can't start the embedded PostgreSQL under {embedded.data_dir}: {first}"
             ) from exc
-    db = Database(url, min_size=min_size, max_size=max_size, cursor_factory=cursor_factory)
+    db = Database(
+        url,
+        min_size=min_size,
+        max_size=max_size,
+        cursor_factory=cursor_factory,
+        per_token=per_token,
+    )
     try:
         await db.open()
     except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
@@ -238,6 +245,7 @@ class CompassServer:
         self.metrics_port = 0
         self.draining = False
         self.database_answers = True
+        self._checks: set[asyncio.Task[None]] = set()
         self.started = False
         self._own_provider = tracer_provider is None
         self.tracer_provider = tracer_provider or traces.provider_for(
@@ -276,7 +284,12 @@ class CompassServer:
             except config.ConfigError as exc:
                 raise StartupError(exc.message) from None
         cursor = traces.cursor_class(self.tracer) if self.tracer is not None else None
-        self.db, self.embedded = await open_database(s, max_size=s.pool_size, cursor_factory=cursor)
+        self.db, self.embedded = await open_database(
+            s,
+            max_size=s.pool_size,
+            cursor_factory=cursor,
+            per_token=s.database_connections_per_token,
+        )
         self.database_url = self.db.url
         try:
             await self._start(self.db.url, addresses)
@@ -301,6 +314,7 @@ class CompassServer:
             seconds=settings.standing_answer_max_seconds
         )
         self.store.standing_per_person = settings.standing_answers_per_person
+        self.store.channels_per_account = settings.channels_per_account
         self.store.ending_listeners.append(self.metrics.ended)
         self.store.write_listeners.append(self.metrics.wrote)
         if self.tracer is not None:
@@ -321,6 +335,7 @@ class CompassServer:
             cache_size=self.settings.auth_cache_size,
         )
         hub.watch(ACCESS_CHANNEL, self.auth.on_access)
+        hub.on_lost.append(self._database_lost)
         keys = receipt_keys(settings, embedded=self.embedded is not None)
         if keys is None:
             log.info(
@@ -349,6 +364,7 @@ class CompassServer:
             settings.server_id,
             window=settings.relay_window,
             outbox_bytes=settings.relay_outbox_bytes,
+            call_bytes=settings.relay_call_bytes,
             sessions_per_stream=settings.relay_sessions_per_stream,
             streams_per_runner=settings.relay_streams_per_runner,
             ack_timeout=settings.relay_ack_timeout_seconds,
@@ -588,6 +604,13 @@ class CompassServer:
             self.database_answers = answered
             asyncio.get_running_loop().create_task(self._health())
 
+    def _database_lost(self) -> None:
+        """The database may have restarted: pooled connections that died with
+        it go now, before a call is handed one."""
+        task = asyncio.get_running_loop().create_task(self.db.drop_dead())
+        self._checks.add(task)
+        task.add_done_callback(self._checks.discard)
+
     async def _health(self) -> None:
         for server in self._grpc_servers:
             await server.serving(self.ready)
@@ -692,6 +715,7 @@ class CompassServer:
             retry_schedule=schedule(settings.webhook_retry_schedule),
             concurrency=settings.webhook_concurrency,
             per_endpoint=settings.webhook_concurrency_per_endpoint,
+            per_workspace=settings.webhook_concurrency_per_workspace,
             retention=datetime.timedelta(seconds=settings.webhook_retention_seconds),
             poll=settings.webhook_poll_seconds,
             slack=SlackOutbox(self.slack, self.slack_web),

@@ -28,6 +28,7 @@ from compass_server.events.hub import PAGE_BYTES, REPLAY_BYTES, REPLAY_BYTES_PER
 from compass_server.receipts import RECEIPT_CACHE_BYTES
 from compass_server.relay.gateway import (
     ACK_TIMEOUT_SECONDS,
+    CALL_BYTES,
     OUTBOX_BYTES,
     SESSIONS_PER_STREAM,
     STREAMS_PER_RUNNER,
@@ -45,8 +46,9 @@ from compass_server.signin.oidc import (
 from compass_server.signin.providers import Provider, ProviderError, providers
 from compass_server.slack.settings import SLACK_API_URL, SLACK_LINK_SECONDS, SLACK_REQUEST_BYTES
 from compass_server.store.asks import ASK_CACHE_BYTES
+from compass_server.store.channels import CHANNELS_PER_ACCOUNT
 from compass_server.store.coalesce import WRITE_BATCH
-from compass_server.store.db import redacted_url
+from compass_server.store.db import CONNECTIONS_PER_TOKEN, redacted_url
 from compass_server.store.links import LINK_LIFETIME
 from compass_server.store.standing import STANDING_ANSWER_MAX, STANDING_ANSWERS_PER_PERSON
 from compass_server.transport import tls
@@ -429,6 +431,12 @@ class Settings:
         "PostgreSQL to use; empty: the embedded one under data_dir",
     )
     pool_size: int = _s(20, "database", Count(2), "connections the request pool may open")
+    database_connections_per_token: int = _s(
+        CONNECTIONS_PER_TOKEN,
+        "database",
+        Count(),
+        "connections of that pool one token (a runner's for all its sessions) holds at once",
+    )
     # --- logs ---
     log_level: str = _s(
         "INFO",
@@ -499,6 +507,12 @@ class Settings:
     relay_outbox_bytes: int = _s(
         OUTBOX_BYTES, "limits", Count(), "frames a relay stream has waiting for its runner"
     )
+    relay_call_bytes: int = _s(
+        CALL_BYTES,
+        "limits",
+        Count(),
+        "answers of a relay stream's calls, running or unread, at each kind's largest",
+    )
     relay_ack_timeout_seconds: float = _s(
         ACK_TIMEOUT_SECONDS,
         "limits",
@@ -561,6 +575,9 @@ class Settings:
         Count(),
         "standing answers one person may have in force at once",
     )
+    channels_per_account: int = _s(
+        CHANNELS_PER_ACCOUNT, "limits", Count(), "channels one account may be a member of"
+    )
     auth_cache_seconds: float = _s(
         CACHE_SECONDS, "limits", Seconds(), "how long a process trusts a sign-in it looked up"
     )
@@ -609,6 +626,9 @@ class Settings:
     webhook_concurrency: int = _s(16, "webhooks", Count(), "attempts this server makes at once")
     webhook_concurrency_per_endpoint: int = _s(
         4, "webhooks", Count(), "attempts at once to one endpoint"
+    )
+    webhook_concurrency_per_workspace: int = _s(
+        8, "webhooks", Count(), "attempts at once for one workspace's endpoints"
     )
     webhook_response_bytes: int = _s(
         4096, "webhooks", Count(0), "the part of a receiver's answer read and recorded"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compass_server.events.reach import Reach
+from compass_server.events.reach import Participations, Reach
 from compass_server.relay.gateway import hears
 from compass_server.store import Conflict, PermissionDenied, StoreError
 from compass_server.store.types import (
@@ -124,7 +124,7 @@ async def test_any_sequence_of_endings_leaves_exactly_what_the_rules_say(
     (posted,) = message.blocks
     assert isinstance(posted, Ask)
     ask_id = posted.ask_id
-    lane = hears(agent.account_id, await Reach.of(store, agent))
+    lane = hears(agent.account_id, await Reach.of(Participations(store), agent))
 
     ended: EndingKind | None = None
     for op in case.ops:

@@ -647,3 +647,19 @@ async def test_each_change_appends_one_inbox_event_for_its_audience(
     assert first.message == posted
     assert second.status is InboxStatus.ANSWERED and second.message == taken.message
     assert all(e.channel_id is None for e in events)
+
+
+async def test_a_thread_read_is_bounded_in_bytes_and_keeps_the_newest(
+    world: World, inbox: InboxStore
+) -> None:
+    inbox.thread_bytes = 100_000
+    item, first = await inbox.post(world.agent, "k", "t", "Starting out")
+    for i in range(12):
+        await inbox.reply_as_agent(world.agent, "k", f"{i} " + "x" * 20_000)
+    thread = await inbox.read_thread(world.human, item.item_id, limit=200)
+    kept = [m.blocks[0].text.split(" ")[0] for m in thread.messages[1:]]  # type: ignore[union-attr]
+    # The newest that fit in 100 KB as stored, the first message besides.
+    assert thread.messages[0].message_id == first.message_id
+    assert kept == [str(i) for i in range(12 - len(kept), 12)]
+    assert 3 <= len(kept) <= 5, kept
+    assert thread.total == 13

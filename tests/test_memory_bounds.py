@@ -362,3 +362,60 @@ async def test_the_replay_budget_keeps_each_owner_to_its_share() -> None:
     budget.give(greedy, 2)
     budget.give(other, 1)
     assert budget.used == 0 and not budget.owners
+
+
+async def test_a_relay_stream_that_stops_reading_stops_taking_calls(
+    database_url: str, store: Store
+) -> None:
+    """A runner sends 120 calls for the largest pages of messages (~4 MB
+    each) and never reads: the server holds its call budget of answers and
+    its outbox, not 64 pages at once (that was hundreds of MB); reading
+    again, the runner gets every answer."""
+    w = await World.create(store)
+    await post_big(w, 40)
+    token = await runner_for(w)
+    server = ServerProcess(
+        database_url,
+        env={
+            "COMPASS_RELAY_OUTBOX_BYTES": str(2 * MIB),
+            "COMPASS_RELAY_CALL_BYTES": str(8 * MIB),
+            "COMPASS_SLOW_STREAM_SECONDS": "120",
+        },
+    ).start()
+    stalled = Stalled(server.grpc_port)
+    try:
+        base = await settle(server)
+        call = await stalled.relay(token, str(w.agent.account_id), 1)
+        page = pb.ListMessagesRequest(channel_id=str(w.channel.channel_id), page_size=200)
+
+        async def send_all() -> None:
+            for i in range(120):
+                await call.write(
+                    gw.RunnerFrame(
+                        call=gw.RelayCommsCallRequest(
+                            session_id="s0",
+                            call_id=f"c{i}",
+                            call=gw.CommsCallRequest(list_messages=page),
+                        )
+                    )
+                )
+
+        sending = asyncio.ensure_future(send_all())
+        await asyncio.sleep(3.0)
+        grown = (await settle(server, 6.0) - base) / 1024
+        print(f"a stream not reading 120 page calls grew RSS by {grown:.1f} MB")
+        assert grown < 60, f"RSS grew {grown:.0f} MB"
+
+        answered = 0
+        async for frame in call:
+            if frame.WhichOneof("frame") == "result":
+                result = frame.result.result
+                assert result.WhichOneof("result") == "list_messages", result
+                assert len(result.list_messages.messages) >= 10
+                answered += 1
+                if answered == 120:
+                    break
+        await asyncio.wait_for(sending, 30)
+    finally:
+        await stalled.close()
+        assert server.stop() == 0

@@ -18,7 +18,7 @@ import uuid
 import psycopg
 import pytest
 
-from compass_server.events.reach import Reach
+from compass_server.events.reach import Participations, Reach
 from compass_server.relay.gateway import hears
 from compass_server.store import Conflict, InvalidArgument, Store
 from compass_server.store.inbox import InboxStore
@@ -88,7 +88,7 @@ async def answer_messages(w: World, ask_id: str) -> list[AskAnswerBlock]:
 
 async def heard_by_agent(w: World, mark: int, ask_id: str) -> list[Event]:
     """What the agent's delivery lane carries about the ask since `mark`."""
-    lane = hears(w.agent.account_id, await Reach.of(w.store, w.agent))
+    lane = hears(w.agent.account_id, await Reach.of(Participations(w.store), w.agent))
     events = await w.store.read_events(w.human, mark, 500)
     return [
         e

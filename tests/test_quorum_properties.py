@@ -25,7 +25,7 @@ import psycopg
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compass_server.events.reach import Reach
+from compass_server.events.reach import Participations, Reach
 from compass_server.relay.gateway import hears
 from compass_server.store import Conflict, PermissionDenied, StoreError
 from compass_server.store.types import (
@@ -267,7 +267,7 @@ async def check(
         *model.entries,
         *([AskChange(model.ended.value)] if model.ended else []),
     ]
-    lane = hears(agent.account_id, await Reach.of(store, agent))
+    lane = hears(agent.account_id, await Reach.of(Participations(store), agent))
     heard = [
         e
         for e in await store.read_events(world.human, mark, 500)

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from compass_server.events.reach import Reach
+from compass_server.events.reach import Participations, Reach
 from compass_server.relay.gateway import hears
 from compass_server.store import (
     InvalidArgument,
@@ -128,7 +128,7 @@ async def test_a_standing_answer_answers_the_next_matching_ask_at_its_post(world
     # The agent never went WAITING, and its lane carries the answer once.
     (presence,) = await w.store.get_presence(w.human, [w.agent.account_id])
     assert presence.state is not PresenceState.WAITING
-    lane = hears(w.agent.account_id, await Reach.of(w.store, w.agent))
+    lane = hears(w.agent.account_id, await Reach.of(Participations(w.store), w.agent))
     assert [e.kind for e in events if lane(e)] == [EventKind.MESSAGE_POSTED]
 
     (listed,) = await w.store.list_standing_answers(w.human)

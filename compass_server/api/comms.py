@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 from compass.v1 import comms_pb2 as pb
 from compass_server.api import mapping as wire
@@ -219,6 +220,25 @@ class CommsApi:
 
     async def subscribe(self, actor: Actor, req: pb.SubscribeRequest) -> AsyncIterator[pb.Event]:
         """First a ready frame with the cursor, then the caller's events in order."""
+        # The cap first, and the place taken before any read: streams being
+        # set up count too.
+        if self._streams[actor.account_id] >= self.streams_per_account:
+            raise ApiError(
+                Status.RESOURCE_EXHAUSTED,
+                f"this account has {self.streams_per_account} Subscribe streams open on this "
+                "server, the most it may; close one first",
+            )
+        self._streams[actor.account_id] += 1
+        try:
+            async with contextlib.aclosing(self._subscribe(actor, req)) as events:
+                async for wired in events:
+                    yield wired
+        finally:
+            self._streams[actor.account_id] -= 1
+            if not self._streams[actor.account_id]:
+                del self._streams[actor.account_id]
+
+    async def _subscribe(self, actor: Actor, req: pb.SubscribeRequest) -> AsyncGenerator[pb.Event]:
         current = await self.hub.current(actor)
         if req.after_event_id < 0:
             raise ApiError(Status.INVALID_ARGUMENT, "after_event_id can't be negative")
@@ -228,7 +248,7 @@ class CommsApi:
                 f"after_event_id {req.after_event_id} is ahead of this workspace's log ({current})",
             )
         cursor = req.after_event_id or current
-        reach = await Reach.of(self.store, actor)
+        reach = await Reach.of(self.hub.participations, actor)
 
         def visible(event: Event) -> bool:
             if event.inbox is not None:
@@ -240,23 +260,11 @@ class CommsApi:
                 return True
             return reach.hears(event)
 
-        if self._streams[actor.account_id] >= self.streams_per_account:
-            raise ApiError(
-                Status.RESOURCE_EXHAUSTED,
-                f"this account has {self.streams_per_account} Subscribe streams open on this "
-                "server, the most it may; close one first",
-            )
-        self._streams[actor.account_id] += 1
-        try:
-            yield pb.Event(event_id=cursor, ready=pb.Ready())
-            async for event in self.hub.stream(actor, cursor, visible, actor.account_id):
-                if event.moved is not None:
-                    await reach.reload()
-                    continue
-                wired = self._wire_event(actor.workspace_id, event)
-                del event  # a client that stops reading holds the wire event alone
-                yield wired
-        finally:
-            self._streams[actor.account_id] -= 1
-            if not self._streams[actor.account_id]:
-                del self._streams[actor.account_id]
+        yield pb.Event(event_id=cursor, ready=pb.Ready())
+        async for event in self.hub.stream(actor, cursor, visible, actor.account_id):
+            if event.moved is not None:
+                await reach.reload()
+                continue
+            wired = self._wire_event(actor.workspace_id, event)
+            del event  # a client that stops reading holds the wire event alone
+            yield wired

@@ -7,8 +7,8 @@ from compass.v1 import admin_pb2 as ad
 from compass_server.api import mapping as wire
 from compass_server.store.admin import Asker
 from compass_server.store.errors import FailedPrecondition
+from compass_server.store.ids import parse_id
 from compass_server.store.slack import SlackApp, SlackStore
-from compass_server.store.store import parse_id
 
 
 def slack_app_to_wire(a: SlackApp) -> ad.SlackAppInfo:

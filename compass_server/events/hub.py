@@ -22,7 +22,9 @@ from typing import TypeVar
 
 import psycopg
 
+from compass_server.events.reach import Participations
 from compass_server.store import Store, Unauthenticated
+from compass_server.store.db import unshared
 from compass_server.store.types import Event, Scope
 
 log = logging.getLogger(__name__)
@@ -155,7 +157,9 @@ class Feed:
         while True:
             scope = self.scope
             try:
-                return await read(scope)
+                # Read for every subscriber: no one token's share of the pool.
+                with unshared():
+                    return await read(scope)
             except Unauthenticated:
                 self._stale.add(scope)
                 live = [s for s in self._scopes if s not in self._stale]
@@ -264,7 +268,12 @@ class EventHub:
         self._listening = asyncio.Event()
         self._closed = False
         self._watchers: dict[str, list[Callable[[str | None], None]]] = {}
+        # Told when the listener loses its connection: the database may have
+        # restarted, and every pooled connection with it.
+        self.on_lost: list[Callable[[], None]] = []
         self.readers: set[Reader] = set()
+        # The channels each account's streams hear, held once per account.
+        self.participations = Participations(store)
 
     def lag(self) -> int:
         """How far the most behind stream of this process is, in events."""
@@ -325,6 +334,8 @@ class EventHub:
                 raise
             except Exception as exc:
                 log.warning("event listener lost its connection (%s); reconnecting", exc)
+                for lost in self.on_lost:
+                    lost()
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
 

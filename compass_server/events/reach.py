@@ -6,37 +6,90 @@ shows its account or one of its chain joining, and reads participation
 again when the log shows its account, or an agent above it, moving to
 another parent: from that event on it hears the new chain's channels, and
 no longer the old one's.
+
+What the store reads is held once per account however many streams and
+relay sessions it has open (an account may be in thousands of channels):
+each stream keeps only the channels it saw joined since.
 """
 
 from __future__ import annotations
 
 import datetime
 import uuid
+import weakref
+from collections.abc import Mapping
 
 from compass_server.store import Store
 from compass_server.store.types import Actor, Event, EventKind, Participation
 
 
-class Reach:
-    def __init__(self, store: Store, actor: Actor, participation: Participation) -> None:
+class Shared:
+    """One account's participation as read, shared by its streams; never
+    changed once made."""
+
+    __slots__ = ("__weakref__", "chain", "channels")
+
+    def __init__(self, participation: Participation) -> None:
+        self.chain = participation.chain
+        self.channels: Mapping[uuid.UUID, datetime.datetime | None] = participation.channels
+
+
+class Participations:
+    """The participation each account's open streams hold, kept while any
+    holds it: a stream that reads the same as one already held takes that."""
+
+    def __init__(self, store: Store) -> None:
         self.store = store
+        self._held: weakref.WeakValueDictionary[uuid.UUID, Shared] = weakref.WeakValueDictionary()
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    async def read(self, actor: Actor) -> Shared:
+        participation = await self.store.participation(actor)
+        held = self._held.get(actor.account_id)
+        if (
+            held is not None
+            and held.chain == participation.chain
+            and held.channels == participation.channels
+        ):
+            return held
+        shared = Shared(participation)
+        self._held[actor.account_id] = shared
+        return shared
+
+
+class Reach:
+    def __init__(self, participations: Participations, actor: Actor, shared: Shared) -> None:
+        self.participations = participations
         self.actor = actor
-        self.chain: tuple[uuid.UUID, ...] = participation.chain
-        # Each channel, and since when the account takes part in it.
-        self.channels: dict[uuid.UUID, datetime.datetime | None] = dict(participation.channels)
+        self._shared = shared
+        # Channels joined since the shared set was read, and since when.
+        self._joined: dict[uuid.UUID, datetime.datetime | None] = {}
 
     @classmethod
-    async def of(cls, store: Store, actor: Actor) -> Reach:
-        return cls(store, actor, await store.participation(actor))
+    async def of(cls, participations: Participations, actor: Actor) -> Reach:
+        return cls(participations, actor, await participations.read(actor))
+
+    @property
+    def chain(self) -> tuple[uuid.UUID, ...]:
+        return self._shared.chain
 
     def moved(self, event: Event) -> bool:
         """The event moved this account or an agent above it: read again."""
         return event.moved is not None and event.moved.account_id in self.chain
 
     async def reload(self) -> None:
-        participation = await self.store.participation(self.actor)
-        self.chain = participation.chain
-        self.channels = dict(participation.channels)
+        self._shared = await self.participations.read(self.actor)
+        self._joined = {}
+
+    def _since(self, channel_id: uuid.UUID) -> tuple[bool, datetime.datetime | None]:
+        channels = self._shared.channels
+        if channel_id in channels:
+            return True, channels[channel_id]
+        if channel_id in self._joined:
+            return True, self._joined[channel_id]
+        return False, None
 
     def follow(self, event: Event) -> None:
         """A channel change naming one of the chain as a member: it is in reach
@@ -44,10 +97,10 @@ class Reach:
         if event.kind is not EventKind.CHANNEL_CHANGED or event.channel is None:
             return
         channel = event.channel
-        if channel.channel_id not in self.channels and any(
+        if not self._since(channel.channel_id)[0] and any(
             member in channel.member_ids for member in self.chain
         ):
-            self.channels[channel.channel_id] = event.created_at
+            self._joined[channel.channel_id] = event.created_at
 
     def hears(self, event: Event) -> bool:
         """Whether an event of a channel reaches this account: it took part in
@@ -60,7 +113,7 @@ class Reach:
 
     def heard_since(self, channel_id: uuid.UUID, at: datetime.datetime | None) -> bool:
         """In reach at `at` (None: whenever): the account took part by then."""
-        if channel_id not in self.channels:
+        known, since = self._since(channel_id)
+        if not known:
             return False
-        since = self.channels[channel_id]
         return at is None or since is None or at >= since

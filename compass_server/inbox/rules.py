@@ -24,6 +24,10 @@ MAX_CLIENT_KEY_CHARS = 128
 # the open-ask message); a caller may ask for up to MAX_THREAD_READ.
 THREAD_READ = 50
 MAX_THREAD_READ = 200
+# The latest messages of one thread read, in bytes of blocks as stored (the
+# newest always; the first and the open-ask message besides): 200 of the
+# largest would be ~50 MB per read.
+MAX_THREAD_BYTES = 4 << 20
 
 
 def check_key(key: str) -> None:

@@ -21,6 +21,8 @@ from compass_server.api.agent import AgentApi
 from compass_server.api.comms import CommsApi
 from compass_server.api.errors import ApiError, Status, to_api_error
 from compass_server.api.inbox import AgentInboxApi
+from compass_server.store.blocks import MAX_MESSAGE_BYTES
+from compass_server.store.messages import MAX_PAGE_BYTES
 from compass_server.store.types import Actor, Surface
 from compass_server.telemetry.calls import Observer
 
@@ -49,6 +51,23 @@ def arms_for(comms: CommsApi, agent: AgentApi, inbox: AgentInboxApi) -> dict[str
         "get_ask": agent.get_ask,
         "spawn_agent": agent.spawn_agent,
     }
+
+
+# The most an arm's answer weighs, held for it before the call runs: pages of
+# messages (a larger single message is a page alone) and of channels (each
+# with its members); every other answer carries at most one message.
+PAGE_ANSWER_BYTES = MAX_PAGE_BYTES + MAX_MESSAGE_BYTES
+ANSWER_BYTES = {
+    "list_messages": PAGE_ANSWER_BYTES,
+    "search_messages": PAGE_ANSWER_BYTES,
+    "list_channels": 1 << 20,
+}
+OTHER_ANSWER_BYTES = MAX_MESSAGE_BYTES + (16 << 10)
+
+
+def answer_bytes(arm: str | None) -> int:
+    """What to hold for the answer of a call of this arm."""
+    return ANSWER_BYTES.get(arm or "", OTHER_ANSWER_BYTES)
 
 
 def error_result(err: ApiError) -> gw.CommsCallResult:

@@ -27,10 +27,10 @@ from compass.v1 import agent_gateway_pb2 as gw
 from compass_server.api import mapping as wire
 from compass_server.api.errors import ApiError, Status, to_api_error
 from compass_server.api.text import check_strings
-from compass_server.events.hub import Closed, EventHub
+from compass_server.events.hub import Budget, Closed, EventHub
 from compass_server.events.reach import Reach
 from compass_server.receipts import Receipts
-from compass_server.relay.dispatch import Dispatcher, error_result
+from compass_server.relay.dispatch import Dispatcher, answer_bytes, error_result
 from compass_server.store import InvalidArgument, NotFound, Store
 from compass_server.store.errors import StoreError, quoted
 from compass_server.store.ids import parse_id
@@ -56,6 +56,10 @@ WINDOW = 256
 MAX_CALLS = 64
 # Frames written and not yet taken by the runner, per stream.
 OUTBOX_BYTES = 4 << 20
+# Answers of one stream's calls, running or waiting for the runner to read,
+# counted at each arm's largest before the call runs: a runner that stops
+# reading stops having its calls taken.
+CALL_BYTES = 16 << 20
 # Sessions one stream may bind, and streams one runner may open (per process).
 SESSIONS_PER_STREAM = 100
 STREAMS_PER_RUNNER = 8
@@ -63,6 +67,9 @@ STREAMS_PER_RUNNER = 8
 ACK_TIMEOUT_SECONDS = 120.0
 # A delivery frame's bytes besides its event's payload.
 FRAME_BYTES = 256
+
+
+Sent = Callable[[], None]
 
 
 class Stalled(Exception):
@@ -153,39 +160,48 @@ def _stop(task: asyncio.Task[Any] | None) -> None:
 class Outbox:
     """Frames on their way to the runner, bounded by bytes: a writer waits for
     room before it builds its frame, so a waiting writer holds no frame. One
-    frame always fits, and the end of the stream goes ahead of everything."""
+    frame always fits, and the end of the stream goes ahead of everything.
+    A frame's `sent` runs once the runner's transport has taken it (or it
+    was dropped)."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.bytes = 0
-        self._frames: collections.deque[tuple[gw.HubFrame | None, int]] = collections.deque()
+        self._frames: collections.deque[tuple[gw.HubFrame | None, int, Sent | None]] = (
+            collections.deque()
+        )
         self._changed = asyncio.Event()
 
     def _wake(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
 
-    async def put(self, size: int, build: Callable[[], gw.HubFrame]) -> None:
+    async def put(
+        self, size: int, build: Callable[[], gw.HubFrame], sent: Sent | None = None
+    ) -> None:
         while self.bytes and self.bytes + size > self.max_bytes:
             await self._changed.wait()
-        self._frames.append((build(), size))
+        self._frames.append((build(), size, sent))
         self.bytes += size
         self._wake()
 
-    async def get(self) -> gw.HubFrame | None:
+    async def get(self) -> tuple[gw.HubFrame | None, Sent | None]:
         while not self._frames:
             await self._changed.wait()
-        frame, size = self._frames.popleft()
+        frame, size, sent = self._frames.popleft()
         self.bytes -= size
         self._wake()
-        return frame
+        return frame, sent
 
     def end(self) -> None:
         """Drops what waits and ends the stream next."""
-        self._frames.clear()
+        dropped, self._frames = self._frames, collections.deque()
         self.bytes = 0
-        self._frames.append((None, 0))
+        self._frames.append((None, 0, None))
         self._wake()
+        for _, _, sent in dropped:
+            if sent is not None:
+                sent()
 
 
 class RelayStream:
@@ -196,6 +212,7 @@ class RelayStream:
         self.outbox = Outbox(gateway.outbox_bytes)
         self.calls: set[asyncio.Task[None]] = set()
         self.slots = asyncio.Semaphore(MAX_CALLS)
+        self.answers = Budget(gateway.call_bytes, gateway.call_bytes)
         self.failure: BaseException | None = None
         self.ended = False
         self._reader: asyncio.Task[None] | None = None
@@ -206,12 +223,15 @@ class RelayStream:
         self._reader = asyncio.get_running_loop().create_task(self._read(frames))
         try:
             while True:
-                frame = await self.outbox.get()
+                frame, sent = await self.outbox.get()
                 if frame is None:
                     if self.failure is not None:
                         raise self.failure
                     return
                 yield frame
+                del frame
+                if sent is not None:
+                    sent()
         finally:
             self.ended = True
             self._stop_producers()
@@ -397,8 +417,16 @@ class RelayStream:
     async def _call(self, call: gw.RelayCommsCallRequest) -> None:
         # Resolved now, in frame order: a call sent before an unbind still runs.
         session = self.sessions.get(call.session_id)
-        await self.slots.acquire()
-        task = asyncio.get_running_loop().create_task(self._run_call(call, session))
+        held = answer_bytes(call.call.WhichOneof("call"))
+        # Before the next frame is read: while the runner doesn't read its
+        # answers, its further calls wait unread.
+        await self.answers.take(self.runner.runner_id, held)
+        try:
+            await self.slots.acquire()
+        except BaseException:
+            self.answers.give(self.runner.runner_id, held)
+            raise
+        task = asyncio.get_running_loop().create_task(self._run_call(call, session, held))
         self.calls.add(task)
 
         def done(t: asyncio.Task[None]) -> None:
@@ -407,35 +435,50 @@ class RelayStream:
 
         task.add_done_callback(done)
 
-    async def _run_call(self, call: gw.RelayCommsCallRequest, session: Session | None) -> None:
+    async def _run_call(
+        self, call: gw.RelayCommsCallRequest, session: Session | None, held: int
+    ) -> None:
+        owner = self.runner.runner_id
         try:
-            check_strings(call)
-        except InvalidArgument as exc:
-            result = error_result(to_api_error(exc))
-        else:
-            if session is None:
-                result = error_result(
-                    ApiError(
-                        Status.NOT_FOUND,
-                        f"no session {quoted(call.session_id)} is bound on this stream",
-                    )
-                )
+            try:
+                check_strings(call)
+            except InvalidArgument as exc:
+                result = error_result(to_api_error(exc))
             else:
-                result = await self.gateway.dispatcher.call(session.actor, call.call)
-        await self.send(
-            gw.HubFrame(
+                if session is None:
+                    result = error_result(
+                        ApiError(
+                            Status.NOT_FOUND,
+                            f"no session {quoted(call.session_id)} is bound on this stream",
+                        )
+                    )
+                else:
+                    result = await self.gateway.dispatcher.call(session.actor, call.call)
+            frame = gw.HubFrame(
                 result=gw.RelayCommsCallResult(
                     session_id=call.session_id, call_id=call.call_id, result=result
                 )
             )
-        )
+            del result
+            size = frame.ByteSize()
+            # Held from now on: the answer's real weight.
+            if size > held:
+                self.answers.force(owner, size - held)
+            else:
+                self.answers.give(owner, held - size)
+            held = size
+            await self.outbox.put(size, lambda: frame, lambda: self.answers.give(owner, size))
+            held = 0
+        finally:
+            if held:
+                self.answers.give(owner, held)
 
     # --- the delivery lane ----------------------------------------------------
 
     async def _deliver(self, session: Session) -> None:
         actor = session.actor
         try:
-            reach = await Reach.of(self.gateway.store, actor)
+            reach = await Reach.of(self.gateway.hub.participations, actor)
             events = self.gateway.hub.stream(
                 actor,
                 session.binding.acked_event_id,
@@ -560,6 +603,7 @@ class AgentGateway:
         *,
         window: int = WINDOW,
         outbox_bytes: int = OUTBOX_BYTES,
+        call_bytes: int = CALL_BYTES,
         sessions_per_stream: int = SESSIONS_PER_STREAM,
         streams_per_runner: int = STREAMS_PER_RUNNER,
         ack_timeout: float = ACK_TIMEOUT_SECONDS,
@@ -576,6 +620,7 @@ class AgentGateway:
         self.server_id = server_id
         self.window = window
         self.outbox_bytes = outbox_bytes
+        self.call_bytes = call_bytes
         self.sessions_per_stream = sessions_per_stream
         self.streams_per_runner = streams_per_runner
         self.ack_timeout = ack_timeout

@@ -59,6 +59,9 @@ class Heartbeat:
             log.warning("this server was reaped as silent; ending its relay streams")
             self.on_lost()
         await self.reap()
+        # Calls are served from the request pool: its idle connections that
+        # died (a database restart) go before a call is handed one.
+        await self.store.db.check()
 
     def _health(self, answered: bool) -> None:
         if self.on_health is not None:

@@ -12,6 +12,7 @@ from compass_server.store.db import Conn, Database, queries
 from compass_server.store.errors import (
     InvalidArgument,
     NotFound,
+    ResourceExhausted,
 )
 from compass_server.store.events import (
     PendingEvents,
@@ -32,6 +33,9 @@ CHANNELS = queries("channels")
 MAX_NAME_CHARS = 80
 
 MAX_TOPIC_CHARS = 1_000
+# Channels one account may be a member of: every stream and relay session of
+# the account holds the set its chain takes part in.
+CHANNELS_PER_ACCOUNT = 10_000
 
 
 def _channel(row: dict[str, Any]) -> Channel:
@@ -49,6 +53,7 @@ class Channels:
     """Channels, DMs and membership."""
 
     db: Database
+    channels_per_account: int
 
     async def _channel_as_member(self, conn: Conn, actor: Actor, channel_id: uuid.UUID) -> Channel:
         cur = await conn.execute(
@@ -58,6 +63,36 @@ class Channels:
         if row is None:
             raise NotFound(f"no channel {channel_id}")
         return _channel(row)
+
+    async def _join(
+        self, conn: Conn, actor: Actor, channel_id: uuid.UUID, ids: Sequence[uuid.UUID]
+    ) -> list[uuid.UUID]:
+        """Makes the accounts members (those not yet), within each account's
+        bound on channels; the accounts that joined."""
+        await conn.execute(CHANNELS["lock_memberships"], {"ids": list(ids)})
+        joined = []
+        for account_id in ids:
+            cur = await conn.execute(
+                CHANNELS["add_member"], {"channel_id": channel_id, "account_id": account_id}
+            )
+            if await cur.fetchone() is not None:
+                joined.append(account_id)
+        if joined:
+            most = self.channels_per_account
+            row = await (
+                await conn.execute(CHANNELS["memberships_over"], {"ids": joined, "most": most})
+            ).fetchone()
+            if row is not None:
+                who = (
+                    "you are"
+                    if row["account_id"] == actor.account_id
+                    else f"account {row['account_id']} is"
+                )
+                raise ResourceExhausted(
+                    f"{who} in {most} channels already, the most an account may be in; "
+                    "nothing changed"
+                )
+        return joined
 
     async def create_channel(
         self, actor: Actor, name: str, topic: str, member_ids: Sequence[uuid.UUID]
@@ -77,10 +112,7 @@ class Channels:
                 CHANNELS["insert_channel"],
                 {"id": channel_id, "name": name, "topic": topic, "kind": "channel", "dm_key": None},
             )
-            for account_id in members:
-                await conn.execute(
-                    CHANNELS["add_member"], {"channel_id": channel_id, "account_id": account_id}
-                )
+            await self._join(conn, actor, channel_id, members)
             channel = await self._channel_as_member(conn, actor, channel_id)
             events.channel(channel)
             await events.append(conn)
@@ -134,10 +166,7 @@ class Channels:
                 CHANNELS["insert_channel"],
                 {"id": channel_id, "name": "", "topic": "", "kind": "dm", "dm_key": dm_key},
             )
-            for account_id in (actor.account_id, other_id):
-                await conn.execute(
-                    CHANNELS["add_member"], {"channel_id": channel_id, "account_id": account_id}
-                )
+            await self._join(conn, actor, channel_id, [actor.account_id, other_id])
             channel = await self._channel_as_member(conn, actor, channel_id)
             events.channel(channel)
             await events.append(conn)
@@ -165,13 +194,9 @@ class Channels:
                 conn, actor, channel_id, "a DM has exactly two members; create a channel instead"
             )
             await require_accounts(conn, [account_id])
-            added = await (
-                await conn.execute(
-                    CHANNELS["add_member"], {"channel_id": channel_id, "account_id": account_id}
-                )
-            ).fetchone()
+            added = await self._join(conn, actor, channel_id, [account_id])
             channel = await self._channel_as_member(conn, actor, channel_id)
-            if added is not None:
+            if added:
                 events.channel(channel)
                 # Joining can't open an ask, but it can make one count again.
                 await events.presence(conn, account_id)

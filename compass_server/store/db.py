@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import functools
@@ -10,14 +11,14 @@ import logging
 import re
 import urllib.parse
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import psycopg
 import psycopg_pool
 from psycopg.rows import dict_row
 
-from compass_server.store.errors import Unauthenticated, Unavailable
+from compass_server.store.errors import ResourceExhausted, Unauthenticated, Unavailable
 from compass_server.store.sequencer import Sequencer
 from compass_server.store.types import Actor, Operator, Scope
 
@@ -36,6 +37,35 @@ MAINTENANCE_POOL = 4
 # Connections of the webhook senders (as compass_maintenance too), apart from
 # the servers' upkeep so a backlog of deliveries never delays it.
 DELIVERY_POOL = 4
+
+# Connections of the request pool one token may hold at once (a runner's
+# token for all its sessions), so a flood of one client's calls leaves the
+# rest of the pool to everyone else.
+CONNECTIONS_PER_TOKEN = 5
+# How long a call waits for its token's share before UNAVAILABLE, as for the
+# pool itself.
+POOL_TIMEOUT_SECONDS = 10.0
+
+# The tokens whose share the current task holds: a transaction opened inside
+# another of the same token takes no second place in its share.
+_HOLDING: contextvars.ContextVar[frozenset[bytes]] = contextvars.ContextVar(
+    "compass_holding", default=frozenset()
+)
+
+# Set for work done for everyone (a workspace's shared feed of events),
+# whichever token's scope it reads with: it takes no token's share.
+_UNSHARED: contextvars.ContextVar[bool] = contextvars.ContextVar("compass_unshared", default=False)
+
+
+@contextlib.contextmanager
+def unshared() -> Iterator[None]:
+    """Transactions opened inside take no place in their token's share."""
+    token = _UNSHARED.set(True)
+    try:
+        yield
+    finally:
+        _UNSHARED.reset(token)
+
 
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 
@@ -139,9 +169,56 @@ def _pool(
         open=False,
         configure=_as(role),
         kwargs=kwargs,
-        timeout=10.0,
+        timeout=POOL_TIMEOUT_SECONDS,
         reconnect_timeout=0,
     )
+
+
+class _Share:
+    __slots__ = ("free", "users")
+
+    def __init__(self, most: int) -> None:
+        self.free = asyncio.Semaphore(most)
+        self.users = 0
+
+
+class Shares:
+    """Places in the request pool, at most `most` per token at once; a call
+    past its token's share waits for one of its own calls to finish."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self._shares: dict[bytes, _Share] = {}
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: bytes) -> AsyncIterator[None]:
+        held = _HOLDING.get()
+        if key in held or _UNSHARED.get():
+            yield
+            return
+        share = self._shares.get(key)
+        if share is None:
+            share = self._shares[key] = _Share(self.most)
+        share.users += 1
+        try:
+            try:
+                async with asyncio.timeout(POOL_TIMEOUT_SECONDS):
+                    await share.free.acquire()
+            except TimeoutError:
+                raise ResourceExhausted(
+                    f"this token's calls have held its {self.most} database connections for "
+                    f"{POOL_TIMEOUT_SECONDS:g} s while more waited; send fewer at once"
+                ) from None
+            token = _HOLDING.set(held | {key})
+            try:
+                yield
+            finally:
+                _HOLDING.reset(token)
+                share.free.release()
+        finally:
+            share.users -= 1
+            if not share.users:
+                del self._shares[key]
 
 
 class Database:
@@ -151,10 +228,17 @@ class Database:
     cross-workspace work (liveness, reaping, expiry, revocations)."""
 
     def __init__(
-        self, url: str, *, min_size: int = 2, max_size: int = 20, cursor_factory: Any = None
+        self,
+        url: str,
+        *,
+        min_size: int = 2,
+        max_size: int = 20,
+        cursor_factory: Any = None,
+        per_token: int = CONNECTIONS_PER_TOKEN,
     ) -> None:
         """`cursor_factory`, when given, runs every statement (a traced cursor)."""
         self.url = url
+        self.shares = Shares(per_token)
         self.pool = _pool(url, "compass_app", min_size, max_size, cursor_factory)
         self.maintenance_pool = _pool(
             url, "compass_maintenance", 1, MAINTENANCE_POOL, cursor_factory
@@ -178,6 +262,23 @@ class Database:
     async def connection(self) -> AsyncIterator[Conn]:
         async with _available(self.pool) as conn:
             yield conn
+
+    async def drop_dead(self) -> None:
+        """Checks every idle connection of every pool, dropping those that
+        died: for when the database is seen to restart."""
+        for pool in (self.pool, self.maintenance_pool, self.delivery_pool):
+            try:
+                await pool.check()
+            except Exception as exc:  # a pool closing, or the database still down
+                log.info("checking pooled connections: %s", exc)
+
+    async def check(self) -> None:
+        """Drops the request pool's idle connections that died (with a
+        database restart); never waits for a busy one."""
+        try:
+            await self.pool.check()
+        except psycopg.Error as exc:
+            raise Unavailable("the database is unavailable; retry shortly") from exc
 
     @contextlib.asynccontextmanager
     async def maintenance(self) -> AsyncIterator[Conn]:
@@ -231,8 +332,11 @@ class Database:
         may do. An account's transaction also names the account, and
         row-level security holds it to the channels that account takes part
         in (the database checks the credential vouches for it)."""
-        pool = self.maintenance_pool if isinstance(scope, Operator) else self.pool
-        async with self._tx(scope, pool) as conn:
+        if isinstance(scope, Operator):
+            async with self._tx(scope, self.maintenance_pool) as conn:
+                yield conn
+            return
+        async with self.shares.hold(scope.credential), self._tx(scope, self.pool) as conn:
             yield conn
 
     @contextlib.asynccontextmanager
@@ -256,34 +360,37 @@ class Database:
             for attempt in (1, 2):
                 # Connections aren't checked on checkout (a round trip per call);
                 # one that died with a database restart fails at BEGIN, before
-                # anything was sent, and the pool drops it: take another once.
+                # anything was sent.
                 async with pool.connection() as conn:
                     try:
                         cur = await conn.execute(begin)
                     except psycopg.OperationalError:
                         if attempt == 2 or not conn.closed:
                             raise
-                        continue
-                    cur.nextset()
-                    scoped = await cur.fetchone()
-                    if scoped is None or scoped["ws"] is None:
-                        await conn.execute("ROLLBACK")
-                        raise signed_out()
-                    appended = [False]
-                    token = _APPENDED.set(appended)
-                    try:
-                        yield conn
-                    except BaseException:
-                        if not conn.closed:
-                            with contextlib.suppress(psycopg.Error):
-                                await conn.execute("ROLLBACK")
-                        raise
-                    finally:
-                        _APPENDED.reset(token)
-                    await conn.execute("COMMIT")
-                    if appended[0]:
-                        self.sequencer.committed(workspace_id)
-                    return
+                    else:
+                        cur.nextset()
+                        scoped = await cur.fetchone()
+                        if scoped is None or scoped["ws"] is None:
+                            await conn.execute("ROLLBACK")
+                            raise signed_out()
+                        appended = [False]
+                        token = _APPENDED.set(appended)
+                        try:
+                            yield conn
+                        except BaseException:
+                            if not conn.closed:
+                                with contextlib.suppress(psycopg.Error):
+                                    await conn.execute("ROLLBACK")
+                            raise
+                        finally:
+                            _APPENDED.reset(token)
+                        await conn.execute("COMMIT")
+                        if appended[0]:
+                            self.sequencer.committed(workspace_id)
+                        return
+                # The others idle beside it died with it too: the pool checks
+                # each and drops the dead, and the call takes a live one.
+                await pool.check()
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
             log.warning("database unavailable: %s", exc)
             raise Unavailable("the database is unavailable; retry shortly") from exc

@@ -191,6 +191,7 @@ class InboxStore:
     def __init__(self, db: Database, *, max_open_per_agent: int = rules.MAX_OPEN_PER_AGENT) -> None:
         self.db = db
         self.max_open_per_agent = max_open_per_agent
+        self.thread_bytes = rules.MAX_THREAD_BYTES
 
     # --- reading and locking ----------------------------------------------------
 
@@ -520,7 +521,10 @@ class InboxStore:
             if await cur.fetchone() is None:
                 raise NotFound(f"no inbox item {item_id}")
             item = await self._item(conn, item_id)
-            cur = await conn.execute(INBOX["thread"], {"item_id": item_id, "limit": n})
+            cur = await conn.execute(
+                INBOX["thread"],
+                {"item_id": item_id, "limit": n, "max_bytes": self.thread_bytes},
+            )
             rows = await cur.fetchall()
         return InboxThread(item, [_message(r) for r in rows], rows[0]["total"] if rows else 0)
 

@@ -13,7 +13,7 @@ from compass_server.store import blocks as blockrules
 from compass_server.store.accounts import Accounts
 from compass_server.store.admin import AdminStore
 from compass_server.store.asks import ASK_CACHE_BYTES, ASKS, AskCache, AskEndings, ending_item
-from compass_server.store.channels import Channels
+from compass_server.store.channels import CHANNELS_PER_ACCOUNT, Channels
 from compass_server.store.coalesce import WRITE_BATCH, Coalescer
 from compass_server.store.db import Database
 from compass_server.store.events import EventLog
@@ -52,6 +52,7 @@ class Store(
         1 sends each alone."""
         self.db = db
         self.admin = AdminStore(db)
+        self.channels_per_account = CHANNELS_PER_ACCOUNT
         self._asks = AskCache(ask_cache_bytes)
         self.deadline_bounds = deadline_bounds
         self.deadline_listeners = []

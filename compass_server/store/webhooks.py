@@ -494,12 +494,17 @@ class WebhookStore:
         limit: int,
         per_endpoint: int,
         busy: Mapping[uuid.UUID, int],
+        per_workspace: int | None = None,
+        busy_workspaces: Mapping[uuid.UUID, int] | None = None,
         kinds: Iterable[WebhookKind] = tuple(WebhookKind),
     ) -> list[ClaimedDelivery]:
-        """Due deliveries for one attempt each, at most `limit`, and per
-        endpoint at most `per_endpoint` less what this server has in flight
-        there (`busy`), of endpoints of `kinds`. No other server sends them
-        until `lease` has passed."""
+        """Due deliveries for one attempt each, at most `limit`; per endpoint
+        at most `per_endpoint` less what this server has in flight there
+        (`busy`), and per workspace `per_workspace` less its in flight
+        (`busy_workspaces`), each workspace's first before any one's second;
+        of endpoints of `kinds` only. No other server sends them until
+        `lease` has passed."""
+        busy_workspaces = busy_workspaces or {}
         async with self.db.deliveries() as conn:
             cur = await conn.execute(
                 WEBHOOKS["claim"],
@@ -508,8 +513,11 @@ class WebhookStore:
                     "lease": lease,
                     "limit": limit,
                     "per_endpoint": per_endpoint,
+                    "per_workspace": limit if per_workspace is None else per_workspace,
                     "busy_ids": list(busy),
                     "busy_counts": list(busy.values()),
+                    "busy_workspaces": list(busy_workspaces),
+                    "busy_workspace_counts": list(busy_workspaces.values()),
                     "kinds": [k.value for k in kinds],
                 },
             )

@@ -86,6 +86,7 @@ class Courier:
         concurrency: int,
         per_endpoint: int,
         retention: datetime.timedelta,
+        per_workspace: int | None = None,
         poll: float = POLL_SECONDS,
         slack: SlackSender | None = None,
     ) -> None:
@@ -102,6 +103,9 @@ class Courier:
         self.retry_schedule = tuple(retry_schedule)
         self.concurrency = concurrency
         self.per_endpoint = per_endpoint
+        # One workspace's share of the attempts: its hanging receivers never
+        # hold them all.
+        self.per_workspace = concurrency if per_workspace is None else per_workspace
         self.retention = retention
         self.poll = poll
         self.lease = datetime.timedelta(seconds=sender.timeout + LEASE_MARGIN_SECONDS)
@@ -110,6 +114,7 @@ class Courier:
         self._log_moved = True
         self._maybe_due = True
         self._in_flight: collections.Counter[uuid.UUID] = collections.Counter()
+        self._in_flight_ws: collections.Counter[uuid.UUID] = collections.Counter()
         self._attempts: set[asyncio.Task[None]] = set()
         self._task: asyncio.Task[None] | None = None
         self._pruned = 0.0
@@ -199,13 +204,21 @@ class Courier:
         room = self.concurrency - len(self._attempts)
         deadline = time.monotonic() + self.sender.timeout
         claimed = await self.store.claim(
-            self.server_id, self.lease, room, self.per_endpoint, dict(self._in_flight), self.kinds
+            self.server_id,
+            self.lease,
+            room,
+            self.per_endpoint,
+            dict(self._in_flight),
+            self.per_workspace,
+            dict(self._in_flight_ws),
+            self.kinds,
         )
         # None: nothing more is due (or nothing this process may take) until
         # the log moves, an attempt ends or the poll comes round.
         self._maybe_due = bool(claimed)
         for delivery in claimed:
             self._in_flight[delivery.webhook_id] += 1
+            self._in_flight_ws[delivery.workspace_id] += 1
             task = asyncio.get_running_loop().create_task(self._attempt(delivery, deadline))
             self._attempts.add(task)
             task.add_done_callback(self._attempts.discard)
@@ -234,6 +247,9 @@ class Courier:
             self._in_flight[delivery.webhook_id] -= 1
             if self._in_flight[delivery.webhook_id] <= 0:
                 del self._in_flight[delivery.webhook_id]
+            self._in_flight_ws[delivery.workspace_id] -= 1
+            if self._in_flight_ws[delivery.workspace_id] <= 0:
+                del self._in_flight_ws[delivery.workspace_id]
             # Its room is free again, for its endpoint too: look, a moment
             # later, so the attempts that end together make one claim.
             self._maybe_due = True

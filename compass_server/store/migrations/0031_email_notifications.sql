@@ -30,12 +30,17 @@ GRANT SELECT, INSERT, UPDATE ON notification_preferences TO compass_app, compass
 -- Making an email endpoint's deliveries names the people of an ask's channel.
 GRANT SELECT ON channel_members TO compass_maintenance;
 
--- Claims as 0016's, of endpoints of the given kinds only: a server with no
--- mail relay leaves email deliveries to those with one, rather than spending
--- their retries.
+-- Claims as 0028's (fair across workspaces and endpoints), of endpoints of
+-- the given kinds only: a server with no mail relay leaves email deliveries
+-- to those with one, rather than spending their retries.
+DROP FUNCTION compass_claim_webhook_deliveries(
+  uuid, interval, integer, integer, integer, uuid[], integer[], uuid[], integer[]
+);
+
 CREATE FUNCTION compass_claim_webhook_deliveries(
-  server uuid, lease interval, max_rows integer, per_endpoint integer,
-  busy_ids uuid[], busy_counts integer[], kinds text[]
+  server uuid, lease interval, max_rows integer, per_endpoint integer, per_workspace integer,
+  busy_ids uuid[], busy_counts integer[], busy_workspaces uuid[], busy_workspace_counts integer[],
+  kinds text[]
 )
 RETURNS TABLE (
   delivery_id uuid, workspace_id uuid, endpoint_id uuid, attempt integer, failures integer,
@@ -45,26 +50,51 @@ RETURNS TABLE (
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public AS $$
 BEGIN
   RETURN QUERY
-  WITH room AS (
-    SELECT e.id, greatest(0, per_endpoint - coalesce(b.n, 0)) AS n
+  WITH ws_busy AS (
+    SELECT w.id, w.n FROM unnest(busy_workspaces, busy_workspace_counts) AS w (id, n)
+  ), room AS (
+    SELECT e.id, e.workspace_id, coalesce(b.n, 0) AS busy,
+           greatest(0, per_endpoint - coalesce(b.n, 0)) AS n
     FROM webhook_endpoints e
     LEFT JOIN unnest(busy_ids, busy_counts) AS b (id, n) ON b.id = e.id
-    WHERE e.enabled AND e.kind = ANY(kinds)
+    LEFT JOIN ws_busy wb ON wb.id = e.workspace_id
+    WHERE e.enabled AND e.kind = ANY(kinds) AND coalesce(wb.n, 0) < per_workspace
     ORDER BY random()
   ), picked AS (
-    SELECT d.id FROM room
+    SELECT d.id, room.id AS endpoint_id, room.workspace_id, room.busy, d.failures,
+           d.next_attempt_at
+    FROM room
     CROSS JOIN LATERAL (
-      SELECT d.id FROM webhook_deliveries d
+      SELECT d.id, d.failures, d.next_attempt_at FROM webhook_deliveries d
       WHERE d.endpoint_id = room.id AND d.state = 'pending' AND d.next_attempt_at <= now()
       ORDER BY d.next_attempt_at
       LIMIT room.n
       FOR UPDATE SKIP LOCKED
     ) d
+    -- Enough to fill every workspace's share; what isn't chosen stays due.
+    LIMIT greatest(max_rows, 1) * 4
+  ), by_endpoint AS (
+    SELECT p.*,
+           bool_or(p.failures > 0) OVER (PARTITION BY p.endpoint_id) AS failing,
+           row_number() OVER (PARTITION BY p.endpoint_id ORDER BY p.next_attempt_at) AS ke
+    FROM picked p
+  ), by_workspace AS (
+    SELECT x.id, x.workspace_id,
+           row_number() OVER (
+             PARTITION BY x.workspace_id ORDER BY x.failing, x.ke, x.next_attempt_at
+           ) AS kw
+    FROM by_endpoint x
+    WHERE NOT x.failing OR x.ke + x.busy <= 1
+  ), chosen AS (
+    SELECT y.id FROM by_workspace y
+    LEFT JOIN ws_busy wb ON wb.id = y.workspace_id
+    WHERE y.kw + coalesce(wb.n, 0) <= per_workspace
+    ORDER BY y.kw, random()
     LIMIT max_rows
   ), claimed AS (
     UPDATE webhook_deliveries d
     SET attempts = d.attempts + 1, next_attempt_at = now() + lease
-    FROM picked WHERE d.id = picked.id
+    FROM chosen WHERE d.id = chosen.id
     RETURNING d.*
   ), cut AS (
     UPDATE webhook_attempts a
@@ -80,9 +110,10 @@ BEGIN
   FROM claimed c JOIN webhook_endpoints e ON e.id = c.endpoint_id;
 END
 $$;
-REVOKE ALL ON FUNCTION
-  compass_claim_webhook_deliveries(uuid, interval, integer, integer, uuid[], integer[], text[])
-  FROM PUBLIC, compass_app;
-GRANT EXECUTE ON FUNCTION
-  compass_claim_webhook_deliveries(uuid, interval, integer, integer, uuid[], integer[], text[])
-  TO compass_maintenance;
+
+REVOKE ALL ON FUNCTION compass_claim_webhook_deliveries(
+  uuid, interval, integer, integer, integer, uuid[], integer[], uuid[], integer[], text[]
+) FROM PUBLIC, compass_app;
+GRANT EXECUTE ON FUNCTION compass_claim_webhook_deliveries(
+  uuid, interval, integer, integer, integer, uuid[], integer[], uuid[], integer[], text[]
+) TO compass_maintenance;

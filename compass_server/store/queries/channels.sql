@@ -60,3 +60,17 @@ SELECT chain FROM accounts WHERE id = %(actor)s
 SELECT channel_id, min(since) AS since FROM compass_participation
 WHERE account_id = %(actor)s
 GROUP BY channel_id
+
+-- name: lock_memberships
+-- Serialises joins of these accounts, in one order so that two never wait
+-- on each other: the count after a join is exact.
+SELECT pg_advisory_xact_lock(k) FROM (
+  SELECT DISTINCT hashtextextended('compass.member:' || a::text, 0) AS k
+  FROM unnest(%(ids)s::uuid[]) a ORDER BY k
+) s
+
+-- name: memberships_over
+SELECT account_id FROM channel_members
+WHERE account_id = ANY(%(ids)s::uuid[])
+GROUP BY account_id HAVING count(*) > %(most)s
+LIMIT 1

@@ -124,11 +124,18 @@ SELECT id FROM inbox_messages WHERE answers_message_id = %(ask_message_id)s
 DELETE FROM inbox_messages WHERE id = %(id)s
 
 -- name: thread
--- The latest messages, plus the first and the open-ask message however long
--- the thread runs, oldest first; total counts the whole thread.
-WITH latest AS (
-  SELECT id FROM inbox_messages WHERE item_id = %(item_id)s ORDER BY position DESC
+-- The latest messages within max_bytes of blocks as stored (the newest
+-- always), plus the first and the open-ask message however long the thread
+-- runs, oldest first; total counts the whole thread.
+WITH newest AS (
+  SELECT id, position, octet_length(blocks::text) AS bytes FROM inbox_messages
+  WHERE item_id = %(item_id)s ORDER BY position DESC
   LIMIT %(limit)s
+), latest AS (
+  SELECT id FROM (
+    SELECT id, bytes, sum(bytes) OVER (ORDER BY position DESC) - bytes AS newer FROM newest
+  ) n
+  WHERE newer = 0 OR newer + bytes <= %(max_bytes)s
 ), first AS (
   SELECT id FROM inbox_messages WHERE item_id = %(item_id)s ORDER BY position LIMIT 1
 ), open_ask AS (

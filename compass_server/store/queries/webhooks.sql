@@ -131,8 +131,9 @@ WHERE i.id = ANY(%(ids)b::uuid[])
 SELECT delivery_id, workspace_id, endpoint_id, attempt, failures, event_type, body, kind,
        url_sealed, secret_sealed, previous_secret_sealed
 FROM compass_claim_webhook_deliveries(
-  %(server)s, %(lease)s, %(limit)s, %(per_endpoint)s, %(busy_ids)b::uuid[],
-  %(busy_counts)b::integer[], %(kinds)s::text[])
+  %(server)s, %(lease)s, %(limit)s, %(per_endpoint)s, %(per_workspace)s, %(busy_ids)b::uuid[],
+  %(busy_counts)b::integer[], %(busy_workspaces)b::uuid[], %(busy_workspace_counts)b::integer[],
+  %(kinds)s::text[])
 
 -- name: finish
 SELECT compass_finish_webhook_attempts(
