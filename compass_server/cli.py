@@ -68,7 +68,7 @@ from google.protobuf.message import Message
 
 from compass.v1 import admin_pb2 as ad
 from compass_agentkit.command import Parser, version
-from compass_server import config, environment, people_cli
+from compass_server import config, environment, people_cli, workers
 from compass_server.api.admin import AdminApi
 from compass_server.app import (
     CompassServer,
@@ -172,6 +172,7 @@ def _parser() -> argparse.ArgumentParser:
         "serve", help="run the server", description="Run the server until SIGINT or SIGTERM."
     )
     _setting_flags(serve)
+    serve.add_argument(workers.WORKER_FLAG, type=int, help=argparse.SUPPRESS)
     configure = commands.add_parser(
         "config",
         help="check a configuration",
@@ -397,8 +398,10 @@ def _token_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-async def _serve(loaded: config.Loaded) -> None:
-    server = CompassServer(loaded.settings)
+async def _serve(loaded: config.Loaded, worker_of: int | None = None) -> None:
+    if worker_of is not None:
+        workers.die_with_parent(worker_of)
+    server = CompassServer(loaded.settings, reuse_port=worker_of is not None)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -765,6 +768,7 @@ def _run(coro: Awaitable[Any], event_loop: str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
     unknown = environment.unknown()
     try:
@@ -791,7 +795,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "serve":
         try:
-            _run(_serve(loaded), settings.event_loop)
+            if settings.workers > 1 and args.worker_of is None:
+                asyncio.run(workers.Supervisor(settings, argv).run())
+            else:
+                _run(_serve(loaded, args.worker_of), settings.event_loop)
         except StartupError as exc:
             print(f"compass-server: {exc.message}", file=sys.stderr)
             return 2

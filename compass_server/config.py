@@ -173,6 +173,27 @@ class Switch(Kind):
         return "true" if value else "false"
 
 
+class Workers(Count):
+    """A number of processes, or "auto" for one per core this process may use."""
+
+    metavar = "N|auto"
+    what = 'a whole number of at least 1, or "auto"'
+
+    def __init__(self) -> None:
+        super().__init__(1)
+        self.what = Workers.what
+
+    def from_toml(self, value: object) -> int:
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return len(os.sched_getaffinity(0))
+        return super().from_toml(value)
+
+    def from_text(self, text: str) -> int:
+        if text.strip().lower() == "auto":
+            return self.from_toml("auto")
+        return super().from_text(text)
+
+
 class Choice(Kind):
     def __init__(self, *options: str, fold: Callable[[str], str] = str.lower) -> None:
         self.options = options
@@ -396,6 +417,14 @@ class Settings:
         "where the embedded PostgreSQL keeps its data",
     )
     event_loop: str = _s("uvloop", "", Choice("uvloop", "asyncio"), "the event loop")
+    workers: int = _s(
+        1,
+        "",
+        Workers(),
+        "server processes sharing the gRPC, HTTP and relay ports (SO_REUSEPORT), supervised "
+        "by serve; auto: one per core. With more than one, metrics_listen gives each worker "
+        "a port of its own",
+    )
     expiry_interval_seconds: float = _s(
         30.0, "", Seconds(), "the longest the expiry loop sleeps between sweeps"
     )
