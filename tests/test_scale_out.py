@@ -192,7 +192,7 @@ class Lane:
             e.message_posted.message.blocks[0].ask_answer.ask_id
             for e in self.heard
             if e.WhichOneof("kind") == "message_posted"
-            and e.message_posted.message.blocks[0].WhichOneof("kind") == "ask_answer"
+            and e.message_posted.message.blocks[0].WhichOneof("block") == "ask_answer"
         ]
 
 
