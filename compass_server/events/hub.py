@@ -365,13 +365,16 @@ class EventHub:
         visible: Callable[[Event], bool],
         owner: uuid.UUID,
         room: Callable[[], int] | None = None,
+        passed: Callable[[int], None] | None = None,
     ) -> AsyncIterator[Event]:
         """Every event of the scope's workspace after `after` that `visible`
         admits, in order, then live ones as they commit; ends with Closed when
         the hub shuts down. Pages of the log are paid from `owner`'s share of
         the replay budget (the account or runner the stream serves). `room`,
         when given, is how many events the caller can take before it has to
-        wait: the log is read no further ahead than that."""
+        wait: the log is read no further ahead than that. `passed`, when
+        given, hears the id of each event `visible` left out: every event up
+        to it was either left out or taken by the caller."""
         if self._closed:
             raise Closed
         feed = await self._feed(scope)
@@ -391,6 +394,8 @@ class EventHub:
                         box = [event]
                         del event
                         yield box.pop()
+                    elif passed is not None:
+                        passed(cursor)
                     continue
                 if cursor >= feed.head:
                     await feed.wait_beyond(cursor)
@@ -419,6 +424,8 @@ class EventHub:
                             box = [event]
                             del event
                             yield box.pop()
+                        elif passed is not None:
+                            passed(cursor)
                 finally:
                     self.replay.give(owner, held)
         finally:
