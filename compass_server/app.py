@@ -321,6 +321,7 @@ class CompassServer:
             page_bytes=settings.replay_page_bytes,
             replay_bytes=settings.replay_bytes,
             replay_bytes_per_token=settings.replay_bytes_per_token,
+            replay_reads=settings.replay_reads,
         )
         self.auth = Authenticator(
             self.store.admin,

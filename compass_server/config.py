@@ -25,7 +25,13 @@ from typing import Any, ClassVar
 
 from compass_server.api.auth import CACHE_SECONDS, CACHE_SIZE
 from compass_server.api.comms import STREAMS_PER_ACCOUNT, WIRE_CACHE_BYTES
-from compass_server.events.hub import PAGE_BYTES, REPLAY_BYTES, REPLAY_BYTES_PER_TOKEN, WINDOW_BYTES
+from compass_server.events.hub import (
+    PAGE_BYTES,
+    REPLAY_BYTES,
+    REPLAY_BYTES_PER_TOKEN,
+    REPLAY_READS,
+    WINDOW_BYTES,
+)
 from compass_server.receipts import RECEIPT_CACHE_BYTES
 from compass_server.relay.gateway import (
     ACK_TIMEOUT_SECONDS,
@@ -529,6 +535,14 @@ class Settings:
     replay_bytes_per_token: int = _s(
         REPLAY_BYTES_PER_TOKEN, "limits", Count(), "the part of those one account or runner holds"
     )
+    replay_reads: int = _s(
+        REPLAY_READS,
+        "limits",
+        Count(),
+        "pages of the log read from the database at once by all streams; the rest wait, so "
+        "streams catching up never take every pooled connection from the writes (less than "
+        "database.pool_size)",
+    )
     http_drain_bytes: int = _s(
         DRAIN_BYTES,
         "limits",
@@ -830,6 +844,11 @@ def _check_together(s: Settings, sources: Mapping[str, str]) -> None:
         check_tls_files(s.tls_cert, s.tls_key, s.tls_client_ca, sources)
     if s.replay_bytes_per_token > s.replay_bytes:
         raise ConfigError("limits.replay_bytes_per_token can't be more than limits.replay_bytes")
+    if s.replay_reads >= s.pool_size:
+        raise ConfigError(
+            f"limits.replay_reads ({s.replay_reads}) must be less than database.pool_size "
+            f"({s.pool_size}): the writes need connections too"
+        )
 
 
 def check_tls_files(

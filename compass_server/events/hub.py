@@ -42,6 +42,10 @@ PAGE_BYTES = 1 << 20
 # more than its share, so it never stalls another's replay.
 REPLAY_BYTES = 64 << 20
 REPLAY_BYTES_PER_TOKEN = 8 << 20
+# Pages of the log read from the database at once by all streams of the
+# process: when thousands of lanes catch up together (a restart), the rest
+# wait here rather than take every pooled connection from the writes.
+REPLAY_READS = 8
 # A missed NOTIFY (a dropped listener) is caught up by this re-check.
 RECHECK_SECONDS = 5.0
 
@@ -253,12 +257,14 @@ class EventHub:
         page_bytes: int = PAGE_BYTES,
         replay_bytes: int = REPLAY_BYTES,
         replay_bytes_per_token: int = REPLAY_BYTES_PER_TOKEN,
+        replay_reads: int = REPLAY_READS,
     ) -> None:
         self.store = store
         self.url = database_url
         self.window_bytes = window_bytes
         self.page_bytes = page_bytes
         self.replay = Budget(replay_bytes, replay_bytes_per_token)
+        self._reading = asyncio.Semaphore(replay_reads)
         self.feeds: dict[uuid.UUID, Feed] = {}
         self._task: asyncio.Task[None] | None = None
         self._listening = asyncio.Event()
@@ -405,9 +411,10 @@ class EventHub:
                 held = self.page_bytes
                 await self.replay.take(owner, held)
                 try:
-                    page = collections.deque(
-                        await self.store.read_events(scope, cursor, limit, self.page_bytes)
-                    )
+                    async with self._reading:
+                        page = collections.deque(
+                            await self.store.read_events(scope, cursor, limit, self.page_bytes)
+                        )
                     weight = sum(e.size for e in page)
                     if weight > held:
                         self.replay.force(owner, weight - held)
