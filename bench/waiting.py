@@ -132,6 +132,7 @@ class Lanes:
         self.bound: dict[str, float] = {}  # agent -> when last bound
         self.deliveries = 0
         self.twice = 0
+        self.bind_errors: dict[str, int] = {}
         self.seen: dict[str, set[int]] = {}
 
     def delivered(self, agent: str, event: comms_pb2.Event) -> None:
@@ -247,7 +248,21 @@ class RelayStream:
                 self.all_bound.set()
             return True
         elif kind == "session_error":
-            log(f"session error: {frame.session_error}")
+            err = frame.session_error
+            self.lanes.bind_errors[err.error.code] = (
+                self.lanes.bind_errors.get(err.error.code, 0) + 1
+            )
+            if err.session_id in self.pairs and err.session_id not in self.bound:
+                # Bound again after a pause, as a runner should after a refusal it may outlive.
+                pair = self.pairs[err.session_id]
+                frame_again = gw.RunnerFrame(
+                    bind=gw.BindSession(
+                        session_id=err.session_id, agent_account_id=pair.agent.account_id
+                    )
+                )
+                asyncio.get_running_loop().call_later(
+                    Backoff().next() * 4, lambda: self.queue.put_nowait(frame_again)
+                )
         return False
 
     async def post_ask(self, session: str) -> str:
@@ -549,6 +564,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 log(f"restart: {json.dumps(results['restart'])}")
             # After a restart, deliveries whose acks the old server never stored come again.
             results["deliveries_twice_on_a_lane"] = lanes.twice
+            results["session_errors_by_code"] = lanes.bind_errors
             for s in streams:
                 await s.close()
             stop_subs.set()
