@@ -133,6 +133,7 @@ class Lanes:
         self.deliveries = 0
         self.twice = 0
         self.bind_errors: dict[str, int] = {}
+        self.dropped = 0
         self.seen: dict[str, set[int]] = {}
 
     def delivered(self, agent: str, event: comms_pb2.Event) -> None:
@@ -212,8 +213,9 @@ class RelayStream:
                                 backoff.reset()
                     finally:
                         writer.cancel()
-            except grpc.aio.AioRpcError:
-                pass
+            except grpc.aio.AioRpcError as exc:
+                if not self.closing:
+                    log(f"a relay stream ended: {exc.code().name}: {exc.details()}")
             for future in self.results.values():
                 if not future.done():
                     future.set_exception(ConnectionError("stream ended"))
@@ -266,6 +268,17 @@ class RelayStream:
         return False
 
     async def post_ask(self, session: str) -> str:
+        """Posts the agent's ask; after a dropped stream, again once it is
+        bound (alike asks from one agent in one channel are one ask)."""
+        for _ in range(10):
+            await self.all_bound.wait()
+            try:
+                return await self._post_ask(session)
+            except ConnectionError:
+                self.lanes.dropped += 1
+        raise RuntimeError("post_ask failed ten times")
+
+    async def _post_ask(self, session: str) -> str:
         pair = self.pairs[session]
         self.ids += 1
         call_id = f"c{self.ids}"
@@ -565,6 +578,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             # After a restart, deliveries whose acks the old server never stored come again.
             results["deliveries_twice_on_a_lane"] = lanes.twice
             results["session_errors_by_code"] = lanes.bind_errors
+            results["calls_lost_to_dropped_streams"] = lanes.dropped
             for s in streams:
                 await s.close()
             stop_subs.set()
