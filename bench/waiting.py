@@ -274,7 +274,7 @@ class RelayStream:
             await self.all_bound.wait()
             try:
                 return await self._post_ask(session)
-            except ConnectionError:
+            except (ConnectionError, TimeoutError):
                 self.lanes.dropped += 1
         raise RuntimeError("post_ask failed ten times")
 
@@ -296,7 +296,7 @@ class RelayStream:
                 )
             )
         )
-        result = await asyncio.wait_for(future, 60)
+        result = await asyncio.wait_for(future, 180)
         if result.WhichOneof("result") != "post_ask":
             raise RuntimeError(f"post_ask failed: {result}")
         self.lanes.ask_of[result.post_ask.ask_id] = pair.agent.account_id
