@@ -321,7 +321,8 @@ class CompassServer:
             page_bytes=settings.replay_page_bytes,
             replay_bytes=settings.replay_bytes,
             replay_bytes_per_token=settings.replay_bytes_per_token,
-            replay_reads=settings.replay_reads,
+            # Half the pool at most: binds and writes keep the rest.
+            replay_reads=min(settings.replay_reads, max(1, settings.pool_size // 2)),
         )
         self.auth = Authenticator(
             self.store.admin,

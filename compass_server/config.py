@@ -539,9 +539,9 @@ class Settings:
         REPLAY_READS,
         "limits",
         Count(),
-        "pages of the log read from the database at once by all streams; the rest wait, so "
-        "streams catching up never take every pooled connection from the writes (less than "
-        "database.pool_size)",
+        "pages of the log read from the database at once by all streams (at most half of "
+        "database.pool_size); the rest wait, so streams catching up never take every pooled "
+        "connection from the writes",
     )
     http_drain_bytes: int = _s(
         DRAIN_BYTES,
@@ -844,11 +844,6 @@ def _check_together(s: Settings, sources: Mapping[str, str]) -> None:
         check_tls_files(s.tls_cert, s.tls_key, s.tls_client_ca, sources)
     if s.replay_bytes_per_token > s.replay_bytes:
         raise ConfigError("limits.replay_bytes_per_token can't be more than limits.replay_bytes")
-    if s.replay_reads >= s.pool_size:
-        raise ConfigError(
-            f"limits.replay_reads ({s.replay_reads}) must be less than database.pool_size "
-            f"({s.pool_size}): the writes need connections too"
-        )
 
 
 def check_tls_files(

@@ -212,10 +212,10 @@ class Supervisor:
             env=self.env,
         )
         assert proc.stdout is not None
-        try:
-            line = await asyncio.wait_for(proc.stdout.readline(), START_SECONDS)
-        except TimeoutError:
-            line = b""
+        line = b""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(START_SECONDS):
+                line = await proc.stdout.readline()
         if not line:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
@@ -261,7 +261,8 @@ class Supervisor:
                 f" in {w.pause:g} s" if w.pause else "",
             )
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stopping.wait(), w.pause)
+                async with asyncio.timeout(w.pause):
+                    await self.stopping.wait()
                 return
             try:
                 await self._start(w)
@@ -286,7 +287,8 @@ class Supervisor:
         self._forward(signal.SIGTERM)
         limit = self.settings.drain_seconds + STOP_GRACE_SECONDS
         try:
-            await asyncio.wait_for(asyncio.gather(*(p.wait() for p in running)), limit)
+            async with asyncio.timeout(limit):
+                await asyncio.gather(*(p.wait() for p in running))
         except TimeoutError:
             for p in running:
                 if p.returncode is None:

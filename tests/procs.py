@@ -55,7 +55,11 @@ class ServerProcess:
         assert self.proc.stdout is not None and self.proc.stderr is not None
         line = self.proc.stdout.readline()
         if not line:
-            raise RuntimeError("server did not start:\n" + self.proc.stderr.read())
+            why = self.proc.stderr.read()
+            self.proc.wait(timeout=60)
+            self.proc.stderr.close()
+            self._close()
+            raise RuntimeError("server did not start:\n" + why)
         ready = self.ready = json.loads(line)
         self.grpc_port, self.http_port = ready["grpc_port"], ready["http_port"]
         # Keep later ports stable across a restart of this same process slot.

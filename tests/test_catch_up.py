@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
-import subprocess
 
 import pytest
 
 from compass.v1 import comms_pb2 as pb
 from compass_server.store.types import TextBlock
 from tests.conftest import running_server
-from tests.procs import BIN
 from tests.relay_client import relay, runner_for
 from tests.world import World
 
@@ -50,14 +48,3 @@ async def test_thirty_lanes_catching_up_through_one_read_at_a_time_all_arrive(
 
         heard = await asyncio.gather(*(lane(i) for i in range(30)))
     assert heard == [[f"{i}-{j}" for j in range(8)] for i in range(30)]
-
-
-def test_replay_reads_must_leave_the_pool_room_for_writes() -> None:
-    checked = subprocess.run(
-        [str(BIN / "compass-server"), "config", "check", "--replay-reads", "20"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert checked.returncode == 2
-    assert "replay_reads (20) must be less than database.pool_size (20)" in checked.stderr

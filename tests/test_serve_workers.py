@@ -38,6 +38,9 @@ def workers(database_url: str) -> Iterator[ServerProcess]:
             "127.0.0.1:0",
             "--drain-seconds",
             str(DRAIN),
+            # Two workers' pools on a PostgreSQL other suites share.
+            "--pool-size",
+            "4",
         ],
     ).start()
     yield server
