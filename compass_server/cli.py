@@ -1,7 +1,8 @@
 """`compass-server`: the operator's entry points.
 
     compass-server serve [--config FILE] [--grpc-listen [H:]P] [--http-listen [H:]P]
-                         [--database-url URL] [--data-dir D] [--SETTING VALUE ...]
+                         [--database-url URL] [--data-dir D] [--workers N|auto]
+                         [--SETTING VALUE ...]
     compass-server config check [--config FILE] [--SETTING VALUE ...]
     compass-server admin create-workspace NAME
     compass-server admin create-account --workspace ID --handle H --kind human|agent [--owner ID]
@@ -172,7 +173,13 @@ def _parser() -> argparse.ArgumentParser:
         "serve", help="run the server", description="Run the server until SIGINT or SIGTERM."
     )
     _setting_flags(serve)
-    serve.add_argument(workers.WORKER_FLAG, type=int, help=argparse.SUPPRESS)
+    serve.add_argument(
+        workers.WORKER_FLAG,
+        type=int,
+        metavar="N",
+        help="set by `serve --workers` on each server process it starts: the parent's pid "
+        "(not for operators)",
+    )
     configure = commands.add_parser(
         "config",
         help="check a configuration",
