@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pathlib
 import re
 import signal
 import time
@@ -202,3 +203,67 @@ def test_workers_takes_auto_and_refuses_nonsense() -> None:
         check=False,
     )
     assert bad.returncode == 2 and "workers" in bad.stderr
+
+
+@pytest.mark.timeout(240)
+def test_workers_on_the_embedded_postgres_start_it_once_and_stop_it_at_the_end(
+    tmp_path: pathlib.Path,
+) -> None:
+    import json
+    import subprocess
+
+    from compass_server.receipts.keys import KEY_FOLDER
+    from tests.procs import BIN
+
+    data_dir = tmp_path / "compass-data"
+    env = {k: v for k, v in os.environ.items() if k != "COMPASS_DATABASE_URL"}
+    proc = subprocess.Popen(
+        [
+            BIN / "compass-server",
+            "serve",
+            "--workers",
+            "2",
+            "--pool-size",
+            "4",
+            "--data-dir",
+            str(data_dir),
+            "--grpc-listen",
+            "127.0.0.1:0",
+            "--http-listen",
+            "127.0.0.1:0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read()
+        ready = json.loads(line)
+        assert ready["workers"] == 2
+        # One PostgreSQL, the parent's: its postmaster is the parent's child.
+        postmaster = int((data_dir / "pg" / "postmaster.pid").read_text().split()[0])
+        assert alive(postmaster)
+        # The workers use the keys made for the embedded database.
+        assert any((data_dir / KEY_FOLDER).iterdir())
+        made = subprocess.run(
+            [BIN / "compass-server", "admin", "create-workspace", "acme", "--data-dir", data_dir],
+            capture_output=True,
+            text=True,
+            check=False,
+            env=env,
+        )
+        assert made.returncode == 0, made.stderr
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()
+        assert not alive(postmaster)
+        assert not any(alive(int(p)) for p in ready["pids"])
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
