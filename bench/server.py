@@ -149,13 +149,26 @@ async def shared_server(database_url: str) -> AsyncIterator[Server]:
 
 
 def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of one process so far (nan if it is gone)."""
+    """User + system CPU seconds so far of a process and its children, live
+    and ended (`serve --workers` runs the server in children); nan if it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rpartition(")")[2].split()
     except OSError:
         return float("nan")
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+    # utime, stime, and cutime, cstime of the children it reaped.
+    ticks = sum(int(x) for x in fields[11:15])
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                child = f.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(child[1]) == pid:
+            ticks += sum(int(x) for x in child[11:15])
+    return ticks / CLK_TCK
 
 
 def _backend_database(pid: str) -> str | None:

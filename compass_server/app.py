@@ -109,16 +109,23 @@ def _joined(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def _check_free(host: str, port: int, flag: str) -> None:
+# The listeners workers share; --metrics-listen is each worker's own.
+SHARED_LISTENS = ("--grpc-listen", "--http-listen", "--relay-listen")
+
+
+def _check_free(host: str, port: int, flag: str, shared: bool = False) -> None:
     """StartupError naming the address and its flag when nothing could listen
     there; binding a probe first keeps gRPC's own bind failure (a traceback-like
-    log) out of the way."""
+    log) out of the way. A `shared` address may be bound by this server's
+    sibling workers (SO_REUSEPORT), not by anything else."""
     where = _joined(host, port)
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
         with socket.socket(family) as probe:
             # As the servers do: connections of an earlier run in TIME_WAIT don't count.
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if shared:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
             probe.bind((host, port))
     except socket.gaierror:
         raise StartupError(f"can't listen on {where} ({flag}): no such host") from None
@@ -233,11 +240,18 @@ def _loopback(host: str) -> bool:
 
 class CompassServer:
     def __init__(
-        self, settings: Settings, *, tracer_provider: TracerProvider | None = None
+        self,
+        settings: Settings,
+        *,
+        tracer_provider: TracerProvider | None = None,
+        reuse_port: bool = False,
     ) -> None:
         """`tracer_provider` traces the server (a test's in-memory one, say);
-        without one, tracing follows the settings: OTLP when configured, else off."""
+        without one, tracing follows the settings: OTLP when configured, else off.
+        With `reuse_port` (a worker of `serve --workers`) the gRPC, HTTP and relay
+        ports are shared with the other workers."""
         self.settings = settings
+        self.reuse_port = reuse_port
         self.embedded: EmbeddedPostgres | None = None
         self.grpc_port = 0
         self.http_port = 0
@@ -277,7 +291,7 @@ class CompassServer:
         ]
         addresses = {flag: listen_address(value, flag) for flag, value in listens if value}
         for flag, at in addresses.items():
-            _check_free(*at, flag)
+            _check_free(*at, flag, self._shared(flag))
         if s.tls_cert is not None and s.tls_key is not None:
             try:
                 self.tls = ServerTls(TlsFiles(s.tls_cert, s.tls_key, s.tls_client_ca))
@@ -327,6 +341,8 @@ class CompassServer:
             page_bytes=settings.replay_page_bytes,
             replay_bytes=settings.replay_bytes,
             replay_bytes_per_token=settings.replay_bytes_per_token,
+            # Half the pool at most: binds and writes keep the rest.
+            replay_reads=min(settings.replay_reads, max(1, settings.pool_size // 2)),
         )
         self.auth = Authenticator(
             self.store.admin,
@@ -518,6 +534,9 @@ class CompassServer:
                         host,
                     )
 
+    def _shared(self, flag: str) -> bool:
+        return self.reuse_port and flag in SHARED_LISTENS
+
     def _people(self, tls: ServerTls | None) -> tuple[SessionCookies, PeopleRoutes]:
         """Browser sessions' cookies, and the sign-in and one-ask pages."""
         s = self.settings
@@ -566,23 +585,24 @@ class CompassServer:
             self.auth,
             slow_stream_seconds=self.settings.slow_stream_seconds,
             observer=self.observer,
+            reuse_port=self._shared(flag),
         )
         credentials = tls.grpc_credentials(require_client_cert) if tls is not None else None
         try:
             await server.start(_joined(*at), credentials)
         except (OSError, RuntimeError):
-            _check_free(*at, flag)
+            _check_free(*at, flag, self._shared(flag))
             raise StartupError(f"can't listen for gRPC on {_joined(*at)} ({flag})") from None
         self._grpc_servers.append(server)
         return server
 
     async def _http(self, app: Router, at: tuple[str, int], flag: str) -> HttpServer:
         context = self.tls.ssl_context(["h2", "http/1.1"]) if self.tls is not None else None
-        server = HttpServer(app, context)
+        server = HttpServer(app, context, reuse_port=self._shared(flag))
         try:
             await server.start(_joined(*at))
         except OSError:
-            _check_free(*at, flag)
+            _check_free(*at, flag, self._shared(flag))
             raise StartupError(f"can't listen for HTTP on {_joined(*at)} ({flag})") from None
         self._http_servers = [*getattr(self, "_http_servers", []), server]
         return server

@@ -1,7 +1,8 @@
 """`compass-server`: the operator's entry points.
 
     compass-server serve [--config FILE] [--grpc-listen [H:]P] [--http-listen [H:]P]
-                         [--database-url URL] [--data-dir D] [--SETTING VALUE ...]
+                         [--database-url URL] [--data-dir D] [--workers N|auto]
+                         [--SETTING VALUE ...]
     compass-server config check [--config FILE] [--SETTING VALUE ...]
     compass-server admin create-workspace NAME
     compass-server admin create-account --workspace ID --handle H --kind human|agent [--owner ID]
@@ -74,7 +75,7 @@ from google.protobuf.message import Message
 
 from compass.v1 import admin_pb2 as ad
 from compass_agentkit.command import Parser, version
-from compass_server import config, environment, people_cli
+from compass_server import config, environment, people_cli, workers
 from compass_server.api.admin import AdminApi
 from compass_server.app import (
     CompassServer,
@@ -181,6 +182,13 @@ def _parser() -> argparse.ArgumentParser:
         "serve", help="run the server", description="Run the server until SIGINT or SIGTERM."
     )
     _setting_flags(serve)
+    serve.add_argument(
+        workers.WORKER_FLAG,
+        type=int,
+        metavar="N",
+        help="set by `serve --workers` on each server process it starts: the parent's pid "
+        "(not for operators)",
+    )
     configure = commands.add_parser(
         "config",
         help="check a configuration",
@@ -411,8 +419,10 @@ def _token_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-async def _serve(loaded: config.Loaded) -> None:
-    server = CompassServer(loaded.settings)
+async def _serve(loaded: config.Loaded, worker_of: int | None = None) -> None:
+    if worker_of is not None:
+        workers.die_with_parent(worker_of)
+    server = CompassServer(loaded.settings, reuse_port=worker_of is not None)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -784,6 +794,7 @@ def _run(coro: Awaitable[Any], event_loop: str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
     unknown = environment.unknown()
     try:
@@ -810,7 +821,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "serve":
         try:
-            _run(_serve(loaded), settings.event_loop)
+            if settings.workers > 1 and args.worker_of is None:
+                asyncio.run(workers.Supervisor(settings, argv).run())
+            else:
+                _run(_serve(loaded, args.worker_of), settings.event_loop)
         except StartupError as exc:
             print(f"compass-server: {exc.message}", file=sys.stderr)
             return 2

@@ -24,7 +24,13 @@ from typing import Any, ClassVar
 
 from compass_server.api.auth import CACHE_SECONDS, CACHE_SIZE
 from compass_server.api.comms import STREAMS_PER_ACCOUNT, WIRE_CACHE_BYTES
-from compass_server.events.hub import PAGE_BYTES, REPLAY_BYTES, REPLAY_BYTES_PER_TOKEN, WINDOW_BYTES
+from compass_server.events.hub import (
+    PAGE_BYTES,
+    REPLAY_BYTES,
+    REPLAY_BYTES_PER_TOKEN,
+    REPLAY_READS,
+    WINDOW_BYTES,
+)
 from compass_server.receipts import RECEIPT_CACHE_BYTES
 from compass_server.relay.gateway import (
     ACK_TIMEOUT_SECONDS,
@@ -174,6 +180,27 @@ class Switch(Kind):
 
     def to_toml(self, value: Any) -> str:
         return "true" if value else "false"
+
+
+class Workers(Count):
+    """A number of processes, or "auto" for one per core this process may use."""
+
+    metavar = "N|auto"
+    what = 'a whole number of at least 1, or "auto"'
+
+    def __init__(self) -> None:
+        super().__init__(1)
+        self.what = Workers.what
+
+    def from_toml(self, value: object) -> int:
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return len(os.sched_getaffinity(0))
+        return super().from_toml(value)
+
+    def from_text(self, text: str) -> int:
+        if text.strip().lower() == "auto":
+            return self.from_toml("auto")
+        return super().from_text(text)
 
 
 class Choice(Kind):
@@ -413,6 +440,14 @@ class Settings:
         "where the embedded PostgreSQL keeps its data",
     )
     event_loop: str = _s("uvloop", "", Choice("uvloop", "asyncio"), "the event loop")
+    workers: int = _s(
+        1,
+        "",
+        Workers(),
+        "server processes sharing the gRPC, HTTP and relay ports (SO_REUSEPORT), supervised "
+        "by serve; auto: one per core. With more than one, metrics_listen gives each worker "
+        "a port of its own",
+    )
     expiry_interval_seconds: float = _s(
         30.0, "", Seconds(), "the longest the expiry loop sleeps between sweeps"
     )
@@ -528,6 +563,14 @@ class Settings:
     )
     replay_bytes_per_token: int = _s(
         REPLAY_BYTES_PER_TOKEN, "limits", Count(), "the part of those one account or runner holds"
+    )
+    replay_reads: int = _s(
+        REPLAY_READS,
+        "limits",
+        Count(),
+        "pages of the log read from the database at once by all streams (at most half of "
+        "database.pool_size); the rest wait, so streams catching up never take every pooled "
+        "connection from the writes",
     )
     http_drain_bytes: int = _s(
         DRAIN_BYTES,

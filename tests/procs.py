@@ -21,8 +21,11 @@ class ServerProcess:
         grpc_port: int = 0,
         http_port: int = 0,
         env: dict[str, str] | None = None,
+        args: list[str] | None = None,
     ) -> None:
         self.database_url = database_url
+        self.args = args or []
+        self.ready: dict[str, object] = {}
         self.extra_env = env or {}
         self.want_grpc, self.want_http = grpc_port, http_port
         self.proc: subprocess.Popen[str] | None = None
@@ -42,6 +45,7 @@ class ServerProcess:
                 f"127.0.0.1:{self.want_grpc}",
                 "--http-listen",
                 f"127.0.0.1:{self.want_http}",
+                *self.args,
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -51,8 +55,12 @@ class ServerProcess:
         assert self.proc.stdout is not None and self.proc.stderr is not None
         line = self.proc.stdout.readline()
         if not line:
-            raise RuntimeError("server did not start:\n" + self.proc.stderr.read())
-        ready = json.loads(line)
+            why = self.proc.stderr.read()
+            self.proc.wait(timeout=60)
+            self.proc.stderr.close()
+            self._close()
+            raise RuntimeError("server did not start:\n" + why)
+        ready = self.ready = json.loads(line)
         self.grpc_port, self.http_port = ready["grpc_port"], ready["http_port"]
         # Keep later ports stable across a restart of this same process slot.
         self.want_grpc, self.want_http = self.grpc_port, self.http_port
@@ -65,9 +73,15 @@ class ServerProcess:
         threading.Thread(target=pump, daemon=True).start()
         return self
 
-    def rss_kib(self) -> int:
+    @property
+    def pid(self) -> int:
         assert self.proc is not None
-        for line in pathlib.Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+        return self.proc.pid
+
+    def rss_kib(self, pid: int | None = None) -> int:
+        assert self.proc is not None
+        status = pathlib.Path(f"/proc/{pid or self.proc.pid}/status")
+        for line in status.read_text().splitlines():
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
         raise RuntimeError("no VmRSS")

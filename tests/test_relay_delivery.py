@@ -120,7 +120,8 @@ async def test_a_dropped_runner_resumes_after_its_last_ack(server: Any, api_worl
         await r2.no_delivery("s1")
     async with relay(server.grpc_port, token) as r3:
         bound = await r3.bound("s1", w.agent)
-        assert bound.acked_event_id == ids[-1]
+        # Past its last ack, and past what it went by without hearing.
+        assert bound.acked_event_id >= ids[-1]
         await r3.no_delivery("s1")
 
 
@@ -159,11 +160,12 @@ async def test_acks_are_checked(server: Any, api_world: World) -> None:
             assert frame.session_error.error.code == code, frame
         await r.ack("s1", event.event_id)
         await settle(r, "s1")
-        # Acking less than the cursor never moves it back.
+        # Acking less than the cursor never moves it back (read while s1 is
+        # still bound: its unbinding moves the cursor past what it skipped).
         await r.ack("s1", 0)
         await settle(r, "s1")
-    async with relay(server.grpc_port, await runner_for(w)) as r:
-        assert (await r.bound("s1", w.agent)).acked_event_id == event.event_id
+        async with relay(server.grpc_port, await runner_for(w)) as other:
+            assert (await other.bound("s2", w.agent)).acked_event_id == event.event_id
 
 
 async def test_its_own_changes_bring_the_agent_nothing(server: Any, api_world: World) -> None:
@@ -207,3 +209,50 @@ async def test_its_own_changes_bring_the_agent_nothing(server: Any, api_world: W
         heard = await r.delivery("s1")
         assert heard.message_posted.message.blocks[0].ask_answer.ask_id == second.ask_id
         await r.no_delivery("s1")
+
+
+async def test_a_lane_resumes_after_the_events_it_passed_without_hearing(
+    server: Any, api_world: World
+) -> None:
+    w = api_world
+    # A busy channel the agent is not in: nothing of it is the agent's to hear.
+    other = await w.add_pair()
+    for i in range(40):
+        await w.store.append_message(other.human, other.channel.channel_id, [TextBlock(f"x{i}")])
+    head = await w.store.last_event_id(w.human)
+    token = await runner_for(w)
+    async with relay(server.grpc_port, token) as r:
+        bound = await r.bound("s1", w.agent)
+        assert bound.acked_event_id < head
+        await r.no_delivery("s1", 1.0)
+        await r.unbind("s1")
+    # Bound again (after a restart, say), it does not read those events again.
+    async with relay(server.grpc_port, token) as r:
+        again = await r.bound("s1", w.agent)
+        assert again.acked_event_id >= head
+        await w.post_text(w.human, "still heard")
+        heard = await r.delivery("s1")
+        assert text_of(heard) == "still heard"
+        await r.no_delivery("s1")
+
+
+async def test_a_lane_never_resumes_past_a_delivery_it_did_not_ack(
+    server: Any, api_world: World
+) -> None:
+    w = api_world
+    other = await w.add_pair()
+    token = await runner_for(w)
+    async with relay(server.grpc_port, token) as r:
+        await r.bound("s1", w.agent)
+        await w.post_text(w.human, "unacked")
+        first = await r.delivery("s1")
+        for i in range(10):
+            await w.store.append_message(
+                other.human, other.channel.channel_id, [TextBlock(f"x{i}")]
+            )
+        await r.no_delivery("s1", 1.0)
+        await r.unbind("s1")
+    async with relay(server.grpc_port, token) as r:
+        again = await r.bound("s1", w.agent)
+        assert again.acked_event_id < first.event_id
+        assert text_of(await r.delivery("s1")) == "unacked"

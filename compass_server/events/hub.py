@@ -44,6 +44,10 @@ PAGE_BYTES = 1 << 20
 # more than its share, so it never stalls another's replay.
 REPLAY_BYTES = 64 << 20
 REPLAY_BYTES_PER_TOKEN = 8 << 20
+# Pages of the log read from the database at once by all streams of the
+# process: when thousands of lanes catch up together (a restart), the rest
+# wait here rather than take every pooled connection from the writes.
+REPLAY_READS = 8
 # A missed NOTIFY (a dropped listener) is caught up by this re-check.
 RECHECK_SECONDS = 5.0
 
@@ -257,12 +261,14 @@ class EventHub:
         page_bytes: int = PAGE_BYTES,
         replay_bytes: int = REPLAY_BYTES,
         replay_bytes_per_token: int = REPLAY_BYTES_PER_TOKEN,
+        replay_reads: int = REPLAY_READS,
     ) -> None:
         self.store = store
         self.url = database_url
         self.window_bytes = window_bytes
         self.page_bytes = page_bytes
         self.replay = Budget(replay_bytes, replay_bytes_per_token)
+        self._reading = asyncio.Semaphore(replay_reads)
         self.feeds: dict[uuid.UUID, Feed] = {}
         self._task: asyncio.Task[None] | None = None
         self._listening = asyncio.Event()
@@ -376,13 +382,16 @@ class EventHub:
         visible: Callable[[Event], bool],
         owner: uuid.UUID,
         room: Callable[[], int] | None = None,
+        passed: Callable[[int], None] | None = None,
     ) -> AsyncIterator[Event]:
         """Every event of the scope's workspace after `after` that `visible`
         admits, in order, then live ones as they commit; ends with Closed when
         the hub shuts down. Pages of the log are paid from `owner`'s share of
         the replay budget (the account or runner the stream serves). `room`,
         when given, is how many events the caller can take before it has to
-        wait: the log is read no further ahead than that."""
+        wait: the log is read no further ahead than that. `passed`, when
+        given, hears the id of each event `visible` left out: every event up
+        to it was either left out or taken by the caller."""
         if self._closed:
             raise Closed
         feed = await self._feed(scope)
@@ -402,6 +411,8 @@ class EventHub:
                         box = [event]
                         del event
                         yield box.pop()
+                    elif passed is not None:
+                        passed(cursor)
                     continue
                 if cursor >= feed.head:
                     await feed.wait_beyond(cursor)
@@ -411,9 +422,10 @@ class EventHub:
                 held = self.page_bytes
                 await self.replay.take(owner, held)
                 try:
-                    page = collections.deque(
-                        await self.store.read_events(scope, cursor, limit, self.page_bytes)
-                    )
+                    async with self._reading:
+                        page = collections.deque(
+                            await self.store.read_events(scope, cursor, limit, self.page_bytes)
+                        )
                     weight = sum(e.size for e in page)
                     if weight > held:
                         self.replay.force(owner, weight - held)
@@ -430,6 +442,8 @@ class EventHub:
                             box = [event]
                             del event
                             yield box.pop()
+                        elif passed is not None:
+                            passed(cursor)
                 finally:
                     self.replay.give(owner, held)
         finally:

@@ -86,6 +86,8 @@ class Session:
         self.window = window
         self.in_flight: collections.deque[int] = collections.deque()
         self.last_sent = binding.acked_event_id
+        # The furthest event the lane went past without it being the agent's.
+        self.passed = binding.acked_event_id
         self._freed = asyncio.Event()
         self.deliveries: asyncio.Task[None] | None = None
 
@@ -109,6 +111,16 @@ class Session:
         while self.in_flight and self.in_flight[0] <= event_id:
             self.in_flight.popleft()
         self._freed.set()
+
+    def went_past(self, event_id: int) -> None:
+        self.passed = event_id
+
+    def resumable(self) -> int:
+        """Where the next binding of the agent may resume: past what the lane
+        skipped, never past a delivery still waiting for its ack."""
+        if self.in_flight:
+            return min(self.passed, self.in_flight[0] - 1)
+        return self.passed
 
 
 def hears(agent_id: uuid.UUID, reach: Reach) -> Callable[[Event], bool]:
@@ -485,6 +497,7 @@ class RelayStream:
                 hears(actor.account_id, reach),
                 self.runner.runner_id,
                 room=session.free,
+                passed=session.went_past,
             )
             while True:
                 # Room first: a session waiting on acks holds no event.
@@ -673,6 +686,13 @@ class AgentGateway:
             self.keep(self.store.unbind_session(self.server_id, binding.session_id))
 
     async def unbind(self, session: Session) -> None:
+        # A quiet agent in a busy workspace would otherwise read the same
+        # events again at every bind (a restart binds every agent at once).
+        resume = session.resumable()
+        if resume > session.binding.acked_event_id:
+            actor = session.actor
+            with contextlib.suppress(Exception):
+                await self.finish(self.store.ack_delivery(actor, actor.account_id, resume))
         await self.finish(self.store.unbind_session(self.server_id, session.binding.session_id))
 
     def keep(self, work: Awaitable[Any]) -> asyncio.Task[Any]:

@@ -669,9 +669,12 @@ class _Config(Config):
 
 
 class HttpServer:
-    def __init__(self, app: ASGIApp, context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, context: ssl.SSLContext | None = None, *, reuse_port: bool = False
+    ) -> None:
         self.app = app
         self.context = context
+        self.reuse_port = reuse_port
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.port = 0
@@ -680,6 +683,8 @@ class HttpServer:
         host, _, port = listen.rpartition(":")
         sock = socket.socket(socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if self.reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host.strip("[]"), int(port)))
         sock.listen(1024)
         sock.set_inheritable(True)

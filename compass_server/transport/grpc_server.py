@@ -165,12 +165,14 @@ class GrpcServer:
         *,
         slow_stream_seconds: float = 30.0,
         observer: Observer | None = None,
+        reuse_port: bool = False,
     ) -> None:
         observer = observer or Observer(access=False)
         self.server = grpc.aio.server(
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.so_reuseport", 0),
+                # Only workers of one `serve` share a port; never two servers by accident.
+                ("grpc.so_reuseport", int(reuse_port)),
             ]
         )
         for binding in bindings:
