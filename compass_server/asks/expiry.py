@@ -1,4 +1,5 @@
-"""The expiry loop: each server process ends the asks whose deadline passed.
+"""The expiry loop: each server process ends the asks whose deadline passed,
+and takes the follow-up steps (reminders, escalations) that came due.
 
 Every process runs one; the sweep (migration 0009) skips asks another process
 holds, so they never fight, and a sweep that dies mid-way leaves nothing half
@@ -80,7 +81,15 @@ class Expiry:
                 break
         if total:
             log.info("expired %d ask(s) whose deadline passed", total)
-        found = await self.store.next_ask_deadline()
+        steps = 0
+        while True:
+            n = await self.store.take_follow_ups(self.batch)
+            steps += n
+            if n < self.batch:
+                break
+        if steps:
+            log.info("took %d follow-up step(s) of open asks", steps)
+        found = _soonest(await self.store.next_ask_deadline(), await self.store.next_follow_up())
         heard = self._heard
         self._next = found if heard is None or (found is not None and found < heard) else heard
         return total
@@ -114,6 +123,10 @@ class Expiry:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+
+def _soonest(*times: datetime.datetime | None) -> datetime.datetime | None:
+    return min((t for t in times if t is not None), default=None)
 
 
 def _now() -> datetime.datetime:

@@ -201,6 +201,12 @@ class AskEndings(StandingAnswers):
         every one a person in the channel, else INVALID_ARGUMENT (after
         NOT_FOUND when the author can't post there)."""
         named = {i for b in blocks if isinstance(b, Ask) for i in b.answerer_ids}
+        named |= {
+            i
+            for b in blocks
+            if isinstance(b, Ask) and b.follow_up is not None
+            for i in b.follow_up.escalate_to
+        }
         if not named:
             return list(blocks)
         async with self.db.tx(actor) as conn:
@@ -226,6 +232,13 @@ class AskEndings(StandingAnswers):
                 block = dataclasses.replace(
                     block, answerer_handles=tuple(handles[a] for a in block.answerer_ids)
                 )
+            if isinstance(block, Ask) and block.follow_up is not None:
+                for account_id in block.follow_up.escalate_to:
+                    if account_id not in handles:
+                        raise InvalidArgument(
+                            f"block {i} ask escalates to {account_id}, who is not a "
+                            "person in this channel"
+                        )
             out.append(block)
         return out
 
@@ -446,6 +459,27 @@ class AskEndings(StandingAnswers):
         """The nearest deadline of any open ask, in any workspace."""
         async with self.db.maintenance() as conn:
             row = await (await conn.execute(ASKS["next_ask_deadline"])).fetchone()
+        return row["due"] if row else None
+
+    # --- follow-ups ---------------------------------------------------------------
+
+    async def take_follow_ups(self, batch: int = EXPIRY_BATCH) -> int:
+        """Takes up to `batch` due follow-up steps (reminders, escalations) of
+        open asks, in any workspace; returns how many. Safe to run from every
+        server at once: each step is taken once, under its ask's row lock."""
+        async with self.db.maintenance() as conn:
+            cur = await conn.execute(ASKS["take_follow_ups"], {"batch": batch})
+            row = await cur.fetchone()
+        assert row is not None
+        result: dict[str, Any] = row["result"]
+        for workspace_id in result["unnumbered"]:
+            self.db.sequencer.committed(uuid.UUID(workspace_id))
+        return int(result["steps"])
+
+    async def next_follow_up(self) -> datetime.datetime | None:
+        """When the nearest follow-up step of any ask is due."""
+        async with self.db.maintenance() as conn:
+            row = await (await conn.execute(ASKS["next_follow_up"])).fetchone()
         return row["due"] if row else None
 
     # --- the record --------------------------------------------------------------

@@ -25,6 +25,8 @@ from compass_server.store.types import (
     AskQuestion,
     Block,
     EndingKind,
+    FollowUp,
+    FollowUpStep,
     Message,
     QuorumVote,
     Surface,
@@ -51,6 +53,13 @@ MAX_ANSWER_TEXT_BYTES = 64 * 1024
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 MAX_ANSWERERS = 50
 MAX_REASON_CHARS = 1_000
+# A follow-up policy's bounds: reminders, their spacing, the escalation.
+MAX_REMINDERS = 5
+MAX_ESCALATE_TO = 10
+REMIND_SHORTEST = datetime.timedelta(minutes=1)
+REMIND_LONGEST = datetime.timedelta(days=7)
+ESCALATE_SHORTEST = datetime.timedelta(minutes=1)
+ESCALATE_LONGEST = datetime.timedelta(days=30)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +134,37 @@ def validate_ask(ask: Ask, where: str = "ask") -> None:
         raise InvalidArgument(
             f"{where} says declines count against its quorum, but it has no quorum"
         )
+    if ask.follow_up is not None:
+        validate_follow_up(ask.follow_up, f"{where} follow_up")
+        if ask.quorum and ask.follow_up.escalate_after is not None:
+            raise InvalidArgument(
+                f"{where} escalates a quorum ask; a quorum's answerers are the people it names"
+            )
+
+
+def validate_follow_up(f: FollowUp, where: str) -> None:
+    if f.remind_after is not None and not REMIND_SHORTEST <= f.remind_after <= REMIND_LONGEST:
+        raise InvalidArgument(
+            f"{where} remind_after must be {span(REMIND_SHORTEST)} to {span(REMIND_LONGEST)}"
+        )
+    if not 0 <= f.remind_times <= MAX_REMINDERS:
+        raise InvalidArgument(f"{where} remind_times must be 0 to {MAX_REMINDERS}")
+    if f.remind_times and f.remind_after is None:
+        raise InvalidArgument(f"{where} sets remind_times without remind_after")
+    if f.escalate_after is not None and not (
+        ESCALATE_SHORTEST <= f.escalate_after <= ESCALATE_LONGEST
+    ):
+        raise InvalidArgument(
+            f"{where} escalate_after must be {span(ESCALATE_SHORTEST)} to {span(ESCALATE_LONGEST)}"
+        )
+    if len(f.escalate_to) > MAX_ESCALATE_TO:
+        raise InvalidArgument(f"{where} escalates to more than {MAX_ESCALATE_TO} people")
+    if len(set(f.escalate_to)) != len(f.escalate_to):
+        raise InvalidArgument(f"{where} escalates to a person twice")
+    if (f.escalate_to or f.escalate_to_owner) and f.escalate_after is None:
+        raise InvalidArgument(f"{where} names whom to escalate to without escalate_after")
+    if f.escalate_after is not None and not (f.escalate_to or f.escalate_to_owner):
+        raise InvalidArgument(f"{where} sets escalate_after but escalates to nobody")
 
 
 def settle_deadline(
@@ -206,6 +246,7 @@ def prepare_for_append(
                     answerer_ids=block.answerer_ids,
                     quorum=block.quorum,
                     declines_count_against_quorum=block.declines_count_against_quorum,
+                    follow_up=_settled(block.follow_up),
                 )
             )
         else:
@@ -341,6 +382,18 @@ def block_to_json(block: Block) -> dict[str, Any]:
             ask["declines_count_against_quorum"] = True
         if block.quorum_votes:
             ask["quorum_votes"] = [_vote_to_json(v) for v in block.quorum_votes]
+        if block.follow_up is not None:
+            ask["follow_up"] = _follow_up_to_json(block.follow_up)
+        if block.follow_up_steps:
+            ask["follow_up_steps"] = [
+                {
+                    "kind": st.kind,
+                    "at": st.at.isoformat(),
+                    "account_ids": [str(a) for a in st.account_ids],
+                    "urgent": st.urgent,
+                }
+                for st in block.follow_up_steps
+            ]
         return {"kind": "ask", "ask": ask}
     answer: dict[str, Any] = {
         "ask_id": block.ask_id,
@@ -482,6 +535,16 @@ def block_from_json(raw: dict[str, Any], where: str = "block") -> Block:
                 quorum=int(a.get("quorum", 0)),
                 declines_count_against_quorum=bool(a.get("declines_count_against_quorum", False)),
                 quorum_votes=tuple(_vote_from_json(v) for v in a.get("quorum_votes", ())),
+                follow_up=_follow_up_from_json(a["follow_up"]) if "follow_up" in a else None,
+                follow_up_steps=tuple(
+                    FollowUpStep(
+                        kind=str(x["kind"]),
+                        at=datetime.datetime.fromisoformat(x["at"]),
+                        account_ids=tuple(uuid.UUID(i) for i in x.get("account_ids", ())),
+                        urgent=bool(x.get("urgent", False)),
+                    )
+                    for x in a.get("follow_up_steps", ())
+                ),
             )
             if ask.answered and ask.cancelled:
                 raise Corrupt(
@@ -569,3 +632,38 @@ def check_message_size(blocks_json: Sequence[dict[str, Any]]) -> list[int]:
             f"the message is {size} bytes as stored; the limit is {MAX_MESSAGE_BYTES} bytes"
         )
     return sizes
+
+
+def _settled(f: FollowUp | None) -> FollowUp | None:
+    """A policy with nothing to do is none; remind_after alone reminds once."""
+    if f is None or (f.remind_after is None and f.escalate_after is None):
+        return None
+    if f.remind_after is not None and not f.remind_times:
+        return dataclasses.replace(f, remind_times=1)
+    return f
+
+
+def _follow_up_to_json(f: FollowUp) -> dict[str, Any]:
+    """Seconds, as migration 0032's step function reads them."""
+    out: dict[str, Any] = {}
+    if f.remind_after is not None:
+        out["remind_after_s"] = f.remind_after.total_seconds()
+        out["remind_times"] = f.remind_times
+    if f.escalate_after is not None:
+        out["escalate_after_s"] = f.escalate_after.total_seconds()
+        out["escalate_to"] = [str(a) for a in f.escalate_to]
+        out["escalate_to_owner"] = f.escalate_to_owner
+    return out
+
+
+def _follow_up_from_json(raw: dict[str, Any]) -> FollowUp:
+    def secs(key: str) -> datetime.timedelta | None:
+        return datetime.timedelta(seconds=float(raw[key])) if key in raw else None
+
+    return FollowUp(
+        remind_after=secs("remind_after_s"),
+        remind_times=int(raw.get("remind_times", 0)),
+        escalate_after=secs("escalate_after_s"),
+        escalate_to=tuple(uuid.UUID(i) for i in raw.get("escalate_to", ())),
+        escalate_to_owner=bool(raw.get("escalate_to_owner", False)),
+    )

@@ -292,6 +292,26 @@ class QuorumVote:
 
 
 @dataclass(frozen=True, slots=True)
+class FollowUp:
+    """Reminders after `remind_after` (up to `remind_times`), an escalation
+    after `escalate_after`; both timed from the post."""
+
+    remind_after: datetime.timedelta | None = None
+    remind_times: int = 0
+    escalate_after: datetime.timedelta | None = None
+    escalate_to: tuple[uuid.UUID, ...] = ()
+    escalate_to_owner: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUpStep:
+    kind: str  # "reminded" or "escalated"
+    at: datetime.datetime
+    account_ids: tuple[uuid.UUID, ...] = ()
+    urgent: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Ask:
     questions: tuple[AskQuestion, ...]
     # Server-owned: minted at append; answered/cancelled never both true.
@@ -317,6 +337,9 @@ class Ask:
     declines_count_against_quorum: bool = False
     # Server-owned: the named people's votes, in the order recorded.
     quorum_votes: tuple[QuorumVote, ...] = ()
+    follow_up: FollowUp | None = None
+    # Server-owned: the follow-up steps taken, in order.
+    follow_up_steps: tuple[FollowUpStep, ...] = ()
 
     @property
     def is_open(self) -> bool:

@@ -46,3 +46,9 @@ SELECT compass_expire_due_asks(%(batch)s) AS result
 
 -- name: next_ask_deadline
 SELECT compass_next_ask_deadline() AS due
+
+-- name: take_follow_ups
+SELECT compass_take_follow_ups(%(batch)s) AS result
+
+-- name: next_follow_up
+SELECT compass_next_follow_up() AS due
