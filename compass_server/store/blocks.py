@@ -56,10 +56,8 @@ MAX_REASON_CHARS = 1_000
 # A follow-up policy's bounds: reminders, their spacing, the escalation.
 MAX_REMINDERS = 5
 MAX_ESCALATE_TO = 10
-REMIND_SHORTEST = datetime.timedelta(minutes=1)
+# The shortest spacing and escalation are the deadline bounds' shortest.
 REMIND_LONGEST = datetime.timedelta(days=7)
-ESCALATE_SHORTEST = datetime.timedelta(minutes=1)
-ESCALATE_LONGEST = datetime.timedelta(days=30)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,20 +141,10 @@ def validate_ask(ask: Ask, where: str = "ask") -> None:
 
 
 def validate_follow_up(f: FollowUp, where: str) -> None:
-    if f.remind_after is not None and not REMIND_SHORTEST <= f.remind_after <= REMIND_LONGEST:
-        raise InvalidArgument(
-            f"{where} remind_after must be {span(REMIND_SHORTEST)} to {span(REMIND_LONGEST)}"
-        )
     if not 0 <= f.remind_times <= MAX_REMINDERS:
         raise InvalidArgument(f"{where} remind_times must be 0 to {MAX_REMINDERS}")
     if f.remind_times and f.remind_after is None:
         raise InvalidArgument(f"{where} sets remind_times without remind_after")
-    if f.escalate_after is not None and not (
-        ESCALATE_SHORTEST <= f.escalate_after <= ESCALATE_LONGEST
-    ):
-        raise InvalidArgument(
-            f"{where} escalate_after must be {span(ESCALATE_SHORTEST)} to {span(ESCALATE_LONGEST)}"
-        )
     if len(f.escalate_to) > MAX_ESCALATE_TO:
         raise InvalidArgument(f"{where} escalates to more than {MAX_ESCALATE_TO} people")
     if len(set(f.escalate_to)) != len(f.escalate_to):
@@ -236,6 +224,8 @@ def prepare_for_append(
         elif isinstance(block, Ask):
             validate_ask(block, f"block {i} ask")
             deadline = settle_deadline(block, now, bounds, f"block {i} ask")
+            if block.follow_up is not None:
+                follow_up_spans(block.follow_up, bounds, f"block {i} ask follow_up")
             ask_id = mint_ask_id()
             minted.append(ask_id)
             out.append(
@@ -632,6 +622,18 @@ def check_message_size(blocks_json: Sequence[dict[str, Any]]) -> list[int]:
             f"the message is {size} bytes as stored; the limit is {MAX_MESSAGE_BYTES} bytes"
         )
     return sizes
+
+
+def follow_up_spans(f: FollowUp, bounds: DeadlineBounds, where: str) -> None:
+    longest = min(REMIND_LONGEST, bounds.longest)
+    if f.remind_after is not None and not bounds.shortest <= f.remind_after <= longest:
+        raise InvalidArgument(
+            f"{where} remind_after must be {span(bounds.shortest)} to {span(longest)}"
+        )
+    if f.escalate_after is not None and not (bounds.shortest <= f.escalate_after <= bounds.longest):
+        raise InvalidArgument(
+            f"{where} escalate_after must be {span(bounds.shortest)} to {span(bounds.longest)}"
+        )
 
 
 def _settled(f: FollowUp | None) -> FollowUp | None:

@@ -593,6 +593,9 @@ class WebhookEventType(enum.StrEnum):
     ASK_EXPIRED = "ask.expired"
     # A named person's answer or decline in a quorum ask that did not end it.
     ASK_VOTED = "ask.voted"
+    # A follow-up step of an open ask: its answerers reminded, or people added.
+    ASK_REMINDED = "ask.reminded"
+    ASK_ESCALATED = "ask.escalated"
     INBOX_ITEM_OPENED = "inbox.item.opened"
     INBOX_ITEM_ANSWERED = "inbox.item.answered"
     INBOX_ITEM_CLOSED = "inbox.item.closed"

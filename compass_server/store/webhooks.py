@@ -459,6 +459,8 @@ class WebhookStore:
                 for b in e.message.blocks:
                     if isinstance(b, Ask):
                         wanted.update(b.answerer_ids)
+                        for step in b.follow_up_steps:
+                            wanted.update(step.account_ids)
         people: dict[uuid.UUID, tuple[str, str, str]] = {}
         if wanted:
             cur = await conn.execute(WEBHOOKS["mail_people"], {"ids": list(wanted)})

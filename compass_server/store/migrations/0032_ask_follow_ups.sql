@@ -160,7 +160,9 @@ BEGIN
       WHERE p NOT IN (SELECT v ->> 'account_id'
                       FROM jsonb_array_elements(coalesce(stored -> 'quorum_votes', '[]')) v);
     END IF;
-    step := jsonb_build_object('kind', nxt.kind, 'at', clock_timestamp(), 'account_ids', people,
+    -- At the transaction's time, as its event: readers tell the step an
+    -- event recorded by it.
+    step := jsonb_build_object('kind', nxt.kind, 'at', now(), 'account_ids', people,
       'urgent', nxt.kind = 'escalated');
     asked := stored || jsonb_build_object('follow_up_steps',
       coalesce(stored -> 'follow_up_steps', '[]') || jsonb_build_array(step));
