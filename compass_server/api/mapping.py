@@ -95,13 +95,11 @@ def _deadline_from_wire(a: pb.Ask) -> tuple[datetime.datetime | None, datetime.t
     return deadline, timeout
 
 
-def _answerer_from_wire(value: str) -> uuid.UUID:
+def _answerer_from_wire(value: str, field: str = "answerer_account_ids") -> uuid.UUID:
     try:
         return uuid.UUID(value)
     except ValueError:
-        raise InvalidArgument(
-            f"answerer_account_ids has {value[:64]!r}, which is no account id"
-        ) from None
+        raise InvalidArgument(f"{field} has {value[:64]!r}, which is no account id") from None
 
 
 def follow_up_from_wire(f: pb.AskFollowUp) -> st.FollowUp:
@@ -116,7 +114,10 @@ def follow_up_from_wire(f: pb.AskFollowUp) -> st.FollowUp:
         remind_after=remind,
         remind_times=f.remind_times,
         escalate_after=escalate,
-        escalate_to=tuple(_answerer_from_wire(i) for i in f.escalate_to_account_ids),
+        escalate_to=tuple(
+            _answerer_from_wire(i, "follow_up.escalate_to_account_ids")
+            for i in f.escalate_to_account_ids
+        ),
         escalate_to_owner=f.escalate_to_owner,
     )
 
