@@ -46,7 +46,7 @@ from compass_server.signin.oidc import OpenIdProvider
 from compass_server.signin.providers import ProviderError
 from compass_server.store import Database, Store
 from compass_server.store.admin import ACCESS_CHANNEL
-from compass_server.store.blocks import DeadlineBounds
+from compass_server.store.blocks import DeadlineBounds, follow_up_default
 from compass_server.store.db import redacted_url
 from compass_server.store.embedded import EmbeddedPostgres
 from compass_server.store.inbox import InboxStore
@@ -292,6 +292,7 @@ class CompassServer:
                 datetime.timedelta(seconds=self.settings.ask_deadline_max_seconds),
             ),
         )
+        self.store.follow_up_default = follow_up_default(settings.ask_follow_up_default)
         self.store.link_lifetime = datetime.timedelta(seconds=settings.signin_link_max_seconds)
         self.store.standing_longest = datetime.timedelta(
             seconds=settings.standing_answer_max_seconds

@@ -349,3 +349,75 @@ async def test_two_servers_and_restarts_take_each_step_once(fresh_database_url: 
         await db.close()
     for server in (a, b):
         assert not [line for line in server.log if "expiring asks failed" in line], server.log
+
+
+# --- the servers' default -------------------------------------------------------------------
+
+
+def test_the_default_policy_setting_parses_or_says_why() -> None:
+    from compass_server.store.blocks import follow_up_default
+
+    assert follow_up_default("") is None
+    f = follow_up_default("remind=30m,times=2,escalate=4h,owner")
+    assert f == FollowUp(
+        remind_after=30 * 60 * S,
+        remind_times=2,
+        escalate_after=4 * 3600 * S,
+        escalate_to_owner=True,
+    )
+    for bad, said in [
+        ("remind=soon", "is not remind=WAIT"),
+        ("remind=30m,times=9", "remind_times must be 0 to 5"),
+        ("escalate=1h", "escalates to nobody"),
+        ("remind=0s", "more than 0"),
+        ("owner", "without escalate_after"),
+    ]:
+        with pytest.raises(ValueError, match=said):
+            follow_up_default(bad)
+
+
+async def test_an_ask_without_a_policy_takes_the_default(world: World, db: Database) -> None:
+    from compass_server.store.blocks import follow_up_default
+
+    store = Store(db, deadline_bounds=SHORT)
+    store.follow_up_default = follow_up_default("remind=0.3s,escalate=0.6s,owner")
+    w = world
+    await store.add_channel_member(w.human, w.channel.channel_id, w.other_human.account_id)
+    plain = two_question_ask()
+    took = only_ask(await store.append_message(w.agent, w.channel.channel_id, [plain]))
+    assert took.follow_up == FollowUp(
+        remind_after=0.3 * S, remind_times=1, escalate_after=0.6 * S, escalate_to_owner=True
+    )
+    # An empty policy sent is none; a quorum ask keeps the reminders only.
+    opted_out = only_ask(
+        await store.append_message(
+            w.agent, w.channel.channel_id, [dataclasses.replace(plain, follow_up=FollowUp())]
+        )
+    )
+    assert opted_out.follow_up is None
+    quorum = only_ask(
+        await store.append_message(
+            w.agent,
+            w.channel.channel_id,
+            [dataclasses.replace(plain, answerer_ids=(w.other_human.account_id,), quorum=1)],
+        )
+    )
+    assert quorum.follow_up == FollowUp(remind_after=0.3 * S, remind_times=1)
+    expiry = Expiry(store, interval=0.1)
+    await expiry.start()
+    try:
+        give_up = asyncio.get_running_loop().time() + 20
+        while len(await steps_of(w, took.ask_id)) < 2 or not await steps_of(w, quorum.ask_id):
+            assert asyncio.get_running_loop().time() < give_up
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+    finally:
+        await expiry.stop()
+    reminded, escalated = await steps_of(w, took.ask_id)
+    # The channel is reminded (the ask names nobody); the agent's owner is added.
+    assert reminded.kind == "reminded" and reminded.account_ids == ()
+    assert escalated.kind == "escalated" and escalated.account_ids == (w.human.account_id,)
+    assert await steps_of(w, opted_out.ask_id) == ()
+    assert [s.account_ids for s in await steps_of(w, quorum.ask_id)] == [
+        (w.other_human.account_id,)
+    ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import re
 import secrets
 import uuid
 from collections.abc import Iterable, Sequence
@@ -206,10 +207,12 @@ def prepare_for_append(
     blocks: Sequence[Block],
     now: datetime.datetime | None = None,
     bounds: DeadlineBounds = DEADLINE_BOUNDS,
+    follow_up_default: FollowUp | None = None,
 ) -> tuple[list[Block], list[str]]:
     """Validates a post's blocks, drops inbound server-owned ask state, settles
     each ask's deadline and mints one ask_id per ask block. Returns the blocks
-    to store and the minted ids."""
+    to store and the minted ids. An ask that sends no follow-up policy gets
+    `follow_up_default` (an empty policy sent is none)."""
     now = now or datetime.datetime.now(datetime.UTC)
     if not blocks:
         raise InvalidArgument("a message needs at least one block")
@@ -236,7 +239,11 @@ def prepare_for_append(
                     answerer_ids=block.answerer_ids,
                     quorum=block.quorum,
                     declines_count_against_quorum=block.declines_count_against_quorum,
-                    follow_up=_settled(block.follow_up),
+                    follow_up=_settled(
+                        block.follow_up
+                        if block.follow_up is not None
+                        else _default_for(block, follow_up_default)
+                    ),
                 )
             )
         else:
@@ -634,6 +641,53 @@ def follow_up_spans(f: FollowUp, bounds: DeadlineBounds, where: str) -> None:
         raise InvalidArgument(
             f"{where} escalate_after must be {span(bounds.shortest)} to {span(bounds.longest)}"
         )
+
+
+def _default_for(ask: Ask, default: FollowUp | None) -> FollowUp | None:
+    """The default, without the escalation for a quorum ask (whose answerers
+    are the people it names)."""
+    if default is None or not ask.quorum:
+        return default
+    return dataclasses.replace(default, escalate_after=None, escalate_to_owner=False)
+
+
+_WAIT = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def follow_up_default(text: str) -> FollowUp | None:
+    """The servers' default policy from its setting, like
+    "remind=30m,times=2,escalate=4h,owner" (a wait is a number with ms, s,
+    m, h or d; `owner` escalates to the asking agent's owner); "" is none.
+    ValueError for anything else."""
+    if not text.strip():
+        return None
+    remind: datetime.timedelta | None = None
+    escalate: datetime.timedelta | None = None
+    times, owner = 0, False
+    for part in (p.strip() for p in text.split(",")):
+        key, _, value = part.partition("=")
+        wait = _WAIT.match(value.strip())
+        if key == "remind" and wait:
+            remind = datetime.timedelta(seconds=float(wait[1]) * _UNIT[wait[2]])
+        elif key == "escalate" and wait:
+            escalate = datetime.timedelta(seconds=float(wait[1]) * _UNIT[wait[2]])
+        elif key == "times" and value.strip().isdigit():
+            times = int(value)
+        elif part == "owner":
+            owner = True
+        else:
+            raise ValueError(f"{part!r} is not remind=WAIT, times=N, escalate=WAIT or owner")
+    f = FollowUp(
+        remind_after=remind, remind_times=times, escalate_after=escalate, escalate_to_owner=owner
+    )
+    try:
+        validate_follow_up(f, "the default follow-up")
+    except InvalidArgument as exc:
+        raise ValueError(exc.message) from None
+    if (remind is not None and not remind) or (escalate is not None and not escalate):
+        raise ValueError("a follow-up wait is more than 0")
+    return f
 
 
 def _settled(f: FollowUp | None) -> FollowUp | None:
