@@ -17,7 +17,7 @@ import pytest
 
 from compass.v1 import comms_pb2 as pb
 from compass_server.asks import Expiry
-from compass_server.store import Database, PermissionDenied, Store
+from compass_server.store import Database, InvalidArgument, PermissionDenied, Store
 from compass_server.store.blocks import DeadlineBounds
 from compass_server.store.types import (
     Answer,
@@ -26,6 +26,7 @@ from compass_server.store.types import (
     EventKind,
     FollowUp,
     FollowUpStep,
+    TextBlock,
 )
 from tests.conftest import _with_db
 from tests.procs import ServerProcess
@@ -421,3 +422,53 @@ async def test_an_ask_without_a_policy_takes_the_default(world: World, db: Datab
     assert [s.account_ids for s in await steps_of(w, quorum.ask_id)] == [
         (w.other_human.account_id,)
     ]
+
+
+async def test_an_escalation_reposts_the_ask_in_another_channel(world: World, db: Database) -> None:
+    store = Store(db, deadline_bounds=SHORT)
+    w = world
+    oncall = await store.create_channel(w.human, "oncall", "", [w.agent.account_id])
+    elsewhere = await store.create_channel(w.human, "elsewhere", "", [])
+    policy_to = lambda c: FollowUp(escalate_after=0.4 * S, escalate_to_channel=c)  # noqa: E731
+    # Only a channel the asker may post in.
+    with pytest.raises(InvalidArgument, match="which you can't post in"):
+        await store.append_message(
+            w.agent,
+            w.channel.channel_id,
+            [dataclasses.replace(two_question_ask(), follow_up=policy_to(elsewhere.channel_id))],
+        )
+    mark = await store.last_event_id(w.human)
+    posted = await store.append_message(
+        w.agent,
+        w.channel.channel_id,
+        [dataclasses.replace(two_question_ask(), follow_up=policy_to(oncall.channel_id))],
+    )
+    ask_id = only_ask(posted).ask_id
+    expiry = Expiry(store, interval=0.1)
+    await expiry.start()
+    try:
+        give_up = asyncio.get_running_loop().time() + 20
+        while not await steps_of(w, ask_id):
+            assert asyncio.get_running_loop().time() < give_up
+            await asyncio.sleep(0.05)
+    finally:
+        await expiry.stop()
+    (step,) = await steps_of(w, ask_id)
+    assert step.kind == "escalated" and step.urgent and step.account_ids == ()
+    assert step.reposted_channel == oncall.channel_id
+    page = await store.list_messages(w.human, oncall.channel_id, 10, "")
+    (note,) = page.items
+    assert note.message_id == step.repost_message and note.author_id == w.agent.account_id
+    (text,) = note.blocks
+    assert isinstance(text, TextBlock)
+    assert text.text.startswith(f"Still waiting for an answer in #general (ask {ask_id}): ")
+    events = await store.read_events(w.human, mark, 100)
+    assert [
+        (e.kind, e.message.channel_id if e.message else None)
+        for e in events
+        if e.kind in (EventKind.MESSAGE_POSTED, EventKind.MESSAGE_UPDATED)
+    ][-2:] == [
+        (EventKind.MESSAGE_UPDATED, w.channel.channel_id),
+        (EventKind.MESSAGE_POSTED, oncall.channel_id),
+    ]
+    await invariants(db.url, w.workspace_id)

@@ -119,6 +119,11 @@ def follow_up_from_wire(f: pb.AskFollowUp) -> st.FollowUp:
             for i in f.escalate_to_account_ids
         ),
         escalate_to_owner=f.escalate_to_owner,
+        escalate_to_channel=(
+            _answerer_from_wire(f.escalate_to_channel_id, "follow_up.escalate_to_channel_id")
+            if f.escalate_to_channel_id
+            else None
+        ),
     )
 
 
@@ -127,6 +132,7 @@ def follow_up_to_wire(f: st.FollowUp) -> pb.AskFollowUp:
         remind_times=f.remind_times,
         escalate_to_account_ids=[str(i) for i in f.escalate_to],
         escalate_to_owner=f.escalate_to_owner,
+        escalate_to_channel_id=str(f.escalate_to_channel) if f.escalate_to_channel else "",
     )
     if f.remind_after is not None:
         out.remind_after.FromTimedelta(f.remind_after)
@@ -146,6 +152,8 @@ def follow_up_step_to_wire(x: st.FollowUpStep) -> pb.AskFollowUpStep:
         kind=_STEP_TO_WIRE.get(x.kind, pb.ASK_FOLLOW_UP_STEP_KIND_UNSPECIFIED),
         account_ids=[str(i) for i in x.account_ids],
         urgent=x.urgent,
+        reposted_channel_id=str(x.reposted_channel) if x.reposted_channel else "",
+        repost_message_id=str(x.repost_message) if x.repost_message else "",
     )
     out.at.CopyFrom(timestamp(x.at))
     return out

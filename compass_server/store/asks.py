@@ -200,6 +200,7 @@ class AskEndings(StandingAnswers):
         """The blocks with each ask's answerers checked and their handles filled:
         every one a person in the channel, else INVALID_ARGUMENT (after
         NOT_FOUND when the author can't post there)."""
+        await self._may_repost(actor, blocks)
         named = {i for b in blocks if isinstance(b, Ask) for i in b.answerer_ids}
         named |= {
             i
@@ -241,6 +242,25 @@ class AskEndings(StandingAnswers):
                         )
             out.append(block)
         return out
+
+    async def _may_repost(self, actor: Actor, blocks: Sequence[Block]) -> None:
+        """INVALID_ARGUMENT unless the author may post in each channel its asks
+        escalate to."""
+        for i, b in enumerate(blocks):
+            if not isinstance(b, Ask) or b.follow_up is None:
+                continue
+            channel = b.follow_up.escalate_to_channel
+            if channel is None:
+                continue
+            async with self.db.tx(actor) as conn:
+                cur = await conn.execute(
+                    ASKS["may_post_in"], {"channel_id": channel, "author_id": actor.account_id}
+                )
+                row = await cur.fetchone()
+            if row is None or not row["may"]:
+                raise InvalidArgument(
+                    f"block {i} ask escalates to channel {channel}, which you can't post in"
+                )
 
     def _posted(self, message: Message, sizes: Sequence[int]) -> None:
         """Caches the message's asks; `sizes` are its blocks' encoded bytes.

@@ -150,9 +150,10 @@ def validate_follow_up(f: FollowUp, where: str) -> None:
         raise InvalidArgument(f"{where} escalates to more than {MAX_ESCALATE_TO} people")
     if len(set(f.escalate_to)) != len(f.escalate_to):
         raise InvalidArgument(f"{where} escalates to a person twice")
-    if (f.escalate_to or f.escalate_to_owner) and f.escalate_after is None:
+    targets = f.escalate_to or f.escalate_to_owner or f.escalate_to_channel is not None
+    if targets and f.escalate_after is None:
         raise InvalidArgument(f"{where} names whom to escalate to without escalate_after")
-    if f.escalate_after is not None and not (f.escalate_to or f.escalate_to_owner):
+    if f.escalate_after is not None and not targets:
         raise InvalidArgument(f"{where} sets escalate_after but escalates to nobody")
 
 
@@ -388,6 +389,14 @@ def block_to_json(block: Block) -> dict[str, Any]:
                     "at": st.at.isoformat(),
                     "account_ids": [str(a) for a in st.account_ids],
                     "urgent": st.urgent,
+                    **(
+                        {
+                            "reposted_channel_id": str(st.reposted_channel),
+                            "repost_message_id": str(st.repost_message),
+                        }
+                        if st.reposted_channel is not None
+                        else {}
+                    ),
                 }
                 for st in block.follow_up_steps
             ]
@@ -539,6 +548,14 @@ def block_from_json(raw: dict[str, Any], where: str = "block") -> Block:
                         at=datetime.datetime.fromisoformat(x["at"]),
                         account_ids=tuple(uuid.UUID(i) for i in x.get("account_ids", ())),
                         urgent=bool(x.get("urgent", False)),
+                        reposted_channel=(
+                            uuid.UUID(x["reposted_channel_id"])
+                            if "reposted_channel_id" in x
+                            else None
+                        ),
+                        repost_message=(
+                            uuid.UUID(x["repost_message_id"]) if "repost_message_id" in x else None
+                        ),
                     )
                     for x in a.get("follow_up_steps", ())
                 ),
@@ -709,6 +726,8 @@ def _follow_up_to_json(f: FollowUp) -> dict[str, Any]:
         out["escalate_after_s"] = f.escalate_after.total_seconds()
         out["escalate_to"] = [str(a) for a in f.escalate_to]
         out["escalate_to_owner"] = f.escalate_to_owner
+        if f.escalate_to_channel is not None:
+            out["escalate_to_channel"] = str(f.escalate_to_channel)
     return out
 
 
@@ -722,4 +741,7 @@ def _follow_up_from_json(raw: dict[str, Any]) -> FollowUp:
         escalate_after=secs("escalate_after_s"),
         escalate_to=tuple(uuid.UUID(i) for i in raw.get("escalate_to", ())),
         escalate_to_owner=bool(raw.get("escalate_to_owner", False)),
+        escalate_to_channel=(
+            uuid.UUID(raw["escalate_to_channel"]) if "escalate_to_channel" in raw else None
+        ),
     )

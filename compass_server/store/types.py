@@ -301,6 +301,8 @@ class FollowUp:
     escalate_after: datetime.timedelta | None = None
     escalate_to: tuple[uuid.UUID, ...] = ()
     escalate_to_owner: bool = False
+    # A channel the asker posts a note of the ask in at the escalation.
+    escalate_to_channel: uuid.UUID | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +311,8 @@ class FollowUpStep:
     at: datetime.datetime
     account_ids: tuple[uuid.UUID, ...] = ()
     urgent: bool = False
+    reposted_channel: uuid.UUID | None = None
+    repost_message: uuid.UUID | None = None
 
 
 @dataclass(frozen=True, slots=True)

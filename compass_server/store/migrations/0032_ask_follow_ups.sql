@@ -112,6 +112,12 @@ DECLARE
   last_id bigint;
   taken int := 0;
   unnumbered uuid[] := '{}';
+  target uuid;
+  note text;
+  reposted messages%ROWTYPE;
+  kinds text[];
+  channels uuid[];
+  payloads jsonb[];
 BEGIN
   FOR due IN
     SELECT d.ask_id, d.workspace_id, d.message_id FROM (
@@ -148,6 +154,21 @@ BEGIN
             AND coalesce((stored -> 'follow_up' ->> 'escalate_to_owner')::boolean, false)
       ) x
       WHERE p IS NOT NULL AND NOT coalesce(stored -> 'answerer_ids', '[]') ? p;
+      -- A note of the ask in another channel, while the asker may post there.
+      target := (stored -> 'follow_up' ->> 'escalate_to_channel')::uuid;
+      IF target IS NOT NULL AND (
+           EXISTS (SELECT 1 FROM channel_members cm
+                   WHERE cm.channel_id = target AND cm.account_id = m.author_id)
+           OR EXISTS (SELECT 1 FROM compass_participation p
+                      WHERE p.channel_id = target AND p.account_id = m.author_id)) THEN
+        note := format('Still waiting for an answer in #%s (ask %s): %s',
+          (SELECT name FROM channels WHERE id = m.channel_id), due.ask_id,
+          stored -> 'questions' -> 0 ->> 'question');
+        INSERT INTO messages (id, workspace_id, channel_id, author_id, blocks, search_text)
+          VALUES (gen_random_uuid(), due.workspace_id, target, m.author_id,
+                  jsonb_build_array(jsonb_build_object('kind', 'text', 'text', note)), lower(note))
+          RETURNING * INTO reposted;
+      END IF;
     ELSE
       -- The named answerers and the people escalated to who haven't voted.
       SELECT coalesce(jsonb_agg(p ORDER BY p), '[]') INTO people FROM (
@@ -164,6 +185,10 @@ BEGIN
     -- event recorded by it.
     step := jsonb_build_object('kind', nxt.kind, 'at', now(), 'account_ids', people,
       'urgent', nxt.kind = 'escalated');
+    IF reposted.id IS NOT NULL THEN
+      step := step || jsonb_build_object('reposted_channel_id', reposted.channel_id,
+        'repost_message_id', reposted.id);
+    END IF;
     asked := stored || jsonb_build_object('follow_up_steps',
       coalesce(stored -> 'follow_up_steps', '[]') || jsonb_build_array(step));
     UPDATE messages SET blocks = jsonb_set(blocks, ARRAY[idx::text, 'ask'], asked)
@@ -174,8 +199,17 @@ BEGIN
       PERFORM pg_notify('compass_deadlines', extract(epoch FROM nxt.due)::text);
     END IF;
     ask_msg := compass_message_json(written, (SELECT handle FROM accounts WHERE id = m.author_id));
-    last_id := compass_append_events_to(due.workspace_id, ARRAY['message_updated'],
-      ARRAY[m.channel_id], ARRAY[ask_msg]);
+    kinds := ARRAY['message_updated'];
+    channels := ARRAY[m.channel_id];
+    payloads := ARRAY[ask_msg];
+    IF reposted.id IS NOT NULL THEN
+      kinds := kinds || 'message_posted'::text;
+      channels := channels || reposted.channel_id;
+      payloads := payloads
+        || compass_message_json(reposted, (SELECT handle FROM accounts WHERE id = m.author_id));
+      reposted := NULL;
+    END IF;
+    last_id := compass_append_events_to(due.workspace_id, kinds, channels, payloads);
     taken := taken + 1;
     IF last_id IS NULL AND NOT due.workspace_id = ANY(unnumbered) THEN
       unnumbered := unnumbered || due.workspace_id;

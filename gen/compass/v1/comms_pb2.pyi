@@ -194,30 +194,36 @@ class Ask(_message.Message):
     def __init__(self, ask_id: _Optional[str] = ..., questions: _Optional[_Iterable[_Union[AskQuestion, _Mapping]]] = ..., answered: _Optional[bool] = ..., cancelled: _Optional[bool] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., answerer_account_ids: _Optional[_Iterable[str]] = ..., answerer_handles: _Optional[_Iterable[str]] = ..., ending: _Optional[_Union[AskEnding, _Mapping]] = ..., quorum: _Optional[int] = ..., declines_count_against_quorum: _Optional[bool] = ..., quorum_votes: _Optional[_Iterable[_Union[QuorumVote, _Mapping]]] = ..., follow_up: _Optional[_Union[AskFollowUp, _Mapping]] = ..., follow_up_steps: _Optional[_Iterable[_Union[AskFollowUpStep, _Mapping]]] = ...) -> None: ...
 
 class AskFollowUp(_message.Message):
-    __slots__ = ("remind_after", "remind_times", "escalate_after", "escalate_to_account_ids", "escalate_to_owner")
+    __slots__ = ("remind_after", "remind_times", "escalate_after", "escalate_to_account_ids", "escalate_to_owner", "escalate_to_channel_id")
     REMIND_AFTER_FIELD_NUMBER: _ClassVar[int]
     REMIND_TIMES_FIELD_NUMBER: _ClassVar[int]
     ESCALATE_AFTER_FIELD_NUMBER: _ClassVar[int]
     ESCALATE_TO_ACCOUNT_IDS_FIELD_NUMBER: _ClassVar[int]
     ESCALATE_TO_OWNER_FIELD_NUMBER: _ClassVar[int]
+    ESCALATE_TO_CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
     remind_after: _duration_pb2.Duration
     remind_times: int
     escalate_after: _duration_pb2.Duration
     escalate_to_account_ids: _containers.RepeatedScalarFieldContainer[str]
     escalate_to_owner: bool
-    def __init__(self, remind_after: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., remind_times: _Optional[int] = ..., escalate_after: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., escalate_to_account_ids: _Optional[_Iterable[str]] = ..., escalate_to_owner: _Optional[bool] = ...) -> None: ...
+    escalate_to_channel_id: str
+    def __init__(self, remind_after: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., remind_times: _Optional[int] = ..., escalate_after: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., escalate_to_account_ids: _Optional[_Iterable[str]] = ..., escalate_to_owner: _Optional[bool] = ..., escalate_to_channel_id: _Optional[str] = ...) -> None: ...
 
 class AskFollowUpStep(_message.Message):
-    __slots__ = ("kind", "at", "account_ids", "urgent")
+    __slots__ = ("kind", "at", "account_ids", "urgent", "reposted_channel_id", "repost_message_id")
     KIND_FIELD_NUMBER: _ClassVar[int]
     AT_FIELD_NUMBER: _ClassVar[int]
     ACCOUNT_IDS_FIELD_NUMBER: _ClassVar[int]
     URGENT_FIELD_NUMBER: _ClassVar[int]
+    REPOSTED_CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
+    REPOST_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
     kind: AskFollowUpStepKind
     at: _timestamp_pb2.Timestamp
     account_ids: _containers.RepeatedScalarFieldContainer[str]
     urgent: bool
-    def __init__(self, kind: _Optional[_Union[AskFollowUpStepKind, str]] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., account_ids: _Optional[_Iterable[str]] = ..., urgent: _Optional[bool] = ...) -> None: ...
+    reposted_channel_id: str
+    repost_message_id: str
+    def __init__(self, kind: _Optional[_Union[AskFollowUpStepKind, str]] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., account_ids: _Optional[_Iterable[str]] = ..., urgent: _Optional[bool] = ..., reposted_channel_id: _Optional[str] = ..., repost_message_id: _Optional[str] = ...) -> None: ...
 
 class QuorumVote(_message.Message):
     __slots__ = ("account_id", "handle", "kind", "answers", "reason", "at", "surface", "standing_answer_id")
