@@ -323,7 +323,12 @@ def follow_up_text(ask: pb.Ask) -> str:
         people = ", ".join(step.account_ids)
         at = rfc3339(step.at)
         if step.kind == pb.ASK_FOLLOW_UP_STEP_KIND_ESCALATED:
-            said.append(f"escalated to {people or 'nobody new'} at {at} (urgent)")
+            where = (
+                f", reposted in channel {step.reposted_channel_id}"
+                if step.reposted_channel_id
+                else ""
+            )
+            said.append(f"escalated to {people or 'nobody new'}{where} at {at} (urgent)")
         else:
             said.append(f"reminded {people or 'the channel'} at {at}")
     return ("Follow-ups: " + "; ".join(said) + ".") if said else ""
@@ -338,6 +343,14 @@ def _follow_up_state(ask: pb.Ask) -> list[dict[str, Any]]:
             "at": rfc3339(step.at),
             "account_ids": list(step.account_ids),
             "urgent": step.urgent,
+            **(
+                {
+                    "reposted_channel_id": step.reposted_channel_id,
+                    "repost_message_id": step.repost_message_id,
+                }
+                if step.reposted_channel_id
+                else {}
+            ),
         }
         for step in ask.follow_up_steps
     ]
