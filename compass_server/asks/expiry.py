@@ -44,6 +44,9 @@ class Expiry:
         # The soonest deadline heard while a sweep reads the next one.
         self._heard: datetime.datetime | None = None
         self._task: asyncio.Task[None] | None = None
+        # A time that came due just after the last sweep read it is swept
+        # again at once, before backing off by _RETRY.
+        self._again = True
 
     async def start(self) -> None:
         self.store.deadline_listeners.append(self.posted)
@@ -100,7 +103,12 @@ class Expiry:
             delay = self.interval
             if self._next is not None:
                 until = (self._next - _now()).total_seconds()
-                delay = min(delay, until + _LATE if until > 0 else _RETRY)
+                if until > 0:
+                    delay = min(delay, until + _LATE)
+                    self._again = True
+                else:
+                    delay = 0.0 if self._again else _RETRY
+                    self._again = False
             # Not wait_for: on Python 3.11 it swallows a cancellation that
             # lands as the event fires, and stopping would wait forever.
             with contextlib.suppress(TimeoutError):

@@ -136,6 +136,15 @@ def _person(actor: Actor) -> None:
         raise PermissionDenied("agents never answer or decline asks")
 
 
+def _first_follow_up(ask: Ask, posted: datetime.datetime | None) -> datetime.datetime | None:
+    """When the ask's first follow-up step is due (as migration 0032 sets it)."""
+    f = ask.follow_up
+    if f is None or posted is None:
+        return None
+    waits = [w for w in (f.remind_after, f.escalate_after) if w is not None]
+    return posted + min(waits) if waits else None
+
+
 class AskCache:
     """Asks' content by id, bounded by its encoded bytes. Content never
     changes after append, so a copy can check answers without a read; state
@@ -270,9 +279,14 @@ class AskEndings(StandingAnswers):
                 self._asks.put(block, size)
                 if block.ending is not None:
                     self._ended(block.ending.kind.value, 1, message)
-                elif block.deadline is not None:
+                    continue
+                if block.deadline is not None:
                     for listener in self.deadline_listeners:
                         listener(block.deadline)
+                first = _first_follow_up(block, message.created_at)
+                if first is not None:
+                    for listener in self.deadline_listeners:
+                        listener(first)
 
     # --- reading an ask unlocked -------------------------------------------------
 
