@@ -280,8 +280,13 @@ async def test_bad_policies_are_refused_with_reasons(fresh_database_url: str) ->
                 ),
             )
         assert "escalates a quorum ask" in err.value.message
-        # A good one reads back as sent, with no steps yet.
-        ask = await post_through(client, w, ask_block(policy(remind=60, escalate=120, owner=True)))
+        # A good one reads back as sent, with no steps yet: steps a client
+        # sends are the server's to write, and dropped.
+        good = ask_block(policy(remind=60, escalate=120, owner=True))
+        good.ask.follow_up_steps.add(
+            kind=pb.ASK_FOLLOW_UP_STEP_KIND_ESCALATED, account_ids=[stranger], urgent=True
+        )
+        ask = await post_through(client, w, good)
         assert ask.follow_up.remind_after.ToTimedelta() == 60 * S
         assert ask.follow_up.remind_times == 1
         assert ask.follow_up.escalate_to_owner and not ask.follow_up_steps
