@@ -49,7 +49,7 @@ from compass_server.slack.outbox import SlackOutbox
 from compass_server.slack.web import SlackWeb
 from compass_server.store import Database, Store
 from compass_server.store.admin import ACCESS_CHANNEL
-from compass_server.store.blocks import DeadlineBounds
+from compass_server.store.blocks import DeadlineBounds, follow_up_default
 from compass_server.store.db import CONNECTIONS_PER_TOKEN, redacted_url
 from compass_server.store.embedded import EmbeddedPostgres
 from compass_server.store.inbox import InboxStore
@@ -323,6 +323,7 @@ class CompassServer:
                 datetime.timedelta(seconds=self.settings.ask_deadline_max_seconds),
             ),
         )
+        self.store.follow_up_default = follow_up_default(settings.ask_follow_up_default)
         self.store.link_lifetime = datetime.timedelta(seconds=settings.signin_link_max_seconds)
         self.store.standing_longest = datetime.timedelta(
             seconds=settings.standing_answer_max_seconds

@@ -52,6 +52,7 @@ from compass_server.signin.oidc import (
 from compass_server.signin.providers import Provider, ProviderError, providers
 from compass_server.slack.settings import SLACK_API_URL, SLACK_LINK_SECONDS, SLACK_REQUEST_BYTES
 from compass_server.store.asks import ASK_CACHE_BYTES
+from compass_server.store.blocks import follow_up_default
 from compass_server.store.channels import CHANNELS_PER_ACCOUNT
 from compass_server.store.coalesce import WRITE_BATCH
 from compass_server.store.db import CONNECTIONS_PER_TOKEN, redacted_url
@@ -605,6 +606,16 @@ class Settings:
     )
     ask_deadline_max_seconds: float = _s(
         30 * 86_400.0, "limits", Seconds(), "how late after its post an ask's deadline may be"
+    )
+    ask_follow_up_default: str = _s(
+        "",
+        "limits",
+        Checked(
+            "a follow-up policy like remind=30m,times=2,escalate=4h,owner",
+            follow_up_default,
+            "POLICY",
+        ),
+        "the follow-up of every channel ask posted without one; empty: none",
     )
     standing_answer_max_seconds: float = _s(
         STANDING_ANSWER_MAX.total_seconds(),

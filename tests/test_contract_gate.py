@@ -92,6 +92,8 @@ WIRE_NUMBERS: dict[str, dict[str, int]] = {
         "quorum": 20,
         "declines_count_against_quorum": 21,
         "quorum_votes": 22,
+        "follow_up": 70,
+        "follow_up_steps": 71,
     },
     "AskEnding": {
         "kind": 1,

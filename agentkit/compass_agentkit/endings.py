@@ -316,11 +316,53 @@ def open_terms(ask: pb.Ask) -> list[str]:
     return terms
 
 
+def follow_up_text(ask: pb.Ask) -> str:
+    """The ask's follow-up steps so far, as one sentence; empty with none."""
+    said = []
+    for step in ask.follow_up_steps:
+        people = ", ".join(step.account_ids)
+        at = rfc3339(step.at)
+        if step.kind == pb.ASK_FOLLOW_UP_STEP_KIND_ESCALATED:
+            where = (
+                f", reposted in channel {step.reposted_channel_id}"
+                if step.reposted_channel_id
+                else ""
+            )
+            said.append(f"escalated to {people or 'nobody new'}{where} at {at} (urgent)")
+        else:
+            said.append(f"reminded {people or 'the channel'} at {at}")
+    return ("Follow-ups: " + "; ".join(said) + ".") if said else ""
+
+
+def _follow_up_state(ask: pb.Ask) -> list[dict[str, Any]]:
+    return [
+        {
+            "kind": "escalated"
+            if step.kind == pb.ASK_FOLLOW_UP_STEP_KIND_ESCALATED
+            else "reminded",
+            "at": rfc3339(step.at),
+            "account_ids": list(step.account_ids),
+            "urgent": step.urgent,
+            **(
+                {
+                    "reposted_channel_id": step.reposted_channel_id,
+                    "repost_message_id": step.repost_message_id,
+                }
+                if step.reposted_channel_id
+                else {}
+            ),
+        }
+        for step in ask.follow_up_steps
+    ]
+
+
 def state_text(ask: pb.Ask) -> str:
-    """The ask's ending in words, or that it is open and what it asks."""
+    """The ask's ending in words, or that it is open and what it asks; and
+    its follow-up steps."""
+    steps = follow_up_text(ask)
     ending = ending_of(ask)
     if ending is not None:
-        return ending.text
+        return ending.text + (f"\n{steps}" if steps else "")
     if ask.quorum:
         progress = f"{len(_answers(ask))} of {ask.quorum} answers so far."
     else:
@@ -328,6 +370,8 @@ def state_text(ask: pb.Ask) -> str:
     said = " ".join([progress, *open_terms(ask)])
     lines = [f"Ask {ask.ask_id} is open: {said} It asks:"]
     lines += [continued(f"- {_one_line(q.question)}") for q in ask.questions]
+    if steps:
+        lines.append(steps)
     return "\n".join(lines)
 
 
@@ -381,6 +425,8 @@ def ask_state(ask: pb.Ask) -> dict[str, Any]:
         }
     elif ending is not None and ending.name == "answered":
         state["answers"] = _results(ask)
+    if ask.follow_up_steps:
+        state["follow_up_steps"] = _follow_up_state(ask)
     return state
 
 

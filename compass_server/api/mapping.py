@@ -32,10 +32,19 @@ OWNERSHIP: dict[str, dict[str, frozenset[str]]] = {
                 "answerer_account_ids",
                 "quorum",
                 "declines_count_against_quorum",
+                "follow_up",
             }
         ),
         "server": frozenset(
-            {"ask_id", "answered", "cancelled", "answerer_handles", "ending", "quorum_votes"}
+            {
+                "ask_id",
+                "answered",
+                "cancelled",
+                "answerer_handles",
+                "ending",
+                "quorum_votes",
+                "follow_up_steps",
+            }
         ),
     },
     "compass.v1.AskQuestion": {
@@ -86,13 +95,68 @@ def _deadline_from_wire(a: pb.Ask) -> tuple[datetime.datetime | None, datetime.t
     return deadline, timeout
 
 
-def _answerer_from_wire(value: str) -> uuid.UUID:
+def _answerer_from_wire(value: str, field: str = "answerer_account_ids") -> uuid.UUID:
     try:
         return uuid.UUID(value)
     except ValueError:
+        raise InvalidArgument(f"{field} has {value[:64]!r}, which is no account id") from None
+
+
+def follow_up_from_wire(f: pb.AskFollowUp) -> st.FollowUp:
+    try:
+        remind = f.remind_after.ToTimedelta() if f.HasField("remind_after") else None
+        escalate = f.escalate_after.ToTimedelta() if f.HasField("escalate_after") else None
+    except (ValueError, OverflowError):
         raise InvalidArgument(
-            f"answerer_account_ids has {value[:64]!r}, which is no account id"
+            "the ask's follow_up holds a duration this server can't hold"
         ) from None
+    return st.FollowUp(
+        remind_after=remind,
+        remind_times=f.remind_times,
+        escalate_after=escalate,
+        escalate_to=tuple(
+            _answerer_from_wire(i, "follow_up.escalate_to_account_ids")
+            for i in f.escalate_to_account_ids
+        ),
+        escalate_to_owner=f.escalate_to_owner,
+        escalate_to_channel=(
+            _answerer_from_wire(f.escalate_to_channel_id, "follow_up.escalate_to_channel_id")
+            if f.escalate_to_channel_id
+            else None
+        ),
+    )
+
+
+def follow_up_to_wire(f: st.FollowUp) -> pb.AskFollowUp:
+    out = pb.AskFollowUp(
+        remind_times=f.remind_times,
+        escalate_to_account_ids=[str(i) for i in f.escalate_to],
+        escalate_to_owner=f.escalate_to_owner,
+        escalate_to_channel_id=str(f.escalate_to_channel) if f.escalate_to_channel else "",
+    )
+    if f.remind_after is not None:
+        out.remind_after.FromTimedelta(f.remind_after)
+    if f.escalate_after is not None:
+        out.escalate_after.FromTimedelta(f.escalate_after)
+    return out
+
+
+_STEP_TO_WIRE = {
+    "reminded": pb.ASK_FOLLOW_UP_STEP_KIND_REMINDED,
+    "escalated": pb.ASK_FOLLOW_UP_STEP_KIND_ESCALATED,
+}
+
+
+def follow_up_step_to_wire(x: st.FollowUpStep) -> pb.AskFollowUpStep:
+    out = pb.AskFollowUpStep(
+        kind=_STEP_TO_WIRE.get(x.kind, pb.ASK_FOLLOW_UP_STEP_KIND_UNSPECIFIED),
+        account_ids=[str(i) for i in x.account_ids],
+        urgent=x.urgent,
+        reposted_channel_id=str(x.reposted_channel) if x.reposted_channel else "",
+        repost_message_id=str(x.repost_message) if x.repost_message else "",
+    )
+    out.at.CopyFrom(timestamp(x.at))
+    return out
 
 
 def ask_from_wire(a: pb.Ask) -> st.Ask:
@@ -105,6 +169,7 @@ def ask_from_wire(a: pb.Ask) -> st.Ask:
         answerer_ids=tuple(_answerer_from_wire(i) for i in a.answerer_account_ids),
         quorum=a.quorum,
         declines_count_against_quorum=a.declines_count_against_quorum,
+        follow_up=follow_up_from_wire(a.follow_up) if a.HasField("follow_up") else None,
         questions=tuple(
             st.AskQuestion(
                 question_id=q.question_id,
@@ -279,7 +344,10 @@ def ask_to_wire(a: st.Ask, receipt: str = "") -> pb.Ask:
         quorum=a.quorum,
         declines_count_against_quorum=a.declines_count_against_quorum,
         quorum_votes=[vote_to_wire(v) for v in a.quorum_votes],
+        follow_up_steps=[follow_up_step_to_wire(x) for x in a.follow_up_steps],
     )
+    if a.follow_up is not None:
+        out.follow_up.CopyFrom(follow_up_to_wire(a.follow_up))
     if a.deadline is not None:
         out.deadline.CopyFrom(timestamp(a.deadline))
     if a.ending is not None:

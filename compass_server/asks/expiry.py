@@ -1,4 +1,5 @@
-"""The expiry loop: each server process ends the asks whose deadline passed.
+"""The expiry loop: each server process ends the asks whose deadline passed,
+and takes the follow-up steps (reminders, escalations) that came due.
 
 Every process runs one; the sweep (migration 0009) skips asks another process
 holds, so they never fight, and a sweep that dies mid-way leaves nothing half
@@ -43,6 +44,9 @@ class Expiry:
         # The soonest deadline heard while a sweep reads the next one.
         self._heard: datetime.datetime | None = None
         self._task: asyncio.Task[None] | None = None
+        # A time that came due just after the last sweep read it is swept
+        # again at once, before backing off by _RETRY.
+        self._again = True
 
     async def start(self) -> None:
         self.store.deadline_listeners.append(self.posted)
@@ -80,7 +84,15 @@ class Expiry:
                 break
         if total:
             log.info("expired %d ask(s) whose deadline passed", total)
-        found = await self.store.next_ask_deadline()
+        steps = 0
+        while True:
+            n = await self.store.take_follow_ups(self.batch)
+            steps += n
+            if n < self.batch:
+                break
+        if steps:
+            log.info("took %d follow-up step(s) of open asks", steps)
+        found = _soonest(await self.store.next_ask_deadline(), await self.store.next_follow_up())
         heard = self._heard
         self._next = found if heard is None or (found is not None and found < heard) else heard
         return total
@@ -91,7 +103,12 @@ class Expiry:
             delay = self.interval
             if self._next is not None:
                 until = (self._next - _now()).total_seconds()
-                delay = min(delay, until + _LATE if until > 0 else _RETRY)
+                if until > 0:
+                    delay = min(delay, until + _LATE)
+                    self._again = True
+                else:
+                    delay = 0.0 if self._again else _RETRY
+                    self._again = False
             # Not wait_for: on Python 3.11 it swallows a cancellation that
             # lands as the event fires, and stopping would wait forever.
             with contextlib.suppress(TimeoutError):
@@ -114,6 +131,10 @@ class Expiry:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+
+def _soonest(*times: datetime.datetime | None) -> datetime.datetime | None:
+    return min((t for t in times if t is not None), default=None)
 
 
 def _now() -> datetime.datetime:

@@ -31,6 +31,8 @@ from compass_server.webhooks.payloads import Notice, notices
 
 T = WebhookEventType
 _ENDINGS = {T.ASK_ANSWERED, T.ASK_DECLINED, T.ASK_WITHDRAWN, T.ASK_EXPIRED}
+# Mails that open the ask for their person, with a link of their own.
+LINKED = ("posted", "reminded", "escalated")
 _SAID = {
     "answered": "was answered",
     "declined": "was declined",
@@ -78,8 +80,22 @@ def message_id(public_url: str, ask_id: str, account_id: str, stage: str) -> str
 
 def recipients(notice: Notice, d: Directory) -> list[uuid.UUID]:
     """The named answerers who haven't turned mail off; for an ask that
-    names nobody, its channel's people who asked for mail about every ask."""
+    names nobody, its channel's people who asked for mail about every ask.
+    A follow-up step: the people it reached who haven't turned mail off (a
+    reminder of an ask that names nobody also the channel's 'all' people)."""
     ask = notice.data["ask"]
+    step = notice.data.get("follow_up")
+    if step is not None:
+        reached = [uuid.UUID(p["account_id"]) for p in step["people"]]
+        out = [a for a in reached if a in d.people and d.people[a][2] != "off"]
+        if step["kind"] == "reminded" and not ask["answerers"]:
+            channel = uuid.UUID(notice.data["channel"]["channel_id"])
+            out += [
+                a
+                for a in d.members.get(channel, ())
+                if a not in out and a in d.people and d.people[a][2] == "all"
+            ]
+        return out
     named = [uuid.UUID(a["account_id"]) for a in ask["answerers"]]
     if named:
         return [a for a in named if a in d.people and d.people[a][2] != "off"]
@@ -107,6 +123,10 @@ class MailDrafts:
             for notice in notices(event, d, self.public_url, self.receipts):
                 if notice.type is T.ASK_POSTED:
                     stage = "posted"
+                elif notice.type is T.ASK_REMINDED:
+                    stage = "reminded"
+                elif notice.type is T.ASK_ESCALATED:
+                    stage = "escalated"
                 elif notice.type in _ENDINGS:
                     stage = "ended"
                 else:
@@ -117,14 +137,17 @@ class MailDrafts:
                 for account in recipients(notice, d):
                     handle, address, _ = d.people[account]
                     first = message_id(self.public_url, ask_id, str(account), "posted")
+                    # Each step mails once: its number is part of its ids.
+                    step = notice.data.get("follow_up")
+                    tag = f"{stage}.{step['number']}" if step is not None else stage
                     body = {
                         "to": address,
                         "account_id": str(account),
                         "handle": handle,
                         "ask_id": ask_id,
                         "stage": stage,
-                        "message_id": message_id(self.public_url, ask_id, str(account), stage),
-                        "in_reply_to": first if stage == "ended" else None,
+                        "message_id": message_id(self.public_url, ask_id, str(account), tag),
+                        "in_reply_to": first if stage in ("ended", "reminded") else None,
                         "notice": {"type": notice.type.value, **notice.data},
                     }
                     out.append(
@@ -132,7 +155,7 @@ class MailDrafts:
                             notice.event_id,
                             notice.type,
                             ask_id,
-                            f"email.{stage}:{ask_id}:{account}",
+                            f"email.{tag}:{ask_id}:{account}",
                             json.dumps(body, ensure_ascii=False, separators=(",", ":")),
                         )
                     )
@@ -199,10 +222,23 @@ def render(body: dict[str, Any], sender: str, link: str) -> email.message.EmailM
         msg.set_content("\n".join(lines) + "\n")
         msg.add_alternative(_html(parts), subtype="html")
         return msg
-    msg["Subject"] = f"{asker} asks: {title}"
     one_click = choices(data)
-    lines = [f"{asker} asks you in #{channel}:", ""]
-    parts = [f"<p>{e(asker)} asks you in #{e(channel)}:</p>"]
+    if body["stage"] == "reminded":
+        msg["Subject"] = f"Re: {asker} asks: {title}"
+        msg["In-Reply-To"] = body["in_reply_to"]
+        msg["References"] = body["in_reply_to"]
+        opening = f"Reminder: {asker} is still waiting for your answer in #{channel}:"
+    elif body["stage"] == "escalated":
+        msg["Subject"] = f"Urgent: {asker} asks: {title}"
+        # Marked for mail clients too: an escalation is urgent.
+        msg["Importance"] = "high"
+        msg["X-Priority"] = "1"
+        opening = f"Nobody has answered yet, so {asker} asks you too in #{channel}:"
+    else:
+        msg["Subject"] = f"{asker} asks: {title}"
+        opening = f"{asker} asks you in #{channel}:"
+    lines = [opening, ""]
+    parts = [f"<p>{e(opening)}</p>"]
     for q in data["ask"]["questions"]:
         lines.append(q["question"])
         parts.append(f"<p><strong>{e(q['question'])}</strong></p>")

@@ -18,7 +18,7 @@ from typing import Protocol
 
 import aiosmtplib
 
-from compass_server.notify.email import render
+from compass_server.notify.email import LINKED, render
 from compass_server.store.errors import StoreError
 from compass_server.store.links import MintedLink
 from compass_server.store.types import ClaimedDelivery
@@ -86,7 +86,7 @@ class Mailer:
         link = ""
         try:
             async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
-                if body["stage"] == "posted":
+                if body["stage"] in LINKED:
                     try:
                         minted = await self.links.mint_ask_link(
                             delivery.workspace_id, body["ask_id"], uuid.UUID(body["account_id"])

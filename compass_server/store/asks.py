@@ -136,6 +136,15 @@ def _person(actor: Actor) -> None:
         raise PermissionDenied("agents never answer or decline asks")
 
 
+def _first_follow_up(ask: Ask, posted: datetime.datetime | None) -> datetime.datetime | None:
+    """When the ask's first follow-up step is due (as migration 0032 sets it)."""
+    f = ask.follow_up
+    if f is None or posted is None:
+        return None
+    waits = [w for w in (f.remind_after, f.escalate_after) if w is not None]
+    return posted + min(waits) if waits else None
+
+
 class AskCache:
     """Asks' content by id, bounded by its encoded bytes. Content never
     changes after append, so a copy can check answers without a read; state
@@ -200,7 +209,14 @@ class AskEndings(StandingAnswers):
         """The blocks with each ask's answerers checked and their handles filled:
         every one a person in the channel, else INVALID_ARGUMENT (after
         NOT_FOUND when the author can't post there)."""
+        await self._may_repost(actor, blocks)
         named = {i for b in blocks if isinstance(b, Ask) for i in b.answerer_ids}
+        named |= {
+            i
+            for b in blocks
+            if isinstance(b, Ask) and b.follow_up is not None
+            for i in b.follow_up.escalate_to
+        }
         if not named:
             return list(blocks)
         async with self.db.tx(actor) as conn:
@@ -226,8 +242,34 @@ class AskEndings(StandingAnswers):
                 block = dataclasses.replace(
                     block, answerer_handles=tuple(handles[a] for a in block.answerer_ids)
                 )
+            if isinstance(block, Ask) and block.follow_up is not None:
+                for account_id in block.follow_up.escalate_to:
+                    if account_id not in handles:
+                        raise InvalidArgument(
+                            f"block {i} ask escalates to {account_id}, who is not a "
+                            "person in this channel"
+                        )
             out.append(block)
         return out
+
+    async def _may_repost(self, actor: Actor, blocks: Sequence[Block]) -> None:
+        """INVALID_ARGUMENT unless the author may post in each channel its asks
+        escalate to."""
+        for i, b in enumerate(blocks):
+            if not isinstance(b, Ask) or b.follow_up is None:
+                continue
+            channel = b.follow_up.escalate_to_channel
+            if channel is None:
+                continue
+            async with self.db.tx(actor) as conn:
+                cur = await conn.execute(
+                    ASKS["may_post_in"], {"channel_id": channel, "author_id": actor.account_id}
+                )
+                row = await cur.fetchone()
+            if row is None or not row["may"]:
+                raise InvalidArgument(
+                    f"block {i} ask escalates to channel {channel}, which you can't post in"
+                )
 
     def _posted(self, message: Message, sizes: Sequence[int]) -> None:
         """Caches the message's asks; `sizes` are its blocks' encoded bytes.
@@ -237,9 +279,14 @@ class AskEndings(StandingAnswers):
                 self._asks.put(block, size)
                 if block.ending is not None:
                     self._ended(block.ending.kind.value, 1, message)
-                elif block.deadline is not None:
+                    continue
+                if block.deadline is not None:
                     for listener in self.deadline_listeners:
                         listener(block.deadline)
+                first = _first_follow_up(block, message.created_at)
+                if first is not None:
+                    for listener in self.deadline_listeners:
+                        listener(first)
 
     # --- reading an ask unlocked -------------------------------------------------
 
@@ -446,6 +493,27 @@ class AskEndings(StandingAnswers):
         """The nearest deadline of any open ask, in any workspace."""
         async with self.db.maintenance() as conn:
             row = await (await conn.execute(ASKS["next_ask_deadline"])).fetchone()
+        return row["due"] if row else None
+
+    # --- follow-ups ---------------------------------------------------------------
+
+    async def take_follow_ups(self, batch: int = EXPIRY_BATCH) -> int:
+        """Takes up to `batch` due follow-up steps (reminders, escalations) of
+        open asks, in any workspace; returns how many. Safe to run from every
+        server at once: each step is taken once, under its ask's row lock."""
+        async with self.db.maintenance() as conn:
+            cur = await conn.execute(ASKS["take_follow_ups"], {"batch": batch})
+            row = await cur.fetchone()
+        assert row is not None
+        result: dict[str, Any] = row["result"]
+        for workspace_id in result["unnumbered"]:
+            self.db.sequencer.committed(uuid.UUID(workspace_id))
+        return int(result["steps"])
+
+    async def next_follow_up(self) -> datetime.datetime | None:
+        """When the nearest follow-up step of any ask is due."""
+        async with self.db.maintenance() as conn:
+            row = await (await conn.execute(ASKS["next_follow_up"])).fetchone()
         return row["due"] if row else None
 
     # --- the record --------------------------------------------------------------

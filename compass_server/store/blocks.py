@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import re
 import secrets
 import uuid
 from collections.abc import Iterable, Sequence
@@ -25,6 +26,8 @@ from compass_server.store.types import (
     AskQuestion,
     Block,
     EndingKind,
+    FollowUp,
+    FollowUpStep,
     Message,
     QuorumVote,
     Surface,
@@ -51,6 +54,11 @@ MAX_ANSWER_TEXT_BYTES = 64 * 1024
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 MAX_ANSWERERS = 50
 MAX_REASON_CHARS = 1_000
+# A follow-up policy's bounds: reminders, their spacing, the escalation.
+MAX_REMINDERS = 5
+MAX_ESCALATE_TO = 10
+# The shortest spacing and escalation are the deadline bounds' shortest.
+REMIND_LONGEST = datetime.timedelta(days=7)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +133,28 @@ def validate_ask(ask: Ask, where: str = "ask") -> None:
         raise InvalidArgument(
             f"{where} says declines count against its quorum, but it has no quorum"
         )
+    if ask.follow_up is not None:
+        validate_follow_up(ask.follow_up, f"{where} follow_up")
+        if ask.quorum and ask.follow_up.escalate_after is not None:
+            raise InvalidArgument(
+                f"{where} escalates a quorum ask; a quorum's answerers are the people it names"
+            )
+
+
+def validate_follow_up(f: FollowUp, where: str) -> None:
+    if not 0 <= f.remind_times <= MAX_REMINDERS:
+        raise InvalidArgument(f"{where} remind_times must be 0 to {MAX_REMINDERS}")
+    if f.remind_times and f.remind_after is None:
+        raise InvalidArgument(f"{where} sets remind_times without remind_after")
+    if len(f.escalate_to) > MAX_ESCALATE_TO:
+        raise InvalidArgument(f"{where} escalates to more than {MAX_ESCALATE_TO} people")
+    if len(set(f.escalate_to)) != len(f.escalate_to):
+        raise InvalidArgument(f"{where} escalates to a person twice")
+    targets = f.escalate_to or f.escalate_to_owner or f.escalate_to_channel is not None
+    if targets and f.escalate_after is None:
+        raise InvalidArgument(f"{where} names whom to escalate to without escalate_after")
+    if f.escalate_after is not None and not targets:
+        raise InvalidArgument(f"{where} sets escalate_after but escalates to nobody")
 
 
 def settle_deadline(
@@ -178,10 +208,12 @@ def prepare_for_append(
     blocks: Sequence[Block],
     now: datetime.datetime | None = None,
     bounds: DeadlineBounds = DEADLINE_BOUNDS,
+    follow_up_default: FollowUp | None = None,
 ) -> tuple[list[Block], list[str]]:
     """Validates a post's blocks, drops inbound server-owned ask state, settles
     each ask's deadline and mints one ask_id per ask block. Returns the blocks
-    to store and the minted ids."""
+    to store and the minted ids. An ask that sends no follow-up policy gets
+    `follow_up_default` (an empty policy sent is none)."""
     now = now or datetime.datetime.now(datetime.UTC)
     if not blocks:
         raise InvalidArgument("a message needs at least one block")
@@ -196,6 +228,8 @@ def prepare_for_append(
         elif isinstance(block, Ask):
             validate_ask(block, f"block {i} ask")
             deadline = settle_deadline(block, now, bounds, f"block {i} ask")
+            if block.follow_up is not None:
+                follow_up_spans(block.follow_up, bounds, f"block {i} ask follow_up")
             ask_id = mint_ask_id()
             minted.append(ask_id)
             out.append(
@@ -206,6 +240,11 @@ def prepare_for_append(
                     answerer_ids=block.answerer_ids,
                     quorum=block.quorum,
                     declines_count_against_quorum=block.declines_count_against_quorum,
+                    follow_up=_settled(
+                        block.follow_up
+                        if block.follow_up is not None
+                        else _default_for(block, follow_up_default)
+                    ),
                 )
             )
         else:
@@ -341,6 +380,26 @@ def block_to_json(block: Block) -> dict[str, Any]:
             ask["declines_count_against_quorum"] = True
         if block.quorum_votes:
             ask["quorum_votes"] = [_vote_to_json(v) for v in block.quorum_votes]
+        if block.follow_up is not None:
+            ask["follow_up"] = _follow_up_to_json(block.follow_up)
+        if block.follow_up_steps:
+            ask["follow_up_steps"] = [
+                {
+                    "kind": st.kind,
+                    "at": st.at.isoformat(),
+                    "account_ids": [str(a) for a in st.account_ids],
+                    "urgent": st.urgent,
+                    **(
+                        {
+                            "reposted_channel_id": str(st.reposted_channel),
+                            "repost_message_id": str(st.repost_message),
+                        }
+                        if st.reposted_channel is not None
+                        else {}
+                    ),
+                }
+                for st in block.follow_up_steps
+            ]
         return {"kind": "ask", "ask": ask}
     answer: dict[str, Any] = {
         "ask_id": block.ask_id,
@@ -482,6 +541,24 @@ def block_from_json(raw: dict[str, Any], where: str = "block") -> Block:
                 quorum=int(a.get("quorum", 0)),
                 declines_count_against_quorum=bool(a.get("declines_count_against_quorum", False)),
                 quorum_votes=tuple(_vote_from_json(v) for v in a.get("quorum_votes", ())),
+                follow_up=_follow_up_from_json(a["follow_up"]) if "follow_up" in a else None,
+                follow_up_steps=tuple(
+                    FollowUpStep(
+                        kind=str(x["kind"]),
+                        at=datetime.datetime.fromisoformat(x["at"]),
+                        account_ids=tuple(uuid.UUID(i) for i in x.get("account_ids", ())),
+                        urgent=bool(x.get("urgent", False)),
+                        reposted_channel=(
+                            uuid.UUID(x["reposted_channel_id"])
+                            if "reposted_channel_id" in x
+                            else None
+                        ),
+                        repost_message=(
+                            uuid.UUID(x["repost_message_id"]) if "repost_message_id" in x else None
+                        ),
+                    )
+                    for x in a.get("follow_up_steps", ())
+                ),
             )
             if ask.answered and ask.cancelled:
                 raise Corrupt(
@@ -569,3 +646,102 @@ def check_message_size(blocks_json: Sequence[dict[str, Any]]) -> list[int]:
             f"the message is {size} bytes as stored; the limit is {MAX_MESSAGE_BYTES} bytes"
         )
     return sizes
+
+
+def follow_up_spans(f: FollowUp, bounds: DeadlineBounds, where: str) -> None:
+    longest = min(REMIND_LONGEST, bounds.longest)
+    if f.remind_after is not None and not bounds.shortest <= f.remind_after <= longest:
+        raise InvalidArgument(
+            f"{where} remind_after must be {span(bounds.shortest)} to {span(longest)}"
+        )
+    if f.escalate_after is not None and not (bounds.shortest <= f.escalate_after <= bounds.longest):
+        raise InvalidArgument(
+            f"{where} escalate_after must be {span(bounds.shortest)} to {span(bounds.longest)}"
+        )
+
+
+def _default_for(ask: Ask, default: FollowUp | None) -> FollowUp | None:
+    """The default, without the escalation for a quorum ask (whose answerers
+    are the people it names)."""
+    if default is None or not ask.quorum:
+        return default
+    return dataclasses.replace(default, escalate_after=None, escalate_to_owner=False)
+
+
+_WAIT = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
+_UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def follow_up_default(text: str) -> FollowUp | None:
+    """The servers' default policy from its setting, like
+    "remind=30m,times=2,escalate=4h,owner" (a wait is a number with ms, s,
+    m, h or d; `owner` escalates to the asking agent's owner); "" is none.
+    ValueError for anything else."""
+    if not text.strip():
+        return None
+    remind: datetime.timedelta | None = None
+    escalate: datetime.timedelta | None = None
+    times, owner = 0, False
+    for part in (p.strip() for p in text.split(",")):
+        key, _, value = part.partition("=")
+        wait = _WAIT.match(value.strip())
+        if key == "remind" and wait:
+            remind = datetime.timedelta(seconds=float(wait[1]) * _UNIT[wait[2]])
+        elif key == "escalate" and wait:
+            escalate = datetime.timedelta(seconds=float(wait[1]) * _UNIT[wait[2]])
+        elif key == "times" and value.strip().isdigit():
+            times = int(value)
+        elif part == "owner":
+            owner = True
+        else:
+            raise ValueError(f"{part!r} is not remind=WAIT, times=N, escalate=WAIT or owner")
+    f = FollowUp(
+        remind_after=remind, remind_times=times, escalate_after=escalate, escalate_to_owner=owner
+    )
+    try:
+        validate_follow_up(f, "the default follow-up")
+    except InvalidArgument as exc:
+        raise ValueError(exc.message) from None
+    if (remind is not None and not remind) or (escalate is not None and not escalate):
+        raise ValueError("a follow-up wait is more than 0")
+    return f
+
+
+def _settled(f: FollowUp | None) -> FollowUp | None:
+    """A policy with nothing to do is none; remind_after alone reminds once."""
+    if f is None or (f.remind_after is None and f.escalate_after is None):
+        return None
+    if f.remind_after is not None and not f.remind_times:
+        return dataclasses.replace(f, remind_times=1)
+    return f
+
+
+def _follow_up_to_json(f: FollowUp) -> dict[str, Any]:
+    """Seconds, as migration 0032's step function reads them."""
+    out: dict[str, Any] = {}
+    if f.remind_after is not None:
+        out["remind_after_s"] = f.remind_after.total_seconds()
+        out["remind_times"] = f.remind_times
+    if f.escalate_after is not None:
+        out["escalate_after_s"] = f.escalate_after.total_seconds()
+        out["escalate_to"] = [str(a) for a in f.escalate_to]
+        out["escalate_to_owner"] = f.escalate_to_owner
+        if f.escalate_to_channel is not None:
+            out["escalate_to_channel"] = str(f.escalate_to_channel)
+    return out
+
+
+def _follow_up_from_json(raw: dict[str, Any]) -> FollowUp:
+    def secs(key: str) -> datetime.timedelta | None:
+        return datetime.timedelta(seconds=float(raw[key])) if key in raw else None
+
+    return FollowUp(
+        remind_after=secs("remind_after_s"),
+        remind_times=int(raw.get("remind_times", 0)),
+        escalate_after=secs("escalate_after_s"),
+        escalate_to=tuple(uuid.UUID(i) for i in raw.get("escalate_to", ())),
+        escalate_to_owner=bool(raw.get("escalate_to_owner", False)),
+        escalate_to_channel=(
+            uuid.UUID(raw["escalate_to_channel"]) if "escalate_to_channel" in raw else None
+        ),
+    )

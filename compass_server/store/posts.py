@@ -38,7 +38,16 @@ from compass_server.store import blocks as blockrules
 from compass_server.store.coalesce import Coalescer
 from compass_server.store.db import Database, queries, signed_out
 from compass_server.store.errors import Conflict, InvalidArgument, NotFound
-from compass_server.store.types import Actor, Ask, AskQuestion, Block, Message, Surface, TextBlock
+from compass_server.store.types import (
+    Actor,
+    Ask,
+    AskQuestion,
+    Block,
+    FollowUp,
+    Message,
+    Surface,
+    TextBlock,
+)
 from compass_server.telemetry.traces import traceparent_of
 
 POSTS = queries("posts")
@@ -181,6 +190,7 @@ class Posts:
     db: Database
     _posts: Coalescer
     deadline_bounds: blockrules.DeadlineBounds
+    follow_up_default: FollowUp | None
 
     # AskEndings' (see asks.py).
     _name_answerers: Callable[[Actor, uuid.UUID, Sequence[Block]], Awaitable[list[Block]]]
@@ -202,7 +212,9 @@ class Posts:
         answerers, and drops any inbound server-owned ask state; refuses
         ask_answer blocks."""
         check_client_key(client_key)
-        stored, ask_ids = blockrules.prepare_for_append(blocks, bounds=self.deadline_bounds)
+        stored, ask_ids = blockrules.prepare_for_append(
+            blocks, bounds=self.deadline_bounds, follow_up_default=self.follow_up_default
+        )
         stored = await self._name_answerers(actor, channel_id, stored)
         blocks_json = blockrules.blocks_to_json(stored)
         sizes = blockrules.check_message_size(blocks_json)

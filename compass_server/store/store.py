@@ -24,6 +24,7 @@ from compass_server.store.people import People
 from compass_server.store.posts import Posts, post_writes
 from compass_server.store.presence import PresenceStore
 from compass_server.store.sessions import Sessions
+from compass_server.store.types import FollowUp
 
 __all__ = ["Store", "parse_id"]
 
@@ -55,6 +56,8 @@ class Store(
         self.channels_per_account = CHANNELS_PER_ACCOUNT
         self._asks = AskCache(ask_cache_bytes)
         self.deadline_bounds = deadline_bounds
+        # Each ask posted without a follow-up policy gets this one.
+        self.follow_up_default: FollowUp | None = None
         self.deadline_listeners = []
         self.ending_listeners = []
         self.write_listeners: list[Callable[[str, int], None]] = []

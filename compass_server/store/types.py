@@ -293,6 +293,30 @@ class QuorumVote:
 
 
 @dataclass(frozen=True, slots=True)
+class FollowUp:
+    """Reminders after `remind_after` (up to `remind_times`), an escalation
+    after `escalate_after`; both timed from the post."""
+
+    remind_after: datetime.timedelta | None = None
+    remind_times: int = 0
+    escalate_after: datetime.timedelta | None = None
+    escalate_to: tuple[uuid.UUID, ...] = ()
+    escalate_to_owner: bool = False
+    # A channel the asker posts a note of the ask in at the escalation.
+    escalate_to_channel: uuid.UUID | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FollowUpStep:
+    kind: str  # "reminded" or "escalated"
+    at: datetime.datetime
+    account_ids: tuple[uuid.UUID, ...] = ()
+    urgent: bool = False
+    reposted_channel: uuid.UUID | None = None
+    repost_message: uuid.UUID | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Ask:
     questions: tuple[AskQuestion, ...]
     # Server-owned: minted at append; answered/cancelled never both true.
@@ -318,6 +342,9 @@ class Ask:
     declines_count_against_quorum: bool = False
     # Server-owned: the named people's votes, in the order recorded.
     quorum_votes: tuple[QuorumVote, ...] = ()
+    follow_up: FollowUp | None = None
+    # Server-owned: the follow-up steps taken, in order.
+    follow_up_steps: tuple[FollowUpStep, ...] = ()
 
     @property
     def is_open(self) -> bool:
@@ -573,6 +600,9 @@ class WebhookEventType(enum.StrEnum):
     ASK_EXPIRED = "ask.expired"
     # A named person's answer or decline in a quorum ask that did not end it.
     ASK_VOTED = "ask.voted"
+    # A follow-up step of an open ask: its answerers reminded, or people added.
+    ASK_REMINDED = "ask.reminded"
+    ASK_ESCALATED = "ask.escalated"
     INBOX_ITEM_OPENED = "inbox.item.opened"
     INBOX_ITEM_ANSWERED = "inbox.item.answered"
     INBOX_ITEM_CLOSED = "inbox.item.closed"

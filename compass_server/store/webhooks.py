@@ -149,6 +149,11 @@ def _named(events: Sequence[Event]) -> tuple[set[uuid.UUID], set[uuid.UUID], set
     for e in events:
         if e.message is not None:
             channels.add(e.message.channel_id)
+            # The people follow-up steps reached are named by handle.
+            for b in e.message.blocks:
+                if isinstance(b, Ask):
+                    for step in b.follow_up_steps:
+                        accounts.update(step.account_ids)
         if e.inbox is not None:
             accounts.update((e.inbox.agent_id, e.inbox.actor_id))
             items.add(e.inbox.item_id)
@@ -463,6 +468,8 @@ class WebhookStore:
                 for b in e.message.blocks:
                     if isinstance(b, Ask):
                         wanted.update(b.answerer_ids)
+                        for step in b.follow_up_steps:
+                            wanted.update(step.account_ids)
         people: dict[uuid.UUID, tuple[str, str, str]] = {}
         if wanted:
             cur = await conn.execute(WEBHOOKS["mail_people"], {"ids": list(wanted)})

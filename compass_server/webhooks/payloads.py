@@ -30,6 +30,7 @@ from compass_server.store.types import (
     EndingKind,
     Event,
     EventKind,
+    FollowUpStep,
     InboxChange,
     InboxStatus,
     Message,
@@ -211,6 +212,37 @@ def _voted_now(message: Message, at: datetime.datetime | None) -> list[tuple[Ask
     ]
 
 
+def _stepped_now(
+    message: Message, at: datetime.datetime | None
+) -> list[tuple[Ask, int, FollowUpStep]]:
+    """The follow-up steps (with their number, from 1) of open asks of an
+    updated message that this event recorded: a step is written in the
+    transaction of its event, so at the event's time."""
+    return [
+        (b, n, step)
+        for b in message.blocks
+        if isinstance(b, Ask) and b.is_open
+        for n, step in enumerate(b.follow_up_steps, 1)
+        if step.at == at
+    ]
+
+
+def follow_up_data(ask: Ask, n: int, step: FollowUpStep, d: Directory) -> dict[str, Any]:
+    return {
+        "kind": step.kind,
+        "number": n,
+        "at": time(step.at),
+        "urgent": step.urgent,
+        "people": [
+            {
+                "account_id": str(a),
+                "handle": d.people[a][0] if a in d.people else d.handles.get(a, ""),
+            }
+            for a in step.account_ids
+        ],
+    }
+
+
 def _channel_notices(
     event: Event, message: Message, d: Directory, public_url: str, receipts: Receipts
 ) -> list[Notice]:
@@ -249,6 +281,21 @@ def _channel_notices(
                     **base,
                     "ask": ask_data(a, "open", ask_link(public_url, a.ask_id)),
                     "vote": _vote(vote, a),
+                },
+            )
+        )
+    for a, n, step in _stepped_now(message, event.created_at):
+        out.append(
+            Notice(
+                T.ASK_ESCALATED if step.kind == "escalated" else T.ASK_REMINDED,
+                event.event_id,
+                at,
+                a.ask_id,
+                f"ask.{step.kind}:{a.ask_id}:{n}",
+                {
+                    **base,
+                    "ask": ask_data(a, "open", ask_link(public_url, a.ask_id)),
+                    "follow_up": follow_up_data(a, n, step, d),
                 },
             )
         )

@@ -221,7 +221,7 @@ def message(kind: WebhookEventType, data: dict[str, Any]) -> dict[str, Any]:
     """The Slack message for a notice's data (payloads.py)."""
     if kind is T.ASK_VOTED:
         return _vote_follow_up(data)
-    if kind is T.ASK_POSTED:
+    if kind in (T.ASK_POSTED, T.ASK_REMINDED, T.ASK_ESCALATED):
         return _card(data, data.get("asker"), "Answer in Compass")
     if kind is T.INBOX_ITEM_OPENED:
         return _card(data, data.get("agent"), "Answer in Compass")

@@ -150,8 +150,9 @@ ROWS: tuple[Row, ...] = (
         description=(
             "Read one ask by its id: whether it is still open, answered (each question's "
             "chosen options and free text), declined (by whom, and why), expired, withdrawn by "
-            "you, or withdrawn by your owner. Use it for an ask whose ask call stopped "
-            "waiting, or any ask in your channels."
+            "you, or withdrawn by your owner; and whom its follow-ups reminded or escalated "
+            "to, and when. Use it for an ask whose ask call stopped waiting, or any ask in "
+            "your channels."
         ),
         parameters={"ask_id": ASK_ID},
         structured=lambda args, res: ask_state(res.ask),

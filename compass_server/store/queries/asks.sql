@@ -46,3 +46,15 @@ SELECT compass_expire_due_asks(%(batch)s) AS result
 
 -- name: next_ask_deadline
 SELECT compass_next_ask_deadline() AS due
+
+-- name: take_follow_ups
+SELECT compass_take_follow_ups(%(batch)s) AS result
+
+-- name: next_follow_up
+SELECT compass_next_follow_up() AS due
+
+-- name: may_post_in
+SELECT EXISTS (SELECT 1 FROM channel_members
+               WHERE channel_id = %(channel_id)s AND account_id = %(author_id)s)
+    OR EXISTS (SELECT 1 FROM compass_participation
+               WHERE channel_id = %(channel_id)s AND account_id = %(author_id)s) AS may

@@ -58,7 +58,8 @@ function staged(draft) {
  */
 function historyOf(ask, message, ctx) {
   const ended = ask.ending?.kind ?? (isClosed(ask) ? "closed" : "open");
-  const state = `${ended}/${(ask.quorumVotes ?? []).length}`;
+  // A follow-up step may add the reader as an answerer: read again after each.
+  const state = `${ended}/${(ask.quorumVotes ?? []).length}/${(ask.followUpSteps ?? []).length}`;
   let held = histories.get(ask.askId);
   if (!held || held.state !== state) {
     held = { state, data: held?.data ?? null };
@@ -166,6 +167,7 @@ export function renderAsk(ask, message, ctx) {
         ? h("p", { class: "ask-answerers" }, `Asked of ${(ask.answererHandles ?? []).join(", ")}`)
         : null,
     ask.deadline ? countdown(ask.deadline) : null,
+    renderFollowUps(ask, ctx),
     questions,
     made.has(ask.askId) ? h("p", { class: "ask-standing-made" }, made.get(ask.askId)) : null,
     standing,
@@ -174,6 +176,26 @@ export function renderAsk(ask, message, ctx) {
       ? renderConfirm(ask, message, ctx, draft.confirming)
       : renderActions(ask, message, ctx, { draft, busy, history, inChannel, readOnly }),
     record,
+  );
+}
+
+/** The reminders and escalation the ask sent so far, one line each. */
+function renderFollowUps(ask, ctx) {
+  const steps = ask.followUpSteps ?? [];
+  if (!steps.length) return null;
+  const known = new Map((ask.answererAccountIds ?? []).map((id, i) => [id, ask.answererHandles?.[i]]));
+  const names = (ids) => (ids ?? []).map((id) => ctx.model.nameOf(id, known.get(id))).join(", ");
+  return h(
+    "ul",
+    { class: "ask-follow-ups", "aria-label": "Follow-ups" },
+    steps.map((step) => {
+      const at = step.at ? new Date(step.at).toLocaleTimeString() : "";
+      const line =
+        step.kind === "ASK_FOLLOW_UP_STEP_KIND_ESCALATED"
+          ? `Escalated to ${names(step.accountIds) || "nobody new"} (urgent)`
+          : `Reminded ${names(step.accountIds) || "the channel"}`;
+      return h("li", { class: "ask-follow-up" }, at ? `${line} · ${at}` : line);
+    }),
   );
 }
 

@@ -17,6 +17,12 @@ class ChannelKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CHANNEL_KIND_CHANNEL: _ClassVar[ChannelKind]
     CHANNEL_KIND_DM: _ClassVar[ChannelKind]
 
+class AskFollowUpStepKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ASK_FOLLOW_UP_STEP_KIND_UNSPECIFIED: _ClassVar[AskFollowUpStepKind]
+    ASK_FOLLOW_UP_STEP_KIND_REMINDED: _ClassVar[AskFollowUpStepKind]
+    ASK_FOLLOW_UP_STEP_KIND_ESCALATED: _ClassVar[AskFollowUpStepKind]
+
 class QuorumVoteKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     QUORUM_VOTE_KIND_UNSPECIFIED: _ClassVar[QuorumVoteKind]
@@ -87,6 +93,9 @@ class InboxItemStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
 CHANNEL_KIND_UNSPECIFIED: ChannelKind
 CHANNEL_KIND_CHANNEL: ChannelKind
 CHANNEL_KIND_DM: ChannelKind
+ASK_FOLLOW_UP_STEP_KIND_UNSPECIFIED: AskFollowUpStepKind
+ASK_FOLLOW_UP_STEP_KIND_REMINDED: AskFollowUpStepKind
+ASK_FOLLOW_UP_STEP_KIND_ESCALATED: AskFollowUpStepKind
 QUORUM_VOTE_KIND_UNSPECIFIED: QuorumVoteKind
 QUORUM_VOTE_KIND_ANSWER: QuorumVoteKind
 QUORUM_VOTE_KIND_DECLINE: QuorumVoteKind
@@ -155,7 +164,7 @@ class TextBlock(_message.Message):
     def __init__(self, text: _Optional[str] = ...) -> None: ...
 
 class Ask(_message.Message):
-    __slots__ = ("ask_id", "questions", "answered", "cancelled", "deadline", "timeout", "answerer_account_ids", "answerer_handles", "ending", "quorum", "declines_count_against_quorum", "quorum_votes")
+    __slots__ = ("ask_id", "questions", "answered", "cancelled", "deadline", "timeout", "answerer_account_ids", "answerer_handles", "ending", "quorum", "declines_count_against_quorum", "quorum_votes", "follow_up", "follow_up_steps")
     ASK_ID_FIELD_NUMBER: _ClassVar[int]
     QUESTIONS_FIELD_NUMBER: _ClassVar[int]
     ANSWERED_FIELD_NUMBER: _ClassVar[int]
@@ -168,6 +177,8 @@ class Ask(_message.Message):
     QUORUM_FIELD_NUMBER: _ClassVar[int]
     DECLINES_COUNT_AGAINST_QUORUM_FIELD_NUMBER: _ClassVar[int]
     QUORUM_VOTES_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_UP_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_UP_STEPS_FIELD_NUMBER: _ClassVar[int]
     ask_id: str
     questions: _containers.RepeatedCompositeFieldContainer[AskQuestion]
     answered: bool
@@ -180,7 +191,41 @@ class Ask(_message.Message):
     quorum: int
     declines_count_against_quorum: bool
     quorum_votes: _containers.RepeatedCompositeFieldContainer[QuorumVote]
-    def __init__(self, ask_id: _Optional[str] = ..., questions: _Optional[_Iterable[_Union[AskQuestion, _Mapping]]] = ..., answered: _Optional[bool] = ..., cancelled: _Optional[bool] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., answerer_account_ids: _Optional[_Iterable[str]] = ..., answerer_handles: _Optional[_Iterable[str]] = ..., ending: _Optional[_Union[AskEnding, _Mapping]] = ..., quorum: _Optional[int] = ..., declines_count_against_quorum: _Optional[bool] = ..., quorum_votes: _Optional[_Iterable[_Union[QuorumVote, _Mapping]]] = ...) -> None: ...
+    follow_up: AskFollowUp
+    follow_up_steps: _containers.RepeatedCompositeFieldContainer[AskFollowUpStep]
+    def __init__(self, ask_id: _Optional[str] = ..., questions: _Optional[_Iterable[_Union[AskQuestion, _Mapping]]] = ..., answered: _Optional[bool] = ..., cancelled: _Optional[bool] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., answerer_account_ids: _Optional[_Iterable[str]] = ..., answerer_handles: _Optional[_Iterable[str]] = ..., ending: _Optional[_Union[AskEnding, _Mapping]] = ..., quorum: _Optional[int] = ..., declines_count_against_quorum: _Optional[bool] = ..., quorum_votes: _Optional[_Iterable[_Union[QuorumVote, _Mapping]]] = ..., follow_up: _Optional[_Union[AskFollowUp, _Mapping]] = ..., follow_up_steps: _Optional[_Iterable[_Union[AskFollowUpStep, _Mapping]]] = ...) -> None: ...
+
+class AskFollowUp(_message.Message):
+    __slots__ = ("remind_after", "remind_times", "escalate_after", "escalate_to_account_ids", "escalate_to_owner", "escalate_to_channel_id")
+    REMIND_AFTER_FIELD_NUMBER: _ClassVar[int]
+    REMIND_TIMES_FIELD_NUMBER: _ClassVar[int]
+    ESCALATE_AFTER_FIELD_NUMBER: _ClassVar[int]
+    ESCALATE_TO_ACCOUNT_IDS_FIELD_NUMBER: _ClassVar[int]
+    ESCALATE_TO_OWNER_FIELD_NUMBER: _ClassVar[int]
+    ESCALATE_TO_CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
+    remind_after: _duration_pb2.Duration
+    remind_times: int
+    escalate_after: _duration_pb2.Duration
+    escalate_to_account_ids: _containers.RepeatedScalarFieldContainer[str]
+    escalate_to_owner: bool
+    escalate_to_channel_id: str
+    def __init__(self, remind_after: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., remind_times: _Optional[int] = ..., escalate_after: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., escalate_to_account_ids: _Optional[_Iterable[str]] = ..., escalate_to_owner: _Optional[bool] = ..., escalate_to_channel_id: _Optional[str] = ...) -> None: ...
+
+class AskFollowUpStep(_message.Message):
+    __slots__ = ("kind", "at", "account_ids", "urgent", "reposted_channel_id", "repost_message_id")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    ACCOUNT_IDS_FIELD_NUMBER: _ClassVar[int]
+    URGENT_FIELD_NUMBER: _ClassVar[int]
+    REPOSTED_CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
+    REPOST_MESSAGE_ID_FIELD_NUMBER: _ClassVar[int]
+    kind: AskFollowUpStepKind
+    at: _timestamp_pb2.Timestamp
+    account_ids: _containers.RepeatedScalarFieldContainer[str]
+    urgent: bool
+    reposted_channel_id: str
+    repost_message_id: str
+    def __init__(self, kind: _Optional[_Union[AskFollowUpStepKind, str]] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., account_ids: _Optional[_Iterable[str]] = ..., urgent: _Optional[bool] = ..., reposted_channel_id: _Optional[str] = ..., repost_message_id: _Optional[str] = ...) -> None: ...
 
 class QuorumVote(_message.Message):
     __slots__ = ("account_id", "handle", "kind", "answers", "reason", "at", "surface", "standing_answer_id")
