@@ -28,6 +28,7 @@ _KIND_TO_WIRE = {
     WebhookKind.STANDARD: ad.WEBHOOK_KIND_STANDARD,
     WebhookKind.SLACK: ad.WEBHOOK_KIND_SLACK,
     WebhookKind.EMAIL: ad.WEBHOOK_KIND_EMAIL,
+    WebhookKind.PUSH: ad.WEBHOOK_KIND_PUSH,
 }
 _KIND_FROM_WIRE = {v: k for k, v in _KIND_TO_WIRE.items()}
 _STATE_TO_WIRE = {
@@ -114,13 +115,15 @@ class WebhookAdmin:
             kind = _KIND_FROM_WIRE[req.kind]
         else:
             raise InvalidArgument(
-                "kind must be WEBHOOK_KIND_STANDARD, WEBHOOK_KIND_SLACK or WEBHOOK_KIND_EMAIL"
+                "kind must be WEBHOOK_KIND_STANDARD, WEBHOOK_KIND_SLACK, WEBHOOK_KIND_EMAIL "
+                "or WEBHOOK_KIND_PUSH"
             )
         types = event_types(req.event_types)
         # Who may ask comes first: the URL check looks the host up.
         await store.admit(by)
         store.keyed()
-        if kind is WebhookKind.EMAIL:
+        if kind in (WebhookKind.EMAIL, WebhookKind.PUSH):
+            # A push endpoint's address is its VAPID subject.
             url = sender_address(req.url)
             made = await store.create(by, kind, url, url, types)
         else:

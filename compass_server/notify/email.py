@@ -125,6 +125,7 @@ class MailDrafts:
                         "stage": stage,
                         "message_id": message_id(self.public_url, ask_id, str(account), stage),
                         "in_reply_to": first if stage == "ended" else None,
+                        "urgent": bool(notice.data.get("urgent")),
                         "notice": {"type": notice.type.value, **notice.data},
                     }
                     out.append(

@@ -33,6 +33,7 @@ from compass_server.webhooks.signing import signed_headers
 if TYPE_CHECKING:
     # The SMTP client loads only in a server that mails, not in every command.
     from compass_server.notify.mailer import Mailer
+    from compass_server.notify.push import Pusher
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,7 @@ class Courier:
         server_id: uuid.UUID,
         *,
         mailer: Mailer | None = None,
+        pusher: Pusher | None = None,
         retry_schedule: Sequence[float],
         concurrency: int,
         per_endpoint: int,
@@ -85,9 +87,13 @@ class Courier:
         self.sender = sender
         self.drafts = drafts
         self.mailer = mailer
+        self.pusher = pusher
         # Without a relay, email deliveries are left to the servers with one.
         self.kinds = tuple(
-            k for k in WebhookKind if k is not WebhookKind.EMAIL or mailer is not None
+            k
+            for k in WebhookKind
+            if (k is not WebhookKind.EMAIL or mailer is not None)
+            and (k is not WebhookKind.PUSH or pusher is not None)
         )
         self.server_id = server_id
         self.retry_schedule = tuple(retry_schedule)
@@ -208,6 +214,9 @@ class Courier:
             elif delivery.kind is WebhookKind.EMAIL:
                 assert self.mailer is not None, "claimed only with a relay"
                 outcome = await self.mailer.send(delivery, deadline)
+            elif delivery.kind is WebhookKind.PUSH:
+                assert self.pusher is not None, "claimed only with a pusher"
+                outcome = await self.pusher.send(delivery, deadline)
             else:
                 body = delivery.body.encode()
                 headers = signed_headers(

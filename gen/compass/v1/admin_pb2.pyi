@@ -31,6 +31,7 @@ class WebhookKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     WEBHOOK_KIND_STANDARD: _ClassVar[WebhookKind]
     WEBHOOK_KIND_SLACK: _ClassVar[WebhookKind]
     WEBHOOK_KIND_EMAIL: _ClassVar[WebhookKind]
+    WEBHOOK_KIND_PUSH: _ClassVar[WebhookKind]
 
 class WebhookDeliveryState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -49,6 +50,7 @@ WEBHOOK_KIND_UNSPECIFIED: WebhookKind
 WEBHOOK_KIND_STANDARD: WebhookKind
 WEBHOOK_KIND_SLACK: WebhookKind
 WEBHOOK_KIND_EMAIL: WebhookKind
+WEBHOOK_KIND_PUSH: WebhookKind
 WEBHOOK_DELIVERY_STATE_UNSPECIFIED: WebhookDeliveryState
 WEBHOOK_DELIVERY_STATE_PENDING: WebhookDeliveryState
 WEBHOOK_DELIVERY_STATE_DELIVERED: WebhookDeliveryState
