@@ -97,7 +97,8 @@ class PushStore:
     ) -> dict[str, Any]:
         self._person(by)
         endpoint = endpoint.strip()
-        if not endpoint.startswith("https://") or len(endpoint) > MAX_ENDPOINT:
+        # Browsers give https; the webhook sender's address checks apply either way.
+        if not endpoint.startswith(("https://", "http://")) or len(endpoint) > MAX_ENDPOINT:
             raise InvalidArgument(
                 f"endpoint is the push service's https:// URL, at most {MAX_ENDPOINT} characters"
             )
