@@ -388,3 +388,117 @@ async def test_a_subscription_is_checked_bounded_and_removed_by_its_person(
     )
     assert mine.removed is True
     await subscribe(rpc, w, service)
+
+
+async def test_the_settings_view_shows_and_saves_a_persons_preferences(
+    pushing: Any, browser: Any, w: World
+) -> None:
+    from playwright.async_api import expect
+
+    from tests.browser import new_tab, sign_in
+
+    async with new_tab(browser, pushing) as page:
+        # Installable: the manifest the page links to.
+        manifest = await page.request.get("/manifest.json")
+        assert manifest.ok and (await manifest.json())["start_url"] == "/"
+        await sign_in(page, tok(w))
+        await expect(page.locator('link[rel="manifest"]')).to_have_attribute(
+            "href", "/manifest.json"
+        )
+        await page.get_by_role("link", name="Notification settings").click()
+        await expect(page.get_by_role("heading", name="Notifications")).to_be_visible()
+        tab = page.get_by_label("A notification from an open Compass tab")
+        await expect(tab).to_be_checked()
+        await expect(page.get_by_label("Push, even with no tab open")).to_be_checked()
+        await expect(page.get_by_label("Mail")).to_have_value("MAIL_PREFERENCE_NAMED")
+        await tab.uncheck()
+        await page.get_by_label("Mail").select_option(label="No mail")
+        await page.get_by_label("Quiet from").fill("22:00")
+        await page.get_by_label("Quiet until").fill("07:30")
+        await page.get_by_label("Time zone").fill("Europe/Berlin")
+        await page.get_by_role("button", name="Save").click()
+        await expect(page.locator(".settings-status")).to_have_text("Saved.")
+        # A time zone nobody has: the server's words, nothing saved.
+        await page.get_by_label("Time zone").fill("Nowhere/Atlantis")
+        await page.get_by_role("button", name="Save").click()
+        await expect(page.locator(".settings-status")).to_contain_text(
+            "Couldn't save: no time zone 'Nowhere/Atlantis'"
+        )
+        # The service worker that shows pushes is registered for the page.
+        scope = await page.evaluate("navigator.serviceWorker.ready.then((r) => r.scope)")
+        assert scope == f"http://127.0.0.1:{pushing.http_port}/"
+
+    async with await psycopg.AsyncConnection.connect(pushing.database_url) as conn:
+        row = await (
+            await conn.execute(
+                "SELECT email, page, push, quiet_start, quiet_end, time_zone "
+                "FROM notification_preferences WHERE account_id = %s",
+                (w.human.account_id,),
+            )
+        ).fetchone()
+    assert row == ("off", False, True, 22 * 60, 7 * 60 + 30, "Europe/Berlin")
+
+    async with new_tab(browser, pushing) as page:
+        await sign_in(page, tok(w))
+        await page.goto("/#/settings")
+        await expect(page.get_by_label("Quiet from")).to_have_value("22:00")
+        await expect(page.get_by_label("Quiet until")).to_have_value("07:30")
+        await expect(page.get_by_label("Time zone")).to_have_value("Europe/Berlin")
+        await expect(
+            page.get_by_label("A notification from an open Compass tab")
+        ).not_to_be_checked()
+        await expect(page.get_by_label("Mail")).to_have_value("MAIL_PREFERENCE_OFF")
+
+
+async def test_the_service_worker_shows_a_delivered_push(
+    pushing: Any, browser: Any, w: World
+) -> None:
+    from playwright.async_api import expect
+
+    from tests.browser import new_tab, sign_in
+
+    origin = f"http://127.0.0.1:{pushing.http_port}"
+    async with new_tab(browser, pushing) as page:
+        await page.context.grant_permissions(["notifications"], origin=origin)
+        await sign_in(page, tok(w))
+        await page.evaluate("navigator.serviceWorker.ready.then(() => true)")
+        cdp = await page.context.new_cdp_session(page)
+        registrations: list[dict[str, Any]] = []
+        cdp.on(
+            "ServiceWorker.workerRegistrationUpdated",
+            lambda e: registrations.extend(e["registrations"]),
+        )
+        await cdp.send("ServiceWorker.enable")
+        for _ in range(100):
+            if registrations:
+                break
+            await asyncio.sleep(0.05)
+        [reg] = [r for r in registrations if r["scopeURL"] == origin + "/"][:1]
+        data = {
+            "title": "scout asks",
+            "body": "Release",
+            "url": f"{origin}/#/settings",
+            "tag": "ask-test",
+            "urgent": False,
+        }
+        import json as _json
+
+        await cdp.send(
+            "ServiceWorker.deliverPushMessage",
+            {"origin": origin, "registrationId": reg["registrationId"], "data": _json.dumps(data)},
+        )
+        shown: list[dict[str, Any]] = []
+        for _ in range(100):
+            shown = await page.evaluate(
+                """navigator.serviceWorker.ready
+                     .then((r) => r.getNotifications())
+                     .then((ns) => ns.map((n) =>
+                       ({ title: n.title, body: n.body, tag: n.tag, url: n.data.url })))"""
+            )
+            if shown:
+                break
+            await asyncio.sleep(0.05)
+        assert shown == [
+            {"title": "scout asks", "body": "Release", "tag": "ask-test", "url": data["url"]}
+        ]
+        await expect(page.locator("#live-status")).to_have_attribute("data-state", "live")
