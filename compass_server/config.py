@@ -670,19 +670,28 @@ class Settings:
     )
     # --- how people are told: the defaults of what each chooses ---
     notify_page: bool = _s(
-        True, "notify", Switch(), "a person's open page shows a notification for an ask for them"
+        True,
+        "notify",
+        Switch(),
+        "default of each person's choice: their open page shows a notification for an ask for them",
     )
     notify_push: bool = _s(
-        True, "notify", Switch(), "push to the browsers a person subscribed (a push endpoint)"
+        True,
+        "notify",
+        Switch(),
+        "default: push to the browsers a person subscribed (needs a push endpoint)",
     )
     notify_quiet_hours: str = _s(
         "",
         "notify",
         Checked("HH:MM-HH:MM, or empty for none", quiet_hours, "HH:MM-HH:MM"),
-        "when nothing but an urgent notification is sent, in notify.time_zone",
+        "default quiet hours, when nothing but an urgent notification is sent; empty: none",
     )
     notify_time_zone: str = _s(
-        "UTC", "notify", Checked("an IANA time zone", _time_zone, "ZONE"), "quiet hours' time zone"
+        "UTC",
+        "notify",
+        Checked("an IANA time zone", _time_zone, "ZONE"),
+        "default time zone of a person's quiet hours",
     )
     notify_push_subscriptions: int = _s(
         10, "notify", Count(1), "the most push subscriptions (browsers) one person keeps"

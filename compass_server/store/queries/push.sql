@@ -15,8 +15,10 @@ ON CONFLICT (account_id) DO UPDATE SET
 RETURNING account_id
 
 -- name: count_subscriptions
-SELECT count(*) AS n FROM push_subscriptions
-WHERE account_id = %(account_id)s AND endpoint <> %(endpoint)s
+-- Two browsers subscribing at once count one after the other.
+SELECT pg_advisory_xact_lock(hashtextextended('push:' || %(account_id)s::text, 0)),
+       (SELECT count(*) FROM push_subscriptions
+        WHERE account_id = %(account_id)s AND endpoint <> %(endpoint)s) AS n
 
 -- name: add_subscription
 INSERT INTO push_subscriptions (id, workspace_id, account_id, endpoint, p256dh, auth)
