@@ -153,7 +153,7 @@ METAVARS = {"N", "SECONDS", "RATIO", "ID", "TOKEN_ID", "WEBHOOK_ID", "DELIVERY_I
 METAVARS |= {"HANDLE", "TEXT", "DURATION", "URL", "TOKEN", "FILE", "DIR", "[HOST:]PORT"}
 METAVARS |= {"HOST:PORT", "KEY", "KEY=VALUE,…", "NETWORK,…", "WAIT,…", "TYPE,…"}
 METAVARS |= {"JSON", "EMAIL", "ASK_ID", "ACCOUNT_ID", "SESSION_ID", "LINK_ID", "TIME"}
-METAVARS |= {"HOST", "PASSWORD"}
+METAVARS |= {"HOST", "PASSWORD", "HH:MM-HH:MM", "ZONE"}
 
 
 def test_every_flag_has_help_a_metavar_for_its_value_and_switches_take_no() -> None:
