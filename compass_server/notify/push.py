@@ -191,9 +191,13 @@ class Pusher:
             "urgent": bool(body.get("urgent")),
         }
         info = {"endpoint": sub["endpoint"], "keys": {"p256dh": sub["p256dh"], "auth": sub["auth"]}}
-        encoded = WebPusher(info).encode(
-            json.dumps(payload, ensure_ascii=False).encode(), content_encoding="aes128gcm"
-        )
+        try:
+            encoded = WebPusher(info).encode(
+                json.dumps(payload, ensure_ascii=False).encode(), content_encoding="aes128gcm"
+            )
+        except Exception:
+            # Keys checked when kept can't fail here unless the row was altered.
+            return not_sent("not sent: the subscription's keys can't encrypt a push")
         claims = {
             "sub": delivery.url,
             "aud": _origin(sub["endpoint"]),
