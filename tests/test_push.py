@@ -502,3 +502,55 @@ async def test_the_service_worker_shows_a_delivered_push(
             {"title": "scout asks", "body": "Release", "tag": "ask-test", "url": data["url"]}
         ]
         await expect(page.locator("#live-status")).to_have_attribute("data-state", "live")
+
+
+async def test_an_ask_for_the_channel_pushes_to_its_people_and_private_addresses_are_refused(
+    pushing: Any, rpc: GrpcClient, w: World, service: Receiver
+) -> None:
+    await w.store.add_channel_member(w.human, w.channel.channel_id, w.other_human.account_id)
+    hook = await push_endpoint(rpc, w)
+    ada = await subscribe(rpc, w, service)
+    grace = await subscribe(rpc, w, service, w.other_human)
+    # A person's endpoint somewhere the webhook address checks don't let through.
+    inside = Browser.new("http://10.1.2.3/push/inside")
+    await rpc.call(
+        "AddPushSubscription",
+        pb.AddPushSubscriptionRequest(
+            endpoint=inside.endpoint, p256dh=inside.p256dh, auth=b64(inside.auth)
+        ),
+        tok(w, w.other_human),
+    )
+    # An ask that names nobody: every person of the channel (the agent asks).
+    await post(w, Ask(questions=ship_it().questions))
+    await service.wait_for(1, where=at(ada))
+    await service.wait_for(1, where=at(grace))
+    done = await deliveries(
+        rpc,
+        w,
+        hook,
+        3,
+        lambda d: (
+            d.state in (ad.WEBHOOK_DELIVERY_STATE_DELIVERED, ad.WEBHOOK_DELIVERY_STATE_FAILED)
+        ),
+    )
+    assert len(done) == 3
+    [refused] = [d for d in done if d.state != ad.WEBHOOK_DELIVERY_STATE_DELIVERED]
+    assert refused.last_error.startswith("refused:"), refused.last_error
+
+
+def test_quiet_hours_run_past_midnight_in_the_persons_zone() -> None:
+    from compass_server.notify.preferences import Preferences, quiet_now
+
+    night = Preferences(True, True, "named", 22 * 60, 7 * 60, "Europe/Paris")
+    utc = datetime.UTC
+    # 21:30 UTC is 22:30 in Paris in winter: quiet; 06:30 UTC is 07:30: not.
+    assert quiet_now(night, datetime.datetime(2026, 1, 15, 21, 30, tzinfo=utc))
+    assert quiet_now(night, datetime.datetime(2026, 1, 15, 5, 59, tzinfo=utc))
+    assert not quiet_now(night, datetime.datetime(2026, 1, 15, 6, 30, tzinfo=utc))
+    # In summer Paris is UTC+2: 20:30 UTC is already 22:30 there.
+    assert quiet_now(night, datetime.datetime(2026, 7, 15, 20, 30, tzinfo=utc))
+    day = Preferences(True, True, "named", 9 * 60, 17 * 60, "UTC")
+    assert quiet_now(day, datetime.datetime(2026, 7, 15, 9, 0, tzinfo=utc))
+    assert not quiet_now(day, datetime.datetime(2026, 7, 15, 17, 0, tzinfo=utc))
+    none = Preferences(True, True, "named", None, None, "UTC")
+    assert not quiet_now(none, datetime.datetime(2026, 7, 15, 3, 0, tzinfo=utc))
