@@ -223,5 +223,6 @@ class Pusher:
                 "and was removed",
                 outcome.response,
                 final=True,
+                recipient_gone=True,
             )
         return outcome

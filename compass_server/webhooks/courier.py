@@ -252,6 +252,8 @@ class Courier:
         gone = outcome.gone
         final = outcome.delivered or gone or outcome.final
         retry = None if final else self.retry_in(delivery.failures)
+        if outcome.retry_after is not None and not final:
+            retry = outcome.retry_after
         result = AttemptResult(
             delivery.delivery_id,
             delivery.attempt,
