@@ -304,18 +304,19 @@ async def test_quiet_hours_hold_back_a_notification_that_isnt_urgent(
         ),
         tok(w),
     )
-    await post(w, ship_it(w.human))
-    [held] = await deliveries(
-        rpc, w, hook, 1, lambda d: d.state == ad.WEBHOOK_DELIVERY_STATE_FAILED
-    )
-    one = await rpc.call(
-        "GetWebhookDelivery", ad.GetWebhookDeliveryRequest(delivery_id=held.delivery_id), tok(w)
-    )
-    assert one.attempts[0].error == "not sent: the person's quiet hours"
-    assert held.attempts == 1
+    ask_id = await post(w, ship_it(w.human))
+    [held] = await deliveries(rpc, w, hook, 1, lambda d: d.attempts == 1 and d.last_error)
+    # Held, not dropped: it waits, pending, for the quiet hours' end.
+    assert held.state == ad.WEBHOOK_DELIVERY_STATE_PENDING
+    assert held.last_error == f"held: the person's quiet hours, until {end} {zone}"
+    due = held.next_attempt_at.ToDatetime(datetime.UTC)
+    ends = (now + datetime.timedelta(hours=1)).replace(second=0, microsecond=0)
+    assert abs((due - ends).total_seconds()) < 5, (due, ends)
+    await asyncio.sleep(0.5)
     assert not [r for r in service.received if at(browser)(r)]
 
-    # Quiet hours over (they ended an hour ago): the next ask is pushed.
+    # The quiet hours over (they ended an hour ago, as the person now says),
+    # and the held push come due as time would bring it: it goes.
     await rpc.call(
         "SetNotificationPreferences",
         pb.SetNotificationPreferencesRequest(
@@ -329,8 +330,16 @@ async def test_quiet_hours_hold_back_a_notification_that_isnt_urgent(
         ),
         tok(w),
     )
+    async with await psycopg.AsyncConnection.connect(pushing.database_url) as conn:
+        await conn.execute(
+            "UPDATE webhook_deliveries SET next_attempt_at = now() WHERE id = %s",
+            (held.delivery_id,),
+        )
+    [got] = await service.wait_for(1, where=at(browser))
+    assert browser.decrypt(got.body)["tag"] == f"ask-{ask_id}"
+    # And the next ask goes at once.
     await post(w, ship_it(w.human))
-    await service.wait_for(1, where=at(browser))
+    await service.wait_for(2, where=at(browser))
 
     # Push turned off: nothing made for them at all.
     await rpc.call(
@@ -342,7 +351,7 @@ async def test_quiet_hours_hold_back_a_notification_that_isnt_urgent(
     )
     await post(w, ship_it(w.human))
     await asyncio.sleep(1.0)
-    assert len([r for r in service.received if at(browser)(r)]) == 1
+    assert len([r for r in service.received if at(browser)(r)]) == 2
 
 
 async def test_a_subscription_is_checked_bounded_and_removed_by_its_person(
@@ -543,7 +552,7 @@ async def test_an_ask_for_the_channel_pushes_to_its_people_and_private_addresses
 
 
 def test_quiet_hours_run_past_midnight_in_the_persons_zone() -> None:
-    from compass_server.notify.preferences import Preferences, quiet_now
+    from compass_server.notify.preferences import Preferences, held, quiet_now
 
     night = Preferences(True, True, "named", 22 * 60, 7 * 60, "Europe/Paris")
     utc = datetime.UTC
@@ -556,5 +565,10 @@ def test_quiet_hours_run_past_midnight_in_the_persons_zone() -> None:
     day = Preferences(True, True, "named", 9 * 60, 17 * 60, "UTC")
     assert quiet_now(day, datetime.datetime(2026, 7, 15, 9, 0, tzinfo=utc))
     assert not quiet_now(day, datetime.datetime(2026, 7, 15, 17, 0, tzinfo=utc))
+    # Held until the end, in the person's wall-clock time.
+    why, wait = held(night, datetime.datetime(2026, 1, 15, 21, 30, tzinfo=utc)) or ("", None)
+    assert why == "held: the person's quiet hours, until 07:00 Europe/Paris"
+    assert wait == datetime.timedelta(hours=8, minutes=30, seconds=1)
+    assert held(night, datetime.datetime(2026, 1, 15, 12, 0, tzinfo=utc)) is None
     none = Preferences(True, True, "named", None, None, "UTC")
     assert not quiet_now(none, datetime.datetime(2026, 7, 15, 3, 0, tzinfo=utc))

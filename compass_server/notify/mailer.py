@@ -1,7 +1,7 @@
 """One attempt at an email delivery: mint the person's link, write the mail,
 hand it to the SMTP relay (aiosmtplib), all by the attempt's deadline.
 
-Nothing but an urgent mail goes during the person's quiet hours. A refusal
+A mail that isn't urgent waits out the person's quiet hours. A refusal
 the relay means for good (a 5xx) or an ask that ended before the
 mail went ends the delivery with no retry; anything else is retried on the
 webhook schedule, with the same Message-ID.
@@ -21,7 +21,7 @@ from typing import Protocol
 import aiosmtplib
 
 from compass_server.notify.email import render
-from compass_server.notify.preferences import Preferences, quiet_now
+from compass_server.notify.preferences import Preferences, held
 from compass_server.store.errors import StoreError
 from compass_server.store.links import MintedLink
 from compass_server.store.types import ClaimedDelivery
@@ -104,10 +104,10 @@ class Mailer:
                     prefs = await self.preferences(
                         delivery.workspace_id, uuid.UUID(body["account_id"])
                     )
-                    if quiet_now(prefs):
-                        return Outcome(
-                            False, None, took(), "not sent: the person's quiet hours", final=True
-                        )
+                    wait = held(prefs)
+                    if wait is not None:
+                        why, after = wait
+                        return Outcome(False, None, took(), why, retry_after=after)
                 if body["stage"] == "posted":
                     try:
                         minted = await self.links.mint_ask_link(

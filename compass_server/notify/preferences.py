@@ -110,3 +110,38 @@ def quiet_hours_of(text: str) -> tuple[int | None, int | None]:
         return None, None
     start, _, end = text.partition("-")
     return minutes(start, "start"), minutes(end, "end")
+
+
+def quiet_ends(
+    prefs: Preferences, now: datetime.datetime | None = None
+) -> datetime.datetime | None:
+    """When the person's quiet hours that `now` falls in end (aware); None
+    when it isn't their quiet hours."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    if not quiet_now(prefs, now) or prefs.quiet_end is None:
+        return None
+    try:
+        tz: datetime.tzinfo = zone(prefs.time_zone)
+    except InvalidArgument:
+        tz = datetime.UTC
+    local = now.astimezone(tz)
+    end = local.replace(
+        hour=prefs.quiet_end // 60, minute=prefs.quiet_end % 60, second=0, microsecond=0
+    )
+    if end <= local:
+        end += datetime.timedelta(days=1)
+    return end
+
+
+def held(
+    prefs: Preferences, now: datetime.datetime | None = None
+) -> tuple[str, datetime.timedelta] | None:
+    """Why and for how long a notification that isn't urgent waits: until
+    the person's quiet hours end. None: it goes now."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    end = quiet_ends(prefs, now)
+    if end is None:
+        return None
+    why = f"held: the person's quiet hours, until {end:%H:%M} {prefs.time_zone}"
+    # A second past the end, so the next attempt finds the hours over.
+    return why, end - now + datetime.timedelta(seconds=1)

@@ -22,7 +22,7 @@ from py_vapid import Vapid02
 from pywebpush import WebPusher
 
 from compass_server.notify.mailer import Links
-from compass_server.notify.preferences import Preferences, quiet_now
+from compass_server.notify.preferences import Preferences, held
 from compass_server.receipts import Receipts
 from compass_server.store.errors import StoreError
 from compass_server.store.types import (
@@ -171,8 +171,11 @@ class Pusher:
             prefs = await self.subscriptions.preferences_of(ws, account)
             if not prefs.push:
                 return not_sent("not sent: the person turned push off")
-            if not body.get("urgent") and quiet_now(prefs):
-                return not_sent("not sent: the person's quiet hours")
+            wait = None if body.get("urgent") else held(prefs)
+            if wait is not None:
+                why, after = wait
+                took = (time.monotonic() - started) * 1000
+                return Outcome(False, None, took, why, retry_after=after)
             sub = await self.subscriptions.subscription(ws, sub_id)
             if sub is None:
                 return not_sent("not sent: the subscription was removed")
