@@ -11,6 +11,7 @@ the POST itself is the webhook sender's, with its address checks.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import urllib.parse
@@ -168,24 +169,28 @@ class Pusher:
         account = uuid.UUID(body["account_id"])
         sub_id = uuid.UUID(body["subscription_id"])
         try:
-            prefs = await self.subscriptions.preferences_of(ws, account)
-            if not prefs.push:
-                return not_sent("not sent: the person turned push off")
-            wait = None if body.get("urgent") else held(prefs)
-            if wait is not None:
-                why, after = wait
-                took = (time.monotonic() - started) * 1000
-                return Outcome(False, None, took, why, retry_after=after)
-            sub = await self.subscriptions.subscription(ws, sub_id)
-            if sub is None:
-                return not_sent("not sent: the subscription was removed")
-            try:
-                minted = await self.links.mint_ask_link(ws, body["ask_id"], account)
-            except StoreError as exc:
-                return not_sent(f"not sent: {exc.message}")
-            vapid = await self._signer()
+            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                prefs = await self.subscriptions.preferences_of(ws, account)
+                if not prefs.push:
+                    return not_sent("not sent: the person turned push off")
+                wait = None if body.get("urgent") else held(prefs)
+                if wait is not None:
+                    why, after = wait
+                    took = (time.monotonic() - started) * 1000
+                    return Outcome(False, None, took, why, retry_after=after)
+                sub = await self.subscriptions.subscription(ws, sub_id)
+                if sub is None:
+                    return not_sent("not sent: the subscription was removed")
+                try:
+                    minted = await self.links.mint_ask_link(ws, body["ask_id"], account)
+                except StoreError as exc:
+                    return not_sent(f"not sent: {exc.message}")
+                vapid = await self._signer()
         except StoreError as exc:
             return Outcome(False, None, (time.monotonic() - started) * 1000, exc.message)
+        except TimeoutError:
+            took = (time.monotonic() - started) * 1000
+            return Outcome(False, None, took, "no answer from the database within the attempt")
         payload = {
             "title": body["title"],
             "body": body["text"],

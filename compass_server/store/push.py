@@ -21,7 +21,7 @@ from compass_server.store.errors import (
     ResourceExhausted,
 )
 from compass_server.store.types import AccountKind, Actor
-from compass_server.store.vault import Vault
+from compass_server.store.vault import KeyProblem, Vault
 
 PUSH = queries("push")
 
@@ -184,7 +184,14 @@ class PushStore:
                 )
                 row = await self._read_key(conn)
             assert row is not None
-        self._key = (vault.open(row["private_sealed"], row["id"]), row["public_key"])
+        try:
+            self._key = (vault.open(row["private_sealed"], row["id"]), row["public_key"])
+        except KeyProblem:
+            raise FailedPrecondition(
+                "the push key was sealed with another webhook key; give every server the same "
+                "COMPASS_WEBHOOK_KEY (or delete push_vapid_key's row and have people subscribe "
+                "again)"
+            ) from None
         return self._key
 
     @staticmethod
