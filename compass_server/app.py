@@ -24,6 +24,8 @@ from compass.v1 import (
     comms_pb2,
     inbox_connect,
     inbox_pb2,
+    preferences_connect,
+    preferences_pb2,
 )
 from compass_server import config
 from compass_server.api.admin import AdminApi, IdentityApi
@@ -32,11 +34,14 @@ from compass_server.api.auth import Authenticator
 from compass_server.api.comms import CommsApi
 from compass_server.api.errors import ApiError, Status
 from compass_server.api.inbox import AgentInboxApi, InboxApi, InboxFiles
+from compass_server.api.preferences import PreferencesApi
 from compass_server.asks import DEADLINES, Expiry
 from compass_server.config import DEFAULT_GRPC_LISTEN, DEFAULT_HTTP_LISTEN, Settings
 from compass_server.events.hub import CHANNEL, EventHub
 from compass_server.notify.email import MailDrafts
 from compass_server.notify.mailer import Mailer, Relay
+from compass_server.notify.preferences import Preferences, quiet_hours_of
+from compass_server.notify.push import PushDrafts, Pusher
 from compass_server.receipts import Receipts
 from compass_server.receipts.keys import KEY_FOLDER, ReceiptKeys
 from compass_server.receipts.keys import KeyProblem as ReceiptKeyProblem
@@ -53,6 +58,7 @@ from compass_server.store.blocks import DeadlineBounds, follow_up_default
 from compass_server.store.db import CONNECTIONS_PER_TOKEN, redacted_url
 from compass_server.store.embedded import EmbeddedPostgres
 from compass_server.store.inbox import InboxStore
+from compass_server.store.push import PushStore
 from compass_server.store.slack import SlackStore
 from compass_server.store.vault import KEY_FILE, KeyProblem, Vault, key_from_file, parse_key
 from compass_server.store.webhooks import WebhookStore
@@ -161,6 +167,14 @@ def webhook_vault(settings: Settings, *, embedded: bool) -> Vault | None:
     except KeyProblem as exc:
         raise StartupError(exc.message) from None
     return None
+
+
+def notify_defaults(settings: Settings) -> Preferences:
+    """What a person who hasn't chosen gets."""
+    start, end = quiet_hours_of(settings.notify_quiet_hours)
+    return Preferences(
+        settings.notify_page, settings.notify_push, "named", start, end, settings.notify_time_zone
+    )
 
 
 def receipt_keys(settings: Settings, *, embedded: bool) -> ReceiptKeys | None:
@@ -405,6 +419,12 @@ class CompassServer:
         )
         self.slack = SlackStore(self.db, self.store.admin, self.webhooks.vault)
         self.slack_web = SlackWeb(settings.slack_api_url, settings.webhook_timeout_seconds)
+        self.push = PushStore(
+            self.db,
+            self.webhooks.vault,
+            notify_defaults(settings),
+            per_person=settings.notify_push_subscriptions,
+        )
         courier = self._courier(reach)
         if courier is not None:
             self.courier = courier
@@ -437,14 +457,18 @@ class CompassServer:
         identity = ServiceBinding.of(
             admin_pb2, "IdentityService", IdentityApi(self.store.admin), "any"
         )
+        preferences = ServiceBinding.of(
+            preferences_pb2, "PreferencesService", PreferencesApi(self.push), "account"
+        )
         # With a relay listener of its own, the relay is served only there.
         own_relay = settings.relay_listen is not None
-        bindings = [comms, inbox, admin, identity, *(() if own_relay else (relay,))]
+        bindings = [comms, inbox, admin, identity, preferences, *(() if own_relay else (relay,))]
         connect = [
             (comms, comms_connect.CommsServiceASGIApplication),
             (inbox, inbox_connect.InboxServiceASGIApplication),
             (admin, admin_connect.AdminServiceASGIApplication),
             (identity, admin_connect.IdentityServiceASGIApplication),
+            (preferences, preferences_connect.PreferencesServiceASGIApplication),
         ]
         if not own_relay:
             connect.append((relay, agent_gateway_connect.AgentGatewayServiceASGIApplication))
@@ -717,22 +741,26 @@ class CompassServer:
                 # One mail, its link made and every answer of the relay, takes
                 # at most an attempt's time.
                 timeout=settings.webhook_timeout_seconds,
+                preferences=self.push.preferences_of,
             )
+        sender = Sender(
+            reach,
+            timeout=settings.webhook_timeout_seconds,
+            response_bytes=settings.webhook_response_bytes,
+            connections=settings.webhook_concurrency,
+        )
         return Courier(
             self.webhooks,
-            Sender(
-                reach,
-                timeout=settings.webhook_timeout_seconds,
-                response_bytes=settings.webhook_response_bytes,
-                connections=settings.webhook_concurrency,
-            ),
+            sender,
             Drafts(
                 settings.public_url,
                 self.receipts,
                 MailDrafts(settings.public_url, self.receipts),
+                PushDrafts(self.receipts, default=settings.notify_push),
             ),
             settings.server_id,
             mailer=mailer,
+            pusher=Pusher(self.push, self.store, sender, settings.public_url),
             retry_schedule=schedule(settings.webhook_retry_schedule),
             concurrency=settings.webhook_concurrency,
             per_endpoint=settings.webhook_concurrency_per_endpoint,

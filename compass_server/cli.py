@@ -300,7 +300,7 @@ def _parser() -> argparse.ArgumentParser:
     hook.add_argument("--url", required=True, metavar="URL", help="where deliveries are posted")
     hook.add_argument(
         "--kind",
-        choices=["standard", "slack", "email"],
+        choices=["standard", "slack", "email", "push"],
         default="standard",
         help="default standard",
     )
@@ -663,6 +663,7 @@ async def _create_webhook(store: Store, args: argparse.Namespace) -> dict[str, A
             kind={
                 "slack": ad.WEBHOOK_KIND_SLACK,
                 "email": ad.WEBHOOK_KIND_EMAIL,
+                "push": ad.WEBHOOK_KIND_PUSH,
             }.get(args.kind, ad.WEBHOOK_KIND_STANDARD),
             event_types=[t for t in args.events.split(",") if t.strip()],
         ),

@@ -285,6 +285,33 @@ class Checked(Text):
         return text
 
 
+def quiet_hours(text: str) -> tuple[str, str]:
+    """ "HH:MM-HH:MM" as its two ends; "" as none."""
+    from compass_server.notify.preferences import minutes
+    from compass_server.store.errors import InvalidArgument
+
+    if not text.strip():
+        return "", ""
+    start, sep, end = text.partition("-")
+    try:
+        a, b = minutes(start, "start"), minutes(end, "end")
+    except InvalidArgument:
+        raise ValueError(text) from None
+    if not sep or a is None or b is None or a == b:
+        raise ValueError(text)
+    return start.strip(), end.strip()
+
+
+def _time_zone(text: str) -> None:
+    from compass_server.notify.preferences import zone
+    from compass_server.store.errors import InvalidArgument
+
+    try:
+        zone(text)
+    except InvalidArgument:
+        raise ValueError(text) from None
+
+
 def _http_url(text: str) -> None:
     if not text.startswith(("http://", "https://")):
         raise ValueError
@@ -382,6 +409,7 @@ _PREFIX = {
     "receipts": "receipt_",
     "smtp": "smtp_",
     "slack": "slack_",
+    "notify": "notify_",
 }
 SECTIONS = (
     "",
@@ -391,6 +419,7 @@ SECTIONS = (
     "tracing",
     "webhooks",
     "smtp",
+    "notify",
     "signin",
     "receipts",
     "slack",
@@ -715,6 +744,34 @@ class Settings:
     )
     smtp_ca_file: pathlib.Path | None = _s(
         None, "smtp", Path(optional=True), "CA certificates to verify the relay by"
+    )
+    # --- how people are told: the defaults of what each chooses ---
+    notify_page: bool = _s(
+        True,
+        "notify",
+        Switch(),
+        "default of each person's choice: their open page shows a notification for an ask for them",
+    )
+    notify_push: bool = _s(
+        True,
+        "notify",
+        Switch(),
+        "default: push to the browsers a person subscribed (needs a push endpoint)",
+    )
+    notify_quiet_hours: str = _s(
+        "",
+        "notify",
+        Checked("HH:MM-HH:MM, or empty for none", quiet_hours, "HH:MM-HH:MM"),
+        "default quiet hours, when nothing but an urgent notification is sent; empty: none",
+    )
+    notify_time_zone: str = _s(
+        "UTC",
+        "notify",
+        Checked("an IANA time zone", _time_zone, "ZONE"),
+        "default time zone of a person's quiet hours",
+    )
+    notify_push_subscriptions: int = _s(
+        10, "notify", Count(1), "the most push subscriptions (browsers) one person keeps"
     )
     # --- people's sign-in ---
     signin_providers: tuple[Provider, ...] = _s(

@@ -14,7 +14,14 @@ import grpc
 from connectrpc.errors import ConnectError
 from google.protobuf.message import Message
 
-from compass.v1 import admin_connect, admin_pb2, comms_connect, comms_pb2
+from compass.v1 import (
+    admin_connect,
+    admin_pb2,
+    comms_connect,
+    comms_pb2,
+    preferences_connect,
+    preferences_pb2,
+)
 from compass_server.transport.binding import snake
 
 # Extra metadata or headers for one call (a traceparent, say).
@@ -25,6 +32,7 @@ SERVICES: dict[str, tuple[Any, Any]] = {
     "CommsService": (comms_pb2, comms_connect.CommsServiceClient),
     "AdminService": (admin_pb2, admin_connect.AdminServiceClient),
     "IdentityService": (admin_pb2, admin_connect.IdentityServiceClient),
+    "PreferencesService": (preferences_pb2, preferences_connect.PreferencesServiceClient),
 }
 
 

@@ -20,6 +20,7 @@ from compass.v1 import admin_pb2 as ad
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import comms_pb2 as pb
 from compass.v1 import inbox_pb2 as ib
+from compass.v1 import preferences_pb2 as pf
 from compass_server.api.text import FREE_TEXT
 from tests.relay_client import relay, runner_for
 from tests.world import World
@@ -29,6 +30,7 @@ SERVICES = [
     (ib.DESCRIPTOR.services_by_name["InboxService"], ib),
     (ad.DESCRIPTOR.services_by_name["AdminService"], ad),
     (ad.DESCRIPTOR.services_by_name["IdentityService"], ad),
+    (pf.DESCRIPTOR.services_by_name["PreferencesService"], pf),
 ]
 
 

@@ -263,6 +263,68 @@ async def test_a_mail_to_an_ask_that_ended_before_it_went_is_not_sent(
     assert "not sent" in failed.last_error and "ended" in failed.last_error
 
 
+async def test_quiet_hours_hold_mail_that_isnt_urgent_until_they_end(
+    mailing: Any, rpc: GrpcClient, mailbox: Mailbox, w: World
+) -> None:
+    import datetime
+
+    from compass.v1 import preferences_pb2 as pb
+
+    await w.store.add_channel_member(w.human, w.channel.channel_id, w.other_human.account_id)
+    hook = await email_endpoint(rpc, w)
+    now = datetime.datetime.now(datetime.UTC)
+    await rpc.call(
+        "SetNotificationPreferences",
+        pb.SetNotificationPreferencesRequest(
+            preferences=pb.NotificationPreferences(
+                page=True,
+                push=True,
+                email=pb.MAIL_PREFERENCE_NAMED,
+                quiet_start=(now - datetime.timedelta(hours=1)).strftime("%H:%M"),
+                quiet_end=(now + datetime.timedelta(hours=1)).strftime("%H:%M"),
+                time_zone="UTC",
+            )
+        ),
+        tok(w),
+    )
+    ask_id = await post(w, ship_it(w.human, w.other_human))
+    # grace has no quiet hours: her mail goes; ada's waits for hers to end.
+    await mailbox.wait_for(mail_of(w, w.other_human))
+    end = (now + datetime.timedelta(hours=1)).strftime("%H:%M")
+    for _ in range(100):
+        page = await rpc.call(
+            "ListWebhookDeliveries",
+            ad.ListWebhookDeliveriesRequest(
+                webhook_id=hook.webhook_id, states=[ad.WEBHOOK_DELIVERY_STATE_PENDING]
+            ),
+            tok(w),
+        )
+        if page.deliveries and page.deliveries[0].last_error:
+            break
+        await asyncio.sleep(0.1)
+    [held] = page.deliveries
+    assert held.subject == ask_id and held.attempts == 1
+    assert held.last_error == f"held: the person's quiet hours, until {end} UTC"
+    assert mailbox.to(mail_of(w, w.human)) == []
+    # Once they are over (the person ends them; time brings the mail due), it goes.
+    await rpc.call(
+        "SetNotificationPreferences",
+        pb.SetNotificationPreferencesRequest(
+            preferences=pb.NotificationPreferences(
+                page=True, push=True, email=pb.MAIL_PREFERENCE_NAMED, time_zone="UTC"
+            )
+        ),
+        tok(w),
+    )
+    async with await psycopg.AsyncConnection.connect(mailing.database_url) as conn:
+        await conn.execute(
+            "UPDATE webhook_deliveries SET next_attempt_at = now() WHERE id = %s",
+            (held.delivery_id,),
+        )
+    [got] = await mailbox.wait_for(mail_of(w, w.human))
+    assert got["Subject"] == "scout asks: Release"
+
+
 async def test_the_sender_must_be_a_mailto_address(rpc: GrpcClient, w: World) -> None:
     for url in (
         "https://example.test/x",

@@ -152,3 +152,20 @@ async def test_a_link_to_an_ask_opens_its_channel_with_the_ask_in_view(
     await expect(tab.locator("li.message.focused")).to_have_count(1)
     await tab.evaluate("location.hash = '#/ask/ask_nope'")
     await expect(tab.get_by_text("That ask isn't here, or you can't see it.")).to_be_visible()
+
+
+async def test_a_person_who_turned_the_page_off_gets_the_count_but_no_notification(
+    tab: Any, server: Any, api_world: World
+) -> None:
+    from compass_server.notify.preferences import Preferences
+
+    w = api_world
+    await server.push.set_preferences(w.human, Preferences(False, True, "named", None, None, "UTC"))
+    await sign_in(tab, w.tokens[w.human.account_id])
+    # The page reads the person's choice as it starts.
+    await tab.wait_for_timeout(300)
+    await tab.evaluate("window.__setHidden(true)")
+    await post_ask(w)
+    await expect(tab).to_have_title("(1) Compass")
+    await tab.wait_for_timeout(300)
+    assert await notes(tab) == []

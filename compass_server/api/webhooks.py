@@ -29,6 +29,7 @@ _KIND_TO_WIRE = {
     WebhookKind.SLACK: ad.WEBHOOK_KIND_SLACK,
     WebhookKind.EMAIL: ad.WEBHOOK_KIND_EMAIL,
     WebhookKind.SLACK_APP: ad.WEBHOOK_KIND_SLACK_APP,
+    WebhookKind.PUSH: ad.WEBHOOK_KIND_PUSH,
 }
 # A Slack app is connected with ConnectSlackApp, never made as a webhook.
 _KIND_FROM_WIRE = {v: k for k, v in _KIND_TO_WIRE.items() if k is not WebhookKind.SLACK_APP}
@@ -116,13 +117,15 @@ class WebhookAdmin:
             kind = _KIND_FROM_WIRE[req.kind]
         else:
             raise InvalidArgument(
-                "kind must be WEBHOOK_KIND_STANDARD, WEBHOOK_KIND_SLACK or WEBHOOK_KIND_EMAIL"
+                "kind must be WEBHOOK_KIND_STANDARD, WEBHOOK_KIND_SLACK, WEBHOOK_KIND_EMAIL "
+                "or WEBHOOK_KIND_PUSH"
             )
         types = event_types(req.event_types)
         # Who may ask comes first: the URL check looks the host up.
         await store.admit(by)
         store.keyed()
-        if kind is WebhookKind.EMAIL:
+        if kind in (WebhookKind.EMAIL, WebhookKind.PUSH):
+            # A push endpoint's address is its VAPID subject.
             url = sender_address(req.url)
             made = await store.create(by, kind, url, url, types)
         else:

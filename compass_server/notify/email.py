@@ -148,6 +148,8 @@ class MailDrafts:
                         "stage": stage,
                         "message_id": message_id(self.public_url, ask_id, str(account), tag),
                         "in_reply_to": first if stage in ("ended", "reminded") else None,
+                        # An escalation is urgent: quiet hours let it through.
+                        "urgent": bool(step is not None and step.get("urgent")),
                         "notice": {"type": notice.type.value, **notice.data},
                     }
                     out.append(

@@ -1,7 +1,8 @@
 """One attempt at an email delivery: mint the person's link, write the mail,
 hand it to the SMTP relay (aiosmtplib), all by the attempt's deadline.
 
-A refusal the relay means for good (a 5xx) or an ask that ended before the
+A mail that isn't urgent waits out the person's quiet hours. A refusal
+the relay means for good (a 5xx) or an ask that ended before the
 mail went ends the delivery with no retry; anything else is retried on the
 webhook schedule, with the same Message-ID.
 """
@@ -13,16 +14,20 @@ import json
 import ssl
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 import aiosmtplib
 
 from compass_server.notify.email import LINKED, render
+from compass_server.notify.preferences import Preferences, held
 from compass_server.store.errors import StoreError
 from compass_server.store.links import MintedLink
 from compass_server.store.types import ClaimedDelivery
 from compass_server.webhooks.sender import Outcome
+
+PreferencesOf = Callable[[uuid.UUID, uuid.UUID], Awaitable[Preferences]]
 
 
 class Links(Protocol):
@@ -66,8 +71,17 @@ def _why(exc: BaseException, where: str, timeout: float) -> tuple[str, bool]:
 
 
 class Mailer:
-    def __init__(self, relay: Relay, links: Links, public_url: str, *, timeout: float) -> None:
+    def __init__(
+        self,
+        relay: Relay,
+        links: Links,
+        public_url: str,
+        *,
+        timeout: float,
+        preferences: PreferencesOf | None = None,
+    ) -> None:
         self.relay = relay
+        self.preferences = preferences
         self.links = links
         self.public_url = public_url.rstrip("/")
         self.timeout = timeout
@@ -86,6 +100,14 @@ class Mailer:
         link = ""
         try:
             async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                if self.preferences is not None and not body.get("urgent"):
+                    prefs = await self.preferences(
+                        delivery.workspace_id, uuid.UUID(body["account_id"])
+                    )
+                    wait = held(prefs)
+                    if wait is not None:
+                        why, after = wait
+                        return Outcome(False, None, took(), why, retry_after=after)
                 if body["stage"] in LINKED:
                     try:
                         minted = await self.links.mint_ask_link(

@@ -11,6 +11,7 @@ channel not mapped then, or the app connected after) has nothing to edit.
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
 import uuid
@@ -37,7 +38,11 @@ class SlackOutbox:
             said = await self._send(delivery)
         except SlackFailed as exc:
             return Outcome(
-                False, exc.status_code, took_ms(start), exc.error, retry_after=exc.retry_after
+                False,
+                exc.status_code,
+                took_ms(start),
+                exc.error,
+                retry_after=_seconds(exc.retry_after),
             )
         return Outcome(True, 200, took_ms(start), "", said)
 
@@ -79,3 +84,7 @@ class SlackOutbox:
         await self.web.call("chat.update", token, update)
         await self.store.record_ended(ws, app_id, ask_id)
         return "updated"
+
+
+def _seconds(value: float | None) -> datetime.timedelta | None:
+    return None if value is None else datetime.timedelta(seconds=value)

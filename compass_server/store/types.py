@@ -589,6 +589,8 @@ class WebhookKind(enum.StrEnum):
     EMAIL = "email"
     # A connected Slack app: its deliveries are Web API calls (compass_server/slack).
     SLACK_APP = "slack_app"
+    # Web Push to the people's browsers; its URL is the VAPID subject (mailto:).
+    PUSH = "push"
 
 
 class WebhookEventType(enum.StrEnum):
@@ -750,3 +752,7 @@ class Directory:
     people: dict[uuid.UUID, tuple[str, str, str]] = field(default_factory=dict)
     # channel id → its human members
     members: dict[uuid.UUID, tuple[uuid.UUID, ...]] = field(default_factory=dict)
+    # For a push endpoint: person → whether they chose push (None: the
+    # default), and person → their push subscriptions.
+    push: dict[uuid.UUID, bool | None] = field(default_factory=dict)
+    subscriptions: dict[uuid.UUID, tuple[uuid.UUID, ...]] = field(default_factory=dict)

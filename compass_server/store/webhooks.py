@@ -46,6 +46,7 @@ from compass_server.store.vault import KeyProblem, Vault
 from compass_server.webhooks.signing import new_secret
 
 WEBHOOKS = queries("webhooks")
+PUSH = queries("push")
 ADMIN = queries("admin")
 
 # Endpoints one workspace may have.
@@ -413,6 +414,8 @@ class WebhookStore:
             directory = await self._directory(conn, workspace_id, events)
             if row["kind"] == WebhookKind.EMAIL.value:
                 directory = await self._mail_directory(conn, directory, events)
+            elif row["kind"] == WebhookKind.PUSH.value:
+                directory = await self._push_directory(conn, directory, events)
             kinds = frozenset(WebhookEventType(t) for t in row["event_types"])
             drafts = derive(WebhookKind(row["kind"]), kinds, events, directory)
             if drafts:
@@ -478,6 +481,38 @@ class WebhookStore:
             directory,
             people=people,
             members={c: tuple(ids) for c, ids in members.items()},
+        )
+
+    async def _push_directory(
+        self, conn: Any, directory: Directory, events: Sequence[Event]
+    ) -> Directory:
+        """The directory with the people a push endpoint may push to about the
+        page's asks, their push choice and their subscriptions."""
+        channel_ids = list(directory.channels)
+        members: dict[uuid.UUID, list[uuid.UUID]] = {}
+        if channel_ids:
+            cur = await conn.execute(WEBHOOKS["channel_people"], {"ids": channel_ids})
+            for r in await cur.fetchall():
+                members.setdefault(r["channel_id"], []).append(r["account_id"])
+        wanted = {a for ids in members.values() for a in ids}
+        for e in events:
+            if e.message is not None:
+                for b in e.message.blocks:
+                    if isinstance(b, Ask):
+                        wanted.update(b.answerer_ids)
+        push: dict[uuid.UUID, bool | None] = {}
+        subscriptions: dict[uuid.UUID, list[uuid.UUID]] = {}
+        if wanted:
+            cur = await conn.execute(PUSH["push_people"], {"ids": list(wanted)})
+            push = {r["id"]: r["push"] for r in await cur.fetchall()}
+            cur = await conn.execute(PUSH["subscriptions_of"], {"ids": list(push)})
+            for r in await cur.fetchall():
+                subscriptions.setdefault(r["account_id"], []).append(r["id"])
+        return dataclasses.replace(
+            directory,
+            members={c: tuple(ids) for c, ids in members.items()},
+            push=push,
+            subscriptions={a: tuple(ids) for a, ids in subscriptions.items()},
         )
 
     async def set_email_preference(self, by: Asker, account_id: uuid.UUID, wants: str) -> None:

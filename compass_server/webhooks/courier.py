@@ -33,6 +33,7 @@ from compass_server.webhooks.signing import signed_headers
 if TYPE_CHECKING:
     # The SMTP client loads only in a server that mails, not in every command.
     from compass_server.notify.mailer import Mailer
+    from compass_server.notify.push import Pusher
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,7 @@ class Courier:
         server_id: uuid.UUID,
         *,
         mailer: Mailer | None = None,
+        pusher: Pusher | None = None,
         retry_schedule: Sequence[float],
         concurrency: int,
         per_endpoint: int,
@@ -95,9 +97,13 @@ class Courier:
         self.sender = sender
         self.drafts = drafts
         self.mailer = mailer
+        self.pusher = pusher
         # Without a relay, email deliveries are left to the servers with one.
         self.kinds = tuple(
-            k for k in WebhookKind if k is not WebhookKind.EMAIL or mailer is not None
+            k
+            for k in WebhookKind
+            if (k is not WebhookKind.EMAIL or mailer is not None)
+            and (k is not WebhookKind.PUSH or pusher is not None)
         )
         self.server_id = server_id
         self.retry_schedule = tuple(retry_schedule)
@@ -234,6 +240,9 @@ class Courier:
                 if self.slack is None:
                     return  # its lease ends and a process with the Slack app sends it
                 outcome = await self.slack.send(delivery)
+            elif delivery.kind is WebhookKind.PUSH:
+                assert self.pusher is not None, "claimed only with a pusher"
+                outcome = await self.pusher.send(delivery, deadline)
             else:
                 body = delivery.body.encode()
                 headers = signed_headers(
@@ -273,8 +282,9 @@ class Courier:
         final = outcome.delivered or gone or outcome.final
         retry = None if final else self.retry_in(delivery.failures)
         if retry is not None and outcome.retry_after is not None:
-            # Rate limited: no sooner than the receiver asked.
-            retry = max(retry, datetime.timedelta(seconds=outcome.retry_after))
+            # The receiver (or a person's quiet hours) named when: then, not
+            # the schedule's wait, while the schedule has retries left.
+            retry = outcome.retry_after
         result = AttemptResult(
             delivery.delivery_id,
             delivery.attempt,

@@ -415,14 +415,19 @@ def body(kind: WebhookKind, notice: Notice) -> str:
 
 class Drafts:
     """Makes an endpoint's deliveries from a page of its log (the store's
-    `Derive`); an email endpoint's are `mail`'s."""
+    `Derive`); an email endpoint's are `mail`'s, a push endpoint's `push`'s."""
 
     def __init__(
-        self, public_url: str, receipts: Receipts | None = None, mail: MailDerive | None = None
+        self,
+        public_url: str,
+        receipts: Receipts | None = None,
+        mail: MailDerive | None = None,
+        push: MailDerive | None = None,
     ) -> None:
         self.public_url = public_url
         self.receipts = receipts
         self.mail = mail
+        self.push = push
 
     def __call__(
         self,
@@ -433,6 +438,8 @@ class Drafts:
     ) -> list[DeliveryDraft]:
         if kind is WebhookKind.EMAIL:
             return self.mail(types, events, directory) if self.mail is not None else []
+        if kind is WebhookKind.PUSH:
+            return self.push(types, events, directory) if self.push is not None else []
         out = []
         for event in events:
             for notice in notices(event, directory, self.public_url, self.receipts):

@@ -10,6 +10,7 @@ at most one per delivery in flight.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import ssl
 import time
@@ -37,13 +38,15 @@ class Outcome:
     response: str = ""
     # No attempt after this one: the failure is for good.
     final: bool = False
-    # The receiver asked to be called again no sooner than this (seconds).
-    retry_after: float | None = None
+    # The 410 was about one recipient (a push subscription), not the endpoint.
+    recipient_gone: bool = False
+    # Try again after this long, whatever the retry schedule says.
+    retry_after: datetime.timedelta | None = None
 
     @property
     def gone(self) -> bool:
         """The receiver said 410 Gone: it wants no more."""
-        return self.status_code == 410
+        return self.status_code == 410 and not self.recipient_gone
 
 
 def _readable(raw: bytes | bytearray) -> str:

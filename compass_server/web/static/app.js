@@ -11,6 +11,7 @@ import { Notifier } from "./notify.js";
 import { renderAgents } from "./presence.js";
 import { Comms, describe, endSession, signInProviders } from "./rpc.js";
 import { StandingView } from "./standing.js";
+import { loadPreferences, registerWorker, SettingsView } from "./settings.js";
 
 const TOKEN_KEY = "compass.token";
 const MAX_ALERTS = 3;
@@ -26,6 +27,8 @@ const ROUTES = {
   ask: (app, askId) => (askId ? new AskLink(app, askId) : null),
   // "#/standing" → the signed-in person's standing answers.
   standing: (app) => new StandingView(app),
+  // "#/settings" → the signed-in person's notification settings.
+  settings: (app) => new SettingsView(app),
 };
 
 /** Finds an ask's channel and goes there, the ask to be brought into view. */
@@ -105,6 +108,13 @@ class App {
     });
     this.live.start();
     this.notifier.renderPrompt($("notify-prompt"));
+    // The person's surfaces: the page's own notification is one of them.
+    this.preferences = null;
+    loadPreferences(this.comms).then((got) => {
+      if (got && !this.preferences) this.preferences = got.preferences ?? {};
+    });
+    // Installable, and ready to show pushes once the person turns them on.
+    registerWorker();
   }
 
   /** Goes to a place of the page by its hash (a notification's ask or item). */

@@ -57,6 +57,8 @@ export class Notifier {
     if (!found) return;
     this.setUnread(this.unread + 1);
     if (!("Notification" in window) || Notification.permission !== "granted") return;
+    // The person turned the page's notifications off (proto3 JSON leaves out false).
+    if (this.app.preferences && !this.app.preferences.page) return;
     const note = new Notification(found.title, { body: found.body, tag: found.tag });
     note.onclick = () => {
       window.focus();

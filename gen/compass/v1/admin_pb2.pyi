@@ -32,6 +32,7 @@ class WebhookKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     WEBHOOK_KIND_SLACK: _ClassVar[WebhookKind]
     WEBHOOK_KIND_EMAIL: _ClassVar[WebhookKind]
     WEBHOOK_KIND_SLACK_APP: _ClassVar[WebhookKind]
+    WEBHOOK_KIND_PUSH: _ClassVar[WebhookKind]
 
 class WebhookDeliveryState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -51,6 +52,7 @@ WEBHOOK_KIND_STANDARD: WebhookKind
 WEBHOOK_KIND_SLACK: WebhookKind
 WEBHOOK_KIND_EMAIL: WebhookKind
 WEBHOOK_KIND_SLACK_APP: WebhookKind
+WEBHOOK_KIND_PUSH: WebhookKind
 WEBHOOK_DELIVERY_STATE_UNSPECIFIED: WebhookDeliveryState
 WEBHOOK_DELIVERY_STATE_PENDING: WebhookDeliveryState
 WEBHOOK_DELIVERY_STATE_DELIVERED: WebhookDeliveryState
