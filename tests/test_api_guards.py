@@ -27,15 +27,21 @@ def test_every_ask_field_is_classified_as_client_or_server_owned() -> None:
 
 
 # Fields whose value must have a form to be read at all.
-FORMED = {"answerer_account_ids": "8d7c1f0e-0000-4000-8000-000000000001"}
+FORMED = {
+    "answerer_account_ids": "8d7c1f0e-0000-4000-8000-000000000001",
+    "escalate_to_account_ids": "8d7c1f0e-0000-4000-8000-000000000002",
+    "escalate_to_channel_id": "8d7c1f0e-0000-4000-8000-000000000003",
+}
 
 
 def _set_every_field(msg: object) -> None:
     """Sets every scalar field to a non-default value, recursing into messages."""
     d = msg.DESCRIPTOR  # type: ignore[attr-defined]
     for f in d.fields:
-        if f.name in FORMED:
+        if f.name in FORMED and f.is_repeated:
             getattr(msg, f.name).append(FORMED[f.name])
+        elif f.name in FORMED:
+            setattr(msg, f.name, FORMED[f.name])
         elif f.full_name == "compass.v1.Ask.deadline":
             msg.deadline.FromSeconds(1_900_000_000)  # type: ignore[attr-defined]
         elif f.full_name == "compass.v1.Ask.timeout":

@@ -32,6 +32,8 @@ CLIENT_CODES = {
     "unauthenticated",
     "unimplemented",
     "failed_precondition",
+    # The client's own deadline (connect-timeout-ms, even 0) ran out.
+    "deadline_exceeded",
 }
 # Text that belongs to Python or the protobuf runtime, never to a message.
 LEAKS = re.compile(

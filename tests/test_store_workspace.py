@@ -181,7 +181,8 @@ DYNAMIC_SQL = re.compile(r"\bexecute\s+(?!function\b|procedure\b)", re.IGNORECAS
 
 # Post writes a message (a standing answer may answer its ask at once); only
 # answers (a quorum's votes among them) and the other endings rewrite one, and
-# only its server-owned ask state. The app role writes through these functions, which
+# only its server-owned ask state (a follow-up step only appends to the ask's
+# record of steps). The app role writes through these functions, which
 # run as compass_writer (a role nothing logs in as); the trigger is the one
 # that refuses any other change (see the end of this file).
 MESSAGE_WRITERS = {
@@ -189,6 +190,7 @@ MESSAGE_WRITERS = {
     "function compass_write_ending",
     "function compass_write_vote",
     "function compass_post_message",
+    "function compass_take_follow_ups",
     "compass_writer may INSERT messages",
     "compass_writer may UPDATE messages",
     "trigger messages_kept on messages",
