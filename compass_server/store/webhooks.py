@@ -459,20 +459,7 @@ class WebhookStore:
     ) -> Directory:
         """The directory with the people an email endpoint may mail about the
         page's asks: their named answerers and their channels' people."""
-        channel_ids = list(directory.channels)
-        members: dict[uuid.UUID, list[uuid.UUID]] = {}
-        if channel_ids:
-            cur = await conn.execute(WEBHOOKS["channel_people"], {"ids": channel_ids})
-            for r in await cur.fetchall():
-                members.setdefault(r["channel_id"], []).append(r["account_id"])
-        wanted = {a for ids in members.values() for a in ids}
-        for e in events:
-            if e.message is not None:
-                for b in e.message.blocks:
-                    if isinstance(b, Ask):
-                        wanted.update(b.answerer_ids)
-                        for step in b.follow_up_steps:
-                            wanted.update(step.account_ids)
+        members, wanted = await _people_of(conn, directory, events)
         people: dict[uuid.UUID, tuple[str, str, str]] = {}
         if wanted:
             cur = await conn.execute(WEBHOOKS["mail_people"], {"ids": list(wanted)})
@@ -488,18 +475,7 @@ class WebhookStore:
     ) -> Directory:
         """The directory with the people a push endpoint may push to about the
         page's asks, their push choice and their subscriptions."""
-        channel_ids = list(directory.channels)
-        members: dict[uuid.UUID, list[uuid.UUID]] = {}
-        if channel_ids:
-            cur = await conn.execute(WEBHOOKS["channel_people"], {"ids": channel_ids})
-            for r in await cur.fetchall():
-                members.setdefault(r["channel_id"], []).append(r["account_id"])
-        wanted = {a for ids in members.values() for a in ids}
-        for e in events:
-            if e.message is not None:
-                for b in e.message.blocks:
-                    if isinstance(b, Ask):
-                        wanted.update(b.answerer_ids)
+        members, wanted = await _people_of(conn, directory, events)
         push: dict[uuid.UUID, bool | None] = {}
         subscriptions: dict[uuid.UUID, list[uuid.UUID]] = {}
         if wanted:
@@ -631,3 +607,26 @@ def _after(token: str) -> tuple[datetime.datetime, uuid.UUID]:
         return datetime.datetime.fromisoformat(created), uuid.UUID(key)
     except ValueError:
         raise InvalidArgument("page_token is not one this server issued") from None
+
+
+async def _people_of(
+    conn: Any, directory: Directory, events: Sequence[Event]
+) -> tuple[dict[uuid.UUID, list[uuid.UUID]], set[uuid.UUID]]:
+    """The people of the page's channels, and everyone its asks may reach:
+    those people, the asks' named answerers and the people their follow-up
+    steps reached."""
+    channel_ids = list(directory.channels)
+    members: dict[uuid.UUID, list[uuid.UUID]] = {}
+    if channel_ids:
+        cur = await conn.execute(WEBHOOKS["channel_people"], {"ids": channel_ids})
+        for r in await cur.fetchall():
+            members.setdefault(r["channel_id"], []).append(r["account_id"])
+    wanted = {a for ids in members.values() for a in ids}
+    for e in events:
+        if e.message is not None:
+            for b in e.message.blocks:
+                if isinstance(b, Ask):
+                    wanted.update(b.answerer_ids)
+                    for step in b.follow_up_steps:
+                        wanted.update(step.account_ids)
+    return members, wanted

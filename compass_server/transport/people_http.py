@@ -38,7 +38,7 @@ body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding
 h1{font-size:1.4rem}
 fieldset{border:1px solid #ccd;border-radius:6px;margin:0 0 1rem;padding:.5rem 1rem}
 legend{font-weight:600}label{display:block;margin:.25rem 0}textarea{width:100%;min-height:3rem}
-.note{color:#555}.refused{color:#8a1f11}button{font:inherit;padding:.4rem 1rem;margin-right:.5rem}
+.aside{color:#555}.refused{color:#8a1f11}button{font:inherit;padding:.4rem 1rem;margin-right:.5rem}
 """
 
 
@@ -397,9 +397,9 @@ def _ending_text(ending: AskEnding) -> str:
 
 def _ask_page(author: str, ask: Ask, secret: str, notice: str, choose: str = "") -> bytes:
     e = html.escape
-    parts = [para(f"{author} asks:", "note")]
+    parts = [para(f"{author} asks:", "aside")]
     if notice:
-        parts.append(f'<p role="status" class="note"><strong>{e(notice)}</strong></p>')
+        parts.append(f'<p role="status" class="aside"><strong>{e(notice)}</strong></p>')
     if ask.ending is not None or not ask.is_open:
         said = _ending_text(ask.ending) if ask.ending else "This ask has ended."
         parts.append(f'<p id="ending"><strong>{e(said)}</strong></p>')
