@@ -405,7 +405,7 @@ async def test_a_subscription_is_checked_bounded_and_removed_by_its_person(
 
 
 async def test_the_settings_view_shows_and_saves_a_persons_preferences(
-    pushing: Any, browser: Any, w: World
+    pushing: Any, browser: Any, w: World, shots: Any
 ) -> None:
     from playwright.async_api import expect
 
@@ -462,6 +462,9 @@ async def test_the_settings_view_shows_and_saves_a_persons_preferences(
             page.get_by_label("A notification from an open Compass tab")
         ).not_to_be_checked()
         await expect(page.get_by_label("Mail")).to_have_value("MAIL_PREFERENCE_OFF")
+        for width, height in ((1280, 800), (390, 844)):
+            await page.set_viewport_size({"width": width, "height": height})
+            await page.screenshot(path=str(shots / f"web-settings-{width}.png"), full_page=True)
 
 
 async def test_the_service_worker_shows_a_delivered_push(
