@@ -236,12 +236,22 @@ def check_contract() -> None:
     check_breaking()
 
 
+def _workers(extra: list[str]) -> list[str]:
+    """Tests run in parallel processes, a test file per process at a time, unless
+    the arguments say otherwise (`-n 0` runs them in this one). Most tests wait on
+    servers and the database, so twice the cores keeps them busy."""
+    if "no:xdist" in extra or any(a.startswith(("-n", "--numprocesses")) for a in extra):
+        return []
+    count = os.environ.get("COMPASS_TEST_WORKERS") or str(2 * (os.cpu_count() or 1))
+    return ["-n", count, "--dist", "loadfile"]
+
+
 def gates(extra: list[str]) -> None:
     check_contract()
     run(BIN / "ruff", "check", ".")
     run(BIN / "ruff", "format", "--check", ".")
     run(BIN / "mypy")
-    code = run(BIN / "python", "-m", "pytest", *extra, check=False)
+    code = run(BIN / "python", "-m", "pytest", *_workers(extra), *extra, check=False)
     if code == 5:
         print("pytest collected no tests: that is a failure here")
         sys.exit(1)

@@ -3,9 +3,12 @@ with a fresh database per test run, and a fresh workspace per test."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import fcntl
 import os
 import pathlib
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -20,17 +23,31 @@ from tests.world import World
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TEST_DEADLINE_MIN_SECONDS = 0.2
+_EMBEDDED = pytest.StashKey[EmbeddedPostgres]()
+# Roles are shared by the whole cluster: two databases migrating at once (two
+# xdist workers, two checkouts) would race to create them.
+MIGRATE_LOCK = pathlib.Path(tempfile.gettempdir()) / "compass-test-migrate.lock"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Without COMPASS_TEST_DATABASE_URL the run starts one embedded
+    PostgreSQL here, before any xdist worker, and hands its URL to them all."""
+    if hasattr(config, "workerinput") or os.environ.get("COMPASS_TEST_DATABASE_URL"):
+        return
+    embedded = EmbeddedPostgres(ROOT / ".venv" / "compass-test-pg")
+    os.environ["COMPASS_TEST_DATABASE_URL"] = embedded.start()
+    config.stash[_EMBEDDED] = embedded
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    embedded = config.stash.get(_EMBEDDED, None)
+    if embedded is not None:
+        embedded.stop()
 
 
 @pytest.fixture(scope="session")
-def pg_admin_url() -> Iterator[str]:
-    url = os.environ.get("COMPASS_TEST_DATABASE_URL")
-    if url:
-        yield url
-        return
-    embedded = EmbeddedPostgres(ROOT / ".venv" / "compass-test-pg")
-    yield embedded.start()
-    embedded.stop()
+def pg_admin_url() -> str:
+    return os.environ["COMPASS_TEST_DATABASE_URL"]
 
 
 def _with_db(url: str, name: str) -> str:
@@ -47,7 +64,9 @@ async def migrated_database(admin_url: str) -> AsyncIterator[str]:
         await conn.execute(f'CREATE DATABASE "{name}"'.encode())
     try:
         url = _with_db(admin_url, name)
-        await migrate(url)
+        with MIGRATE_LOCK.open("a") as lock:
+            await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
+            await migrate(url)
         yield url
     finally:
         async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as conn:
