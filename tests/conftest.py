@@ -27,6 +27,14 @@ _EMBEDDED = pytest.StashKey[EmbeddedPostgres]()
 # Roles are shared by the whole cluster: two databases migrating at once (two
 # xdist workers, two checkouts) would race to create them.
 MIGRATE_LOCK = pathlib.Path(tempfile.gettempdir()) / "compass-test-migrate.lock"
+# The run's own cluster serves every xdist worker's servers at once, and
+# nothing in it needs to survive the machine crashing.
+TEST_CLUSTER = {
+    "max_connections": "600",
+    "fsync": "off",
+    "synchronous_commit": "off",
+    "full_page_writes": "off",
+}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -35,8 +43,26 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput") or os.environ.get("COMPASS_TEST_DATABASE_URL"):
         return
     embedded = EmbeddedPostgres(ROOT / ".venv" / "compass-test-pg")
-    os.environ["COMPASS_TEST_DATABASE_URL"] = embedded.start()
+    url = embedded.start()
+    if _tune(url):
+        embedded.stop()
+        url = embedded.start()
+    os.environ["COMPASS_TEST_DATABASE_URL"] = url
     config.stash[_EMBEDDED] = embedded
+
+
+def _tune(url: str) -> bool:
+    """Settings for a throwaway cluster; True when it must restart to take them."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        wanted = {
+            name: value
+            for name, value in TEST_CLUSTER.items()
+            if conn.execute(f"SELECT current_setting('{name}')".encode()).fetchone() != (value,)
+        }
+        for name, value in wanted.items():
+            conn.execute(f"ALTER SYSTEM SET {name} = '{value}'".encode())
+        conn.execute("SELECT pg_reload_conf()")
+    return "max_connections" in wanted
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

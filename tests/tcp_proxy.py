@@ -7,11 +7,12 @@ import contextlib
 
 
 class TcpProxy:
-    """Forwards 127.0.0.1:port to a target port. `cut` drops every connection
-    and refuses new ones until `restore`, which listens on the same port."""
+    """Forwards 127.0.0.1:port to a target port (or a Unix socket's path).
+    `cut` drops every connection and refuses new ones until `restore`, which
+    listens on the same port."""
 
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
+    def __init__(self, target: int | str) -> None:
+        self.target = target
         self.port = 0
         self.connections = 0
         self._server: asyncio.Server | None = None
@@ -39,7 +40,10 @@ class TcpProxy:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+            if isinstance(self.target, str):
+                up_reader, up_writer = await asyncio.open_unix_connection(self.target)
+            else:
+                up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
         except OSError:
             writer.transport.abort()
             return
