@@ -77,15 +77,9 @@ from compass.v1 import admin_pb2 as ad
 from compass_agentkit.command import Parser, version
 from compass_server import config, environment, people_cli, workers
 from compass_server.api.admin import AdminApi
-from compass_server.app import (
-    CompassServer,
-    StartupError,
-    open_database,
-    webhook_reach,
-    webhook_vault,
-)
 from compass_server.receipts import cli as receipts_cli
 from compass_server.slack import cli as slack_cli
+from compass_server.startup import StartupError, open_database, webhook_reach, webhook_vault
 from compass_server.store import Store, StoreError
 from compass_server.store.slack import SlackStore
 from compass_server.store.types import Operator, WebhookEventType
@@ -422,6 +416,9 @@ def _token_flags(p: argparse.ArgumentParser) -> None:
 async def _serve(loaded: config.Loaded, worker_of: int | None = None) -> None:
     if worker_of is not None:
         workers.die_with_parent(worker_of)
+    # The server is loaded only to serve: admin commands start without it.
+    from compass_server.app import CompassServer
+
     server = CompassServer(loaded.settings, reuse_port=worker_of is not None)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

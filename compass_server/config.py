@@ -59,7 +59,7 @@ from compass_server.store.db import CONNECTIONS_PER_TOKEN, redacted_url
 from compass_server.store.links import LINK_LIFETIME
 from compass_server.store.standing import STANDING_ANSWER_MAX, STANDING_ANSWERS_PER_PERSON
 from compass_server.transport import tls
-from compass_server.transport.connect_app import COMPRESS_MIN_BYTES, DRAIN_BYTES, DRAIN_SECONDS
+from compass_server.transport.limits import COMPRESS_MIN_BYTES, DRAIN_BYTES, DRAIN_SECONDS
 from compass_server.webhooks.courier import POLL_SECONDS, RETRY_SCHEDULE, schedule
 from compass_server.webhooks.destination import networks
 

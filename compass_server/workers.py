@@ -26,14 +26,14 @@ from typing import Any
 import psycopg
 
 from compass_server import config
-from compass_server.app import (
+from compass_server.receipts.keys import KEY_FOLDER
+from compass_server.startup import (
     StartupError,
-    _database_problem,
+    database_problem,
     listen_address,
     receipt_keys,
     webhook_vault,
 )
-from compass_server.receipts.keys import KEY_FOLDER
 from compass_server.store.db import migrate, redacted_url
 from compass_server.store.embedded import EmbeddedPostgres
 from compass_server.store.vault import KEY_FILE
@@ -181,7 +181,7 @@ class Supervisor:
         try:
             await migrate(url)
         except psycopg.OperationalError as exc:
-            raise _database_problem(url, exc) from exc
+            raise database_problem(url, exc) from exc
         log.info(
             "starting %d workers on %s",
             s.workers,

@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from py_vapid import Vapid02
-from pywebpush import WebPusher
 
 from compass_server.notify.mailer import Links
 from compass_server.notify.preferences import Preferences, held
@@ -206,6 +205,10 @@ class Pusher:
             "urgent": bool(body.get("urgent")),
         }
         info = {"endpoint": sub["endpoint"], "keys": {"p256dh": sub["p256dh"], "auth": sub["auth"]}}
+        # Imported when first needed: it brings requests and aiohttp, which
+        # every command-line start would otherwise pay for.
+        from pywebpush import WebPusher
+
         try:
             encoded = WebPusher(info).encode(
                 json.dumps(payload, ensure_ascii=False).encode(), content_encoding="aes128gcm"

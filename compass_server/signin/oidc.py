@@ -18,7 +18,6 @@ import time
 from typing import Any
 
 import httpx
-from authlib.integrations.httpx_client import AsyncOAuth2Client
 from joserfc import errors as jose
 from joserfc import jwt
 from joserfc.jwk import KeySet
@@ -69,6 +68,9 @@ class OpenIdProvider:
         self.redirect_uri = redirect_uri
         self.clock_skew = clock_skew
         self.jwks_refetch = jwks_refetch
+        # Imported when sign-in is configured, not by every command-line start.
+        from authlib.integrations.httpx_client import AsyncOAuth2Client
+
         self._client = AsyncOAuth2Client(
             client_id=provider.client_id,
             client_secret=client_secret,

@@ -33,6 +33,7 @@ from compass_server.transport.binding import Method, ServiceBinding
 from compass_server.transport.codecs import CODECS, COMPRESSIONS, Gzip
 from compass_server.transport.cookies import SessionCookies
 from compass_server.transport.grpc_server import MAX_MESSAGE_BYTES, _error
+from compass_server.transport.limits import COMPRESS_MIN_BYTES, DRAIN_BYTES, DRAIN_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -211,16 +212,6 @@ def connect_app(
         interceptors=(_ClientMistakes(),),
     )
     return app
-
-
-# An answer given before the request body was read: the rest of the body is
-# read and dropped when at most this much is left, so the connection serves
-# the next request; else the answer closes the connection.
-DRAIN_BYTES = 1 << 20
-DRAIN_SECONDS = 5.0
-# A Connect unary answer smaller than this goes uncompressed whatever the
-# client accepts: gzip costs more server CPU than the bytes it saves.
-COMPRESS_MIN_BYTES = 1024
 
 
 class RequestBody:
