@@ -83,7 +83,8 @@ async def test_five_endings_race_and_exactly_one_wins(server: Any, api_world: Wo
             # An ask that may expire falls due when its trial's calls fire, each
             # a little after the one before, so the expiry loop wakes for it then.
             await post_all(store, w, [t for t in trials if "expire" not in t.contenders])
-            first = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=2)
+            # Room for posting them all on a loaded machine before the first is due.
+            first = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=4)
             due = [t for t in trials if "expire" in t.contenders]
             for i, t in enumerate(due):
                 t.deadline = first + i * STAGGER

@@ -81,6 +81,8 @@ async def test_a_flood_from_one_token_holds_only_its_share_of_the_pool(
         )
         # The flood's 2, the other member's call, and the server's own numbering.
         assert max(busy) <= 4, busy
-        assert latencies and max(latencies) < 2.0, latencies
+        # Never near the pool's wait (10 s), which is what a starved member would see;
+        # the margin is for a machine busy with other tests.
+        assert latencies and max(latencies) < 5.0, latencies
     finally:
         assert server.stop() == 0

@@ -241,18 +241,20 @@ async def test_sighup_reloads_the_certificate_and_open_connections_stay(
 
         await until_text("before")
 
-        # New files from another CA, then SIGHUP.
+        # New files from another CA, then SIGHUP. The kept HTTP connection is
+        # used just before, so that it is not closed as idle meanwhile.
         cert.write_bytes(pki.pem("server2.pem"))
         key.write_bytes(pki.pem("key2.pem"))
+        assert (await kept_http.post(listed, json={})).status_code == 200
         proc.send_signal(signal.SIGHUP)
         await asyncio.sleep(1.0)
 
-        # The open stream goes on: it hears a message posted after the reload.
-        await post(old, world, "after")
-        await until_text("after")
-        # So does the open HTTP connection (a new one would fail to verify).
+        # The open HTTP connection goes on (a new one would fail to verify).
         assert (await kept_http.post(listed, json={})).status_code == 200
         await kept_http.aclose()
+        # So does the open stream: it hears a message posted after the reload.
+        await post(old, world, "after")
+        await until_text("after")
 
         # A new connection sees the new certificate: the old CA no longer verifies it.
         async with grpc_channel(grpc_port, pki.pem("ca.pem")) as stale:
