@@ -10,6 +10,7 @@ import random
 import signal
 import time
 
+import psycopg
 import pytest
 
 from compass.v1 import comms_pb2 as pb
@@ -133,3 +134,47 @@ async def test_stopping_the_expiry_loop_as_it_wakes_ends_it(db: Database) -> Non
         stopping = asyncio.ensure_future(expiry.stop())
         done, _ = await asyncio.wait({stopping}, timeout=2)
         assert done, f"the expiry loop swallowed its cancellation {turns} turns after waking"
+
+
+async def test_sigterm_ends_the_process_while_a_call_waits_on_a_row_lock(
+    fresh_database_url: str,  # noqa: F811
+) -> None:
+    """A call stuck in the database (its row locked by someone who never lets
+    go) holds neither the transports nor the pool's close past the stop."""
+    url = fresh_database_url
+    db, w = await open_world(url)
+    env = {"COMPASS_DRAIN_SECONDS": str(DRAIN), "COMPASS_LOG_LEVEL": "INFO"}
+    server = ServerProcess(url, env=env).start()
+    client = GrpcClient(server.grpc_port)
+    lock = await psycopg.AsyncConnection.connect(url)
+    try:
+        ask_id = await post(client, w, 600)
+        (ask, _) = await w.store.get_ask(w.human, ask_id)
+        await lock.execute("SELECT 1 FROM messages WHERE id = %s FOR UPDATE", (ask.message_id,))
+        answering = asyncio.ensure_future(
+            client.call(
+                "RespondToAsk",
+                pb.RespondToAskRequest(
+                    ask_id=ask_id,
+                    answers=[pb.AskQuestionAnswer(question_id="q", chosen_option_ids=["y"])],
+                ),
+                w.tokens[w.human.account_id],
+            )
+        )
+        await asyncio.sleep(0.5)
+        assert not answering.done()
+        assert server.proc is not None
+        server.proc.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        code = await asyncio.to_thread(_wait, server, DRAIN + 15)
+        took = time.monotonic() - started
+        assert code is not None, f"still running {took:.1f} s after SIGTERM\n" + "".join(server.log)
+        assert server.stop() == 0, "".join(server.log)
+        with contextlib.suppress(CallError):
+            await answering
+    finally:
+        await lock.close()
+        await client.close()
+        if server.proc is not None:
+            server.kill9()
+        await db.close()
