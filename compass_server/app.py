@@ -451,6 +451,7 @@ class CompassServer:
                 reach=reach,
                 people=self.store,
                 slack=self.slack,
+                defaults=self.store,
             ),
             "account",
         )
