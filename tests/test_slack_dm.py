@@ -18,17 +18,20 @@ import pytest
 from compass.v1 import admin_pb2 as ad
 from compass.v1 import preferences_pb2 as pp
 from compass_server.store.types import FollowUp
-from compass_server.store.vault import new_key
 from tests.conftest import running_server
 from tests.servers import CallError, GrpcClient
 from tests.slack_standin import SECRET, TEAM, TOKEN, Slack, SlackStandIn, buttons, checked_message
+from tests.test_push import KEY as PUSH_KEY
 from tests.test_slack_app import about, ask_id_of, history, pick
 from tests.world import World
 
 pytestmark = pytest.mark.timeout(120)
 
 PUBLIC_URL = "https://compass.example.test"
-KEY = new_key()
+# The push tests' webhook key: GetNotificationPreferences makes the
+# deployment's VAPID key on first use, sealed with the key of whichever
+# server asks first.
+KEY = PUSH_KEY
 
 
 @pytest.fixture(scope="module")
