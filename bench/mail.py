@@ -20,7 +20,8 @@ real `compass-server serve` per phase, and an SMTP server on loopback
 4. Every surface (part `surfaces`): the same lifecycle with nothing on, then
    with mail (the relay above), push (each person subscribed; a push service
    on loopback, tests/receiver.py) and Slack (an app connected, each channel
-   mapped; the Slack stand-in of tests/slack_standin.py) all on, one after the other in one run. The
+   mapped, each person linked with Slack direct messages on; the Slack
+   stand-in of tests/slack_standin.py) all on, one after the other in one run. The
    deliveries made in the window are counted after it.
 """
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
 import re
 import sys
 import time
@@ -259,10 +261,11 @@ async def every_surface(
                     )
                 async with Provisioner(url) as prov:
                     api = admin_api(prov)
+                    team = f"T{tag.upper().replace('-', '')}"
                     app = await api.connect_slack_app(
                         Operator(ws),
                         ad.ConnectSlackAppRequest(
-                            team_id=f"T{tag.upper().replace('-', '')}",
+                            team_id=team,
                             bot_token=TOKEN,
                             signing_secret=SECRET,
                         ),
@@ -273,6 +276,28 @@ async def every_surface(
                             ad.MapSlackChannelRequest(
                                 app_id=app.app.app_id, channel_id=channel, slack_channel=f"C{i}"
                             ),
+                        )
+                    slack_store = SlackStore(
+                        prov.db, prov.store.admin, Vault(parse_key(KEY, "key"))
+                    )
+                    for i, (_, human) in enumerate(pairs):
+                        code = await slack_store.link_code(
+                            ws, team, f"U{i}", datetime.timedelta(minutes=5)
+                        )
+                        await slack_store.redeem_code(
+                            Operator(ws), uuid.UUID(human.account_id), code
+                        )
+                        await prefs.SetNotificationPreferences(
+                            preferences_pb2.SetNotificationPreferencesRequest(
+                                preferences=preferences_pb2.NotificationPreferences(
+                                    page=True,
+                                    push=True,
+                                    email=preferences_pb2.MAIL_PREFERENCE_NAMED,
+                                    time_zone="UTC",
+                                    slack_dm=True,
+                                )
+                            ),
+                            metadata=human.metadata,
                         )
 
             async def call(i: int) -> None:
@@ -285,9 +310,10 @@ async def every_surface(
             await asyncio.sleep(min(30.0, 2 * seconds))
     async with await psycopg.AsyncConnection.connect(url) as conn:
         cur = await conn.execute(
-            "SELECT e.kind, count(*), count(*) FILTER (WHERE d.state = 'delivered') "
+            "SELECT CASE WHEN d.dedupe_key LIKE 'slack.dm.%%' THEN 'slack_dm' ELSE e.kind END, "
+            "count(*), count(*) FILTER (WHERE d.state = 'delivered') "
             "FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id "
-            "WHERE d.workspace_id = %s GROUP BY e.kind",
+            "WHERE d.workspace_id = %s GROUP BY 1",
             (ws,),
         )
         got = {kind: f"{made}/{sent}" for kind, made, sent in await cur.fetchall()}
@@ -338,6 +364,9 @@ async def main(args: argparse.Namespace) -> None:
             await conn.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)'.encode())
 
 
+SURFACES = ("email", "push", "slack_app", "slack_dm")
+
+
 async def surfaces(url: str, box: Mailbox, seconds: float) -> None:
     push = await Receiver(lambda _: Reply(status=201, body=b"")).start()
     slack = await SlackStandIn().start()
@@ -345,7 +374,7 @@ async def surfaces(url: str, box: Mailbox, seconds: float) -> None:
         print("\n### The ask lifecycle with every surface off and on (mail, push, Slack)\n")
         print(
             "| K | off: lifecycles/s, p50, p99 | on: lifecycles/s, p50, p99 | on / off "
-            "| on: deliveries made/sent (mail, push, Slack) |"
+            "| on: deliveries made/sent (mail, push, Slack channel, Slack DM) |"
         )
         print("| --- | --- | --- | --- | --- |")
         for k in (1, 16):
@@ -355,7 +384,7 @@ async def surfaces(url: str, box: Mailbox, seconds: float) -> None:
                 f"| {k} | {off.calls_per_s:,.0f}/s, {off.p50_ms:.1f} ms, {off.p99_ms:.1f} ms "
                 f"| {on.calls_per_s:,.0f}/s, {on.p50_ms:.1f} ms, {on.p99_ms:.1f} ms "
                 f"| {on.calls_per_s / off.calls_per_s:.2f} "
-                f"| {', '.join(got.get(s, '0/0') for s in ('email', 'push', 'slack_app'))} |"
+                f"| {', '.join(got.get(s, '0/0') for s in SURFACES)} |"
             )
             log(row)
             print(row)
