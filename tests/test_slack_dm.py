@@ -266,3 +266,63 @@ async def test_quiet_hours_hold_a_dm_but_an_urgent_escalation_goes(
     ]
     # The held one is still held.
     assert not [c for c in standin.of("chat.postMessage") if about(held_id)(c)]
+
+
+async def test_the_settings_view_offers_a_slack_dm_once_linked(
+    rpc: GrpcClient, w: World, srv: Any, browser: Any
+) -> None:
+    from playwright.async_api import expect
+
+    from tests.browser import new_tab, sign_in
+
+    await connect(rpc, w)
+    async with new_tab(browser, srv) as page:
+        await sign_in(page, tok(w, w.human))
+        await page.get_by_role("link", name="Notification settings").click()
+        await expect(page.get_by_role("heading", name="Notifications")).to_be_visible()
+        await expect(page.get_by_label("Push, even with no tab open")).to_be_visible()
+        # Not linked: not offered.
+        await expect(page.get_by_label("A direct message in Slack")).to_have_count(0)
+        await link(srv, w, w.human, "UPAGEADA")
+        await page.reload()
+        await page.get_by_role("link", name="Notification settings").click()
+        dm = page.get_by_label("A direct message in Slack")
+        await expect(dm).not_to_be_checked()
+        await dm.check()
+        await page.get_by_role("button", name="Save").click()
+        await expect(page.locator(".settings-status")).to_have_text("Saved.")
+    async with await psycopg.AsyncConnection.connect(srv.database_url) as conn:
+        cur = await conn.execute(
+            "SELECT slack_dm FROM notification_preferences WHERE account_id = %s",
+            (w.human.account_id,),
+        )
+        row = await cur.fetchone()
+    assert row is not None and row[0] is True
+
+
+async def test_an_ask_for_the_channel_and_its_reminder_reach_the_people_with_dms_on(
+    rpc: GrpcClient, w: World, srv: Any, standin: SlackStandIn
+) -> None:
+    await connect(rpc, w)
+    await link(srv, w, w.human, "URADA")
+    await set_prefs(rpc, w, w.human, slack_dm=True)
+    reminding = dataclasses.replace(
+        pick("reminds"),
+        follow_up=FollowUp(remind_after=datetime.timedelta(seconds=0.5), remind_times=1),
+    )
+    # Names nobody: the channel's people but the asker.
+    ask_id = ask_id_of(await w.post_ask(w.agent, reminding))
+    first, reminder = await standin.wait(
+        "chat.postMessage", 2, where=lambda c: to("URADA")(c) and about(ask_id)(c)
+    )
+    assert checked_message(first.body)["text"] == "scout asks in #general: Which database?"
+    reminded = checked_message(reminder.body)
+    assert reminded["text"] == "Reminder: scout asks in #general: Which database?"
+    assert reminded["blocks"][0]["elements"][0]["text"] == (
+        "Reminder: this ask is still waiting for your answer."
+    )
+    assert [b["text"]["text"] for b in buttons(reminded)][-2:] == ["Decline…", "Open in Compass"]
+    assert await dm_deliveries(srv, ask_id) == [
+        (f"slack.dm.posted:{ask_id}:{w.human.account_id}", "delivered"),
+        (f"slack.dm.reminded.1:{ask_id}:{w.human.account_id}", "delivered"),
+    ]
