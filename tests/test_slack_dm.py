@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -129,6 +130,15 @@ async def dm_deliveries(srv: Any, ask_id: str) -> list[tuple[str, str]]:
         return [(r[0], r[1]) for r in await cur.fetchall()]
 
 
+async def settled(srv: Any, ask_id: str, expected: list[tuple[str, str]]) -> None:
+    """Waits for the ask's direct-message deliveries to be as expected (an
+    attempt is recorded a moment after Slack took it)."""
+    give_up = asyncio.get_running_loop().time() + 20
+    while (got := await dm_deliveries(srv, ask_id)) != expected:
+        assert asyncio.get_running_loop().time() < give_up, got
+        await asyncio.sleep(0.05)
+
+
 async def attempt_errors(srv: Any, ask_id: str) -> list[str]:
     async with await psycopg.AsyncConnection.connect(srv.database_url) as conn:
         cur = await conn.execute(
@@ -185,9 +195,7 @@ async def test_a_linked_person_turns_dms_on_and_answers_the_ask_from_its_buttons
         "Open in Compass",
     ]
     assert shown[-1]["url"] == f"{PUBLIC_URL}/#/ask/{ask_id}"
-    assert await dm_deliveries(srv, ask_id) == [
-        (f"slack.dm.posted:{ask_id}:{w.human.account_id}", "delivered")
-    ]
+    await settled(srv, ask_id, [(f"slack.dm.posted:{ask_id}:{w.human.account_id}", "delivered")])
     assert not [c for c in standin.of("chat.postMessage") if to("UDMGRACE")(c)]
 
     # A click in the direct message answers as the linked person.
@@ -203,6 +211,17 @@ async def test_a_linked_person_turns_dms_on_and_answers_the_ask_from_its_buttons
         await slack.close()
     _, answered = await srv.store.get_ask(w.human, ask_id)
     assert answered.questions[0].chosen_option_ids == ("o1",)
+    # The ending edits the direct message in place: its buttons go.
+    (update,) = await standin.wait("chat.update", where=lambda c: to("UDMADA")(c))
+    async with await psycopg.AsyncConnection.connect(srv.database_url) as conn:
+        cur = await conn.execute(
+            "SELECT slack_channel, ts, ended FROM slack_direct_messages WHERE ask_id = %s",
+            (ask_id,),
+        )
+        assert await cur.fetchall() == [("UDMADA", update.body["ts"], True)]
+    ended = checked_message(update.body)
+    assert buttons(ended) == []
+    assert "Answered by ada" in json.dumps(ended)
 
     # Turned off: the next ask makes no direct message.
     assert not (await set_prefs(rpc, w, w.human, slack_dm=False)).slack_dm
@@ -261,9 +280,9 @@ async def test_quiet_hours_hold_a_dm_but_an_urgent_escalation_goes(
     assert message["text"].startswith("Urgent: scout asks in #general")
     assert message["blocks"][0]["elements"][0]["text"].startswith("Urgent: nobody has answered")
     assert buttons(message)[-1]["text"]["text"] == "Open in Compass"
-    assert await dm_deliveries(srv, esc_id) == [
-        (f"slack.dm.escalated.1:{esc_id}:{w.human.account_id}", "delivered")
-    ]
+    await settled(
+        srv, esc_id, [(f"slack.dm.escalated.1:{esc_id}:{w.human.account_id}", "delivered")]
+    )
     # The held one is still held.
     assert not [c for c in standin.of("chat.postMessage") if about(held_id)(c)]
 
@@ -322,7 +341,11 @@ async def test_an_ask_for_the_channel_and_its_reminder_reach_the_people_with_dms
         "Reminder: this ask is still waiting for your answer."
     )
     assert [b["text"]["text"] for b in buttons(reminded)][-2:] == ["Decline…", "Open in Compass"]
-    assert await dm_deliveries(srv, ask_id) == [
-        (f"slack.dm.posted:{ask_id}:{w.human.account_id}", "delivered"),
-        (f"slack.dm.reminded.1:{ask_id}:{w.human.account_id}", "delivered"),
-    ]
+    await settled(
+        srv,
+        ask_id,
+        [
+            (f"slack.dm.posted:{ask_id}:{w.human.account_id}", "delivered"),
+            (f"slack.dm.reminded.1:{ask_id}:{w.human.account_id}", "delivered"),
+        ],
+    )

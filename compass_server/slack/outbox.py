@@ -87,16 +87,33 @@ class SlackOutbox:
             where = str(answer.get("channel") or target)
             await self.store.record_post(ws, app_id, ask_id, Posted(where, ts, False))
             return "posted"
+        directs = await self._end_directs(delivery, data, ask_id)
         if posted is None:
             if not waiting:
-                return "the ask was never shown in Slack"
+                return directs or "the ask was never shown in Slack"
             raise SlackFailed(NOT_POSTED, retry_after=WAIT_FOR_POST_SECONDS)
         if posted.ended:
-            return "already updated"
+            return directs or "already updated"
         update = {"channel": posted.slack_channel, "ts": posted.ts, **blocks.ended_message(data)}
         await self.web.call("chat.update", token, update)
         await self.store.record_ended(ws, app_id, ask_id)
-        return "updated"
+        return "updated" + (f"; {directs}" if directs else "")
+
+    async def _end_directs(
+        self, delivery: ClaimedDelivery, data: dict[str, Any], ask_id: str
+    ) -> str:
+        """Edits the ask's direct messages to show its ending; each once."""
+        ws, app_id = delivery.workspace_id, delivery.webhook_id
+        directs = await self.store.open_directs(ws, app_id, ask_id)
+        if not directs:
+            return ""
+        ended = blocks.ended_message(data)
+        for d in directs:
+            await self.web.call(
+                "chat.update", delivery.url, {"channel": d.slack_channel, "ts": d.ts, **ended}
+            )
+            await self.store.record_direct_ended(ws, app_id, ask_id, d)
+        return f"updated {len(directs)} direct message{'s' if len(directs) != 1 else ''}"
 
     async def _direct(
         self, delivery: ClaimedDelivery, body: dict[str, Any], start: float
@@ -125,9 +142,17 @@ class SlackOutbox:
             return Outcome(False, None, took_ms(start), exc.message)
         message = blocks.direct_message(data, dm.get("step", ""))
         try:
-            await self.web.call(
+            answer = await self.web.call(
                 "chat.postMessage", delivery.url, {"channel": dm["slack_user"], **message}
             )
+            ts = answer.get("ts")
+            if isinstance(ts, str) and ts:
+                where = str(answer.get("channel") or dm["slack_user"])
+                await self.store.record_direct(
+                    ws, delivery.webhook_id, data["ask"]["ask_id"], Posted(where, ts, False)
+                )
+        except StoreError as exc:
+            return Outcome(False, None, took_ms(start), exc.message)
         except SlackFailed as exc:
             return Outcome(
                 False,
