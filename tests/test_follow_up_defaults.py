@@ -362,3 +362,30 @@ async def test_the_operator_sets_and_shows_defaults(database_url: str, world: Wo
     assert "is not remind=WAIT" in bad["error"]
     cli(database_url, "set-follow-up-default", "--channel", ch, "--policy", "inherit")
     assert await w.store.channel_follow_up_default(w.human, w.channel.channel_id) is None
+
+
+async def test_a_channels_default_reminds_when_due(world: World, db: Database) -> None:
+    import asyncio
+
+    from compass_server.asks import Expiry
+    from compass_server.store.blocks import DeadlineBounds
+
+    short = DeadlineBounds(datetime.timedelta(milliseconds=1), datetime.timedelta(days=30))
+    store = Store(db, deadline_bounds=short)
+    w = world
+    await store.set_channel_follow_up_default(
+        w.human, w.channel.channel_id, FollowUp(remind_after=datetime.timedelta(seconds=0.3))
+    )
+    posted = await store.append_message(w.agent, w.channel.channel_id, [two_question_ask()])
+    (ask,) = [b for b in posted.blocks if isinstance(b, Ask)]
+    expiry = Expiry(store, interval=0.1)
+    await expiry.start()
+    try:
+        give_up = asyncio.get_running_loop().time() + 20
+        while not (await store._ask_state(w.human, ask.ask_id)).follow_up_steps:
+            assert asyncio.get_running_loop().time() < give_up
+            await asyncio.sleep(0.05)
+    finally:
+        await expiry.stop()
+    (step,) = (await store._ask_state(w.human, ask.ask_id)).follow_up_steps
+    assert step.kind == "reminded"
