@@ -17,12 +17,19 @@ real `compass-server serve` per phase, and an SMTP server on loopback
    a person, the person answers it: two mails), K = 1 and 16 closed-loop
    workers, with no email endpoint (off) and with one (on), one after the
    other in one run.
+4. Every surface (part `surfaces`): the same lifecycle with nothing on, then
+   with mail (the relay above), push (each person subscribed; a push service
+   on loopback, tests/receiver.py) and Slack (an app connected, each channel
+   mapped, each person linked with Slack direct messages on; the Slack
+   stand-in of tests/slack_standin.py) all on, one after the other in one run. The
+   deliveries made in the window are counted after it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime
 import re
 import sys
 import time
@@ -42,13 +49,17 @@ from bench.server import (
     server_process,
 )
 from compass.v1 import admin_pb2 as ad
-from compass.v1 import comms_pb2, comms_pb2_grpc
+from compass.v1 import comms_pb2, comms_pb2_grpc, preferences_pb2, preferences_pb2_grpc
 from compass_server.api.admin import AdminApi
+from compass_server.store.slack import SlackStore
 from compass_server.store.types import Operator
 from compass_server.store.vault import Vault, new_key, parse_key
 from compass_server.store.webhooks import WebhookStore
 from compass_server.webhooks.destination import Reach, networks
 from tests.mailbox import Mailbox
+from tests.pushservice import Browser, b64
+from tests.receiver import Receiver, Reply
+from tests.slack_standin import SECRET, TOKEN, SlackStandIn
 
 DATABASE = "compass_bench_email"
 KEY = new_key()
@@ -189,6 +200,126 @@ async def lifecycle(url: str, box: Mailbox, on: bool, k: int, seconds: float) ->
             return await run_load(call, concurrency=k, seconds=seconds, warmup=1.0)
 
 
+def surfaces_env(box: Mailbox, slack: SlackStandIn, on: bool) -> dict[str, str]:
+    return {
+        **env(box, on),
+        "COMPASS_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.0/8",
+        "COMPASS_SLACK_API_URL": slack.api_url,
+        "COMPASS_PUBLIC_URL": "https://compass.example.test",
+    }
+
+
+def admin_api(prov: Provisioner) -> AdminApi:
+    store = prov.store
+    vault = Vault(parse_key(KEY, "key"))
+    return AdminApi(
+        store.admin,
+        webhooks=WebhookStore(store.db, store.admin, vault),
+        reach=Reach(networks("127.0.0.0/8")),
+        slack=SlackStore(store.db, store.admin, vault),
+    )
+
+
+async def every_surface(
+    url: str,
+    box: Mailbox,
+    push: Receiver,
+    slack: SlackStandIn,
+    on: bool,
+    k: int,
+    seconds: float,
+) -> tuple[LoadResult, dict[str, str]]:
+    """The lifecycle with no surface, or with mail, push and Slack on; and
+    each surface's deliveries: made / sent (the rest found the ask ended
+    before their turn, and were not sent)."""
+    tag = f"{'on' if on else 'off'}-{k}-{uuid.uuid4().hex[:6]}"
+    async with Provisioner(url) as prov:
+        ws = await prov.workspace(f"surfaces {tag}")
+        pairs = [await pair(prov, ws, i, url) for i in range(k)]
+        if on:
+            api = admin_api(prov)
+            await mail_endpoint(prov, ws)
+            await api.create_webhook(
+                Operator(ws),
+                ad.CreateWebhookRequest(url="mailto:push@example.test", kind=ad.WEBHOOK_KIND_PUSH),
+            )
+    async with server_process(url, surfaces_env(box, slack, on)) as server:
+        async with grpc.aio.insecure_channel(server.grpc_target) as ch:
+            stub = comms_pb2_grpc.CommsServiceStub(ch)
+            channels = [
+                await create_channel(stub, a, f"desk-{i}", [h]) for i, (a, h) in enumerate(pairs)
+            ]
+            if on:
+                prefs = preferences_pb2_grpc.PreferencesServiceStub(ch)
+                for i, (_, human) in enumerate(pairs):
+                    browser = Browser.new(push.url(f"/push/{tag}/{i}"))
+                    await prefs.AddPushSubscription(
+                        preferences_pb2.AddPushSubscriptionRequest(
+                            endpoint=browser.endpoint, p256dh=browser.p256dh, auth=b64(browser.auth)
+                        ),
+                        metadata=human.metadata,
+                    )
+                async with Provisioner(url) as prov:
+                    api = admin_api(prov)
+                    team = f"T{tag.upper().replace('-', '')}"
+                    app = await api.connect_slack_app(
+                        Operator(ws),
+                        ad.ConnectSlackAppRequest(
+                            team_id=team,
+                            bot_token=TOKEN,
+                            signing_secret=SECRET,
+                        ),
+                    )
+                    for i, channel in enumerate(channels):
+                        await api.map_slack_channel(
+                            Operator(ws),
+                            ad.MapSlackChannelRequest(
+                                app_id=app.app.app_id, channel_id=channel, slack_channel=f"C{i}"
+                            ),
+                        )
+                    slack_store = SlackStore(
+                        prov.db, prov.store.admin, Vault(parse_key(KEY, "key"))
+                    )
+                    for i, (_, human) in enumerate(pairs):
+                        code = await slack_store.link_code(
+                            ws, team, f"U{i}", datetime.timedelta(minutes=5)
+                        )
+                        await slack_store.redeem_code(
+                            Operator(ws), uuid.UUID(human.account_id), code
+                        )
+                        await prefs.SetNotificationPreferences(
+                            preferences_pb2.SetNotificationPreferencesRequest(
+                                preferences=preferences_pb2.NotificationPreferences(
+                                    page=True,
+                                    push=True,
+                                    email=preferences_pb2.MAIL_PREFERENCE_NAMED,
+                                    time_zone="UTC",
+                                    slack_dm=True,
+                                )
+                            ),
+                            metadata=human.metadata,
+                        )
+
+            async def call(i: int) -> None:
+                agent, human = pairs[i]
+                posted = await stub.PostMessage(named(channels[i], human), metadata=agent.metadata)
+                await stub.RespondToAsk(answer_request(posted), metadata=human.metadata)
+
+            result = await run_load(call, concurrency=k, seconds=seconds, warmup=1.0)
+            # What the window made, delivered after it (the courier catches up).
+            await asyncio.sleep(min(30.0, 2 * seconds))
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        cur = await conn.execute(
+            "SELECT CASE WHEN d.dedupe_key LIKE 'slack.dm.%%' THEN 'slack_dm' ELSE e.kind END, "
+            "count(*), count(*) FILTER (WHERE d.state = 'delivered') "
+            "FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id "
+            "WHERE d.workspace_id = %s GROUP BY 1",
+            (ws,),
+        )
+        got = {kind: f"{made}/{sent}" for kind, made, sent in await cur.fetchall()}
+    return result, got
+
+
 async def main(args: argparse.Namespace) -> None:
     admin = args.database_url
     async with await psycopg.AsyncConnection.connect(admin, autocommit=True) as conn:
@@ -224,11 +355,42 @@ async def main(args: argparse.Namespace) -> None:
                 )
                 log(row)
                 print(row)
+        if "surfaces" in args.parts:
+            await surfaces(url, box, args.seconds)
         print(f"\nrelay: {len(box.mail)} mails")
     finally:
         box.stop()
         async with await psycopg.AsyncConnection.connect(admin, autocommit=True) as conn:
             await conn.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)'.encode())
+
+
+SURFACES = ("email", "push", "slack_app", "slack_dm")
+
+
+async def surfaces(url: str, box: Mailbox, seconds: float) -> None:
+    push = await Receiver(lambda _: Reply(status=201, body=b"")).start()
+    slack = await SlackStandIn().start()
+    try:
+        print("\n### The ask lifecycle with every surface off and on (mail, push, Slack)\n")
+        print(
+            "| K | off: lifecycles/s, p50, p99 | on: lifecycles/s, p50, p99 | on / off "
+            "| on: deliveries made/sent (mail, push, Slack channel, Slack DM) |"
+        )
+        print("| --- | --- | --- | --- | --- |")
+        for k in (1, 16):
+            off, _ = await every_surface(url, box, push, slack, False, k, seconds)
+            on, got = await every_surface(url, box, push, slack, True, k, seconds)
+            row = (
+                f"| {k} | {off.calls_per_s:,.0f}/s, {off.p50_ms:.1f} ms, {off.p99_ms:.1f} ms "
+                f"| {on.calls_per_s:,.0f}/s, {on.p50_ms:.1f} ms, {on.p99_ms:.1f} ms "
+                f"| {on.calls_per_s / off.calls_per_s:.2f} "
+                f"| {', '.join(got.get(s, '0/0') for s in SURFACES)} |"
+            )
+            log(row)
+            print(row)
+    finally:
+        await push.close()
+        await slack.close()
 
 
 def cli() -> None:

@@ -37,6 +37,7 @@ from compass_server.notify.email import MailDrafts
 from compass_server.notify.mailer import Mailer, Relay
 from compass_server.notify.preferences import Preferences, quiet_hours_of
 from compass_server.notify.push import PushDrafts, Pusher
+from compass_server.notify.slack_dm import SlackDmDrafts
 from compass_server.receipts import Receipts
 from compass_server.relay import AgentGateway, Dispatcher, Heartbeat, arms_for
 from compass_server.signin.flow import SignInFlow
@@ -100,7 +101,13 @@ def notify_defaults(settings: Settings) -> Preferences:
     """What a person who hasn't chosen gets."""
     start, end = quiet_hours_of(settings.notify_quiet_hours)
     return Preferences(
-        settings.notify_page, settings.notify_push, "named", start, end, settings.notify_time_zone
+        settings.notify_page,
+        settings.notify_push,
+        "named",
+        start,
+        end,
+        settings.notify_time_zone,
+        settings.notify_slack_dm,
     )
 
 
@@ -312,6 +319,7 @@ class CompassServer:
                 reach=reach,
                 people=self.store,
                 slack=self.slack,
+                defaults=self.store,
             ),
             "account",
         )
@@ -616,6 +624,7 @@ class CompassServer:
                 self.receipts,
                 MailDrafts(settings.public_url, self.receipts),
                 PushDrafts(self.receipts, default=settings.notify_push),
+                SlackDmDrafts(default=settings.notify_slack_dm),
             ),
             settings.server_id,
             mailer=mailer,
@@ -626,7 +635,7 @@ class CompassServer:
             per_workspace=settings.webhook_concurrency_per_workspace,
             retention=datetime.timedelta(seconds=settings.webhook_retention_seconds),
             poll=settings.webhook_poll_seconds,
-            slack=SlackOutbox(self.slack, self.slack_web),
+            slack=SlackOutbox(self.slack, self.slack_web, self.push.preferences_of),
         )
 
     async def stop(self, grace: float = 5.0) -> None:

@@ -75,12 +75,13 @@ from google.protobuf.message import Message
 
 from compass.v1 import admin_pb2 as ad
 from compass_agentkit.command import Parser, version
-from compass_server import config, environment, people_cli, workers
+from compass_server import config, environment, follow_ups_cli, people_cli, workers
 from compass_server.api.admin import AdminApi
 from compass_server.receipts import cli as receipts_cli
 from compass_server.slack import cli as slack_cli
 from compass_server.startup import StartupError, open_database, webhook_reach, webhook_vault
 from compass_server.store import Store, StoreError
+from compass_server.store.blocks import DeadlineBounds
 from compass_server.store.slack import SlackStore
 from compass_server.store.types import Operator, WebhookEventType
 from compass_server.store.webhooks import WebhookStore
@@ -161,6 +162,7 @@ _ACTIONS = {
     "list-attempts": "a delivery, every attempt at it and its body",
     "redeliver": "sends a delivery again now, with the same webhook-id",
     **people_cli.ACTIONS,
+    **follow_ups_cli.ACTIONS,
     **slack_cli.ACTIONS,
     **receipts_cli.ACTIONS,
 }
@@ -345,8 +347,10 @@ def _parser() -> argparse.ArgumentParser:
     people = people_cli.add_parsers(action, _duration, _uuid)
     receipts = receipts_cli.add_parsers(action, _uuid)
     slack = slack_cli.add_parsers(action, _uuid)
+    follow_ups = follow_ups_cli.add_parsers(action, _uuid)
     for sub in (
         *people,
+        *follow_ups,
         *slack,
         *receipts,
         ws,
@@ -446,7 +450,13 @@ async def _admin(args: argparse.Namespace, settings: config.Settings) -> dict[st
     # Never a new embedded database: ids minted there would be unknown to the server.
     db, embedded = await open_database(settings, create=False, min_size=1, max_size=2)
     try:
-        store = Store(db)
+        store = Store(
+            db,
+            deadline_bounds=DeadlineBounds(
+                datetime.timedelta(seconds=settings.ask_deadline_min_seconds),
+                datetime.timedelta(seconds=settings.ask_deadline_max_seconds),
+            ),
+        )
         vault = webhook_vault(settings, embedded=embedded is not None)
         args.admin_api = AdminApi(
             store.admin,
@@ -775,6 +785,7 @@ _ADMIN: dict[str, Callable[[Store, argparse.Namespace], Awaitable[dict[str, Any]
     "list-attempts": _list_attempts,
     "redeliver": _redeliver,
     **people_cli.HANDLERS,
+    **follow_ups_cli.HANDLERS,
     **slack_cli.HANDLERS,
     **receipts_cli.HANDLERS,
 }

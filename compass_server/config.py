@@ -758,6 +758,12 @@ class Settings:
         Switch(),
         "default: push to the browsers a person subscribed (needs a push endpoint)",
     )
+    notify_slack_dm: bool = _s(
+        False,
+        "notify",
+        Switch(),
+        "default: a direct message from the workspace's Slack app, for a person linked to it",
+    )
     notify_quiet_hours: str = _s(
         "",
         "notify",

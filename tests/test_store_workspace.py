@@ -184,7 +184,9 @@ DYNAMIC_SQL = re.compile(r"\bexecute\s+(?!function\b|procedure\b)", re.IGNORECAS
 # only its server-owned ask state (a follow-up step only appends to the ask's
 # record of steps). The app role writes through these functions, which
 # run as compass_writer (a role nothing logs in as); the trigger is the one
-# that refuses any other change (see the end of this file).
+# that refuses any other change (see the end of this file). At the insert, an
+# ask sent without a follow-up policy takes its channel's or workspace's
+# default (checked when it was set) and nothing else of the post changes.
 MESSAGE_WRITERS = {
     "function compass_take_answer",
     "function compass_write_ending",
@@ -194,6 +196,7 @@ MESSAGE_WRITERS = {
     "compass_writer may INSERT messages",
     "compass_writer may UPDATE messages",
     "trigger messages_kept on messages",
+    "trigger messages_follow_up_inherited on messages",
 }
 
 

@@ -14,7 +14,8 @@ from compass_server.api.sessions import SessionAdmin
 from compass_server.api.slack import SlackAdmin
 from compass_server.api.webhooks import WebhookAdmin
 from compass_server.store.admin import AdminStore, Asker
-from compass_server.store.errors import InvalidArgument
+from compass_server.store.errors import InvalidArgument, Unavailable
+from compass_server.store.follow_up_defaults import FollowUpDefaults
 from compass_server.store.ids import parse_id
 from compass_server.store.people import People
 from compass_server.store.slack import SlackStore
@@ -118,8 +119,10 @@ class AdminApi(WebhookAdmin, SessionAdmin, SlackAdmin):
         reach: Reach | None = None,
         people: People | None = None,
         slack: SlackStore | None = None,
+        defaults: FollowUpDefaults | None = None,
     ) -> None:
         self.admin = admin
+        self.defaults = defaults
         self.slack = slack
         self.people = people
         # This process drops a revoked token at once, before the notification.
@@ -159,6 +162,35 @@ class AdminApi(WebhookAdmin, SessionAdmin, SlackAdmin):
         return ad.CreateAccountResponse(
             account=account_to_wire(account), token=secret, token_info=info
         )
+
+    def _defaults(self) -> FollowUpDefaults:
+        if self.defaults is None:
+            raise Unavailable("follow-up defaults aren't served here")
+        return self.defaults
+
+    async def set_workspace_follow_up_default(
+        self, by: Asker, req: ad.SetWorkspaceFollowUpDefaultRequest
+    ) -> ad.SetWorkspaceFollowUpDefaultResponse:
+        stored = await self._defaults().set_workspace_follow_up_default(
+            by, wire.follow_up_from_wire(req.follow_up) if req.HasField("follow_up") else None
+        )
+        out = ad.SetWorkspaceFollowUpDefaultResponse()
+        if stored is not None:
+            # Present even when empty: "no follow-ups" differs from unset.
+            out.follow_up.SetInParent()
+            out.follow_up.CopyFrom(wire.follow_up_to_wire(stored))
+        return out
+
+    async def get_workspace_follow_up_default(
+        self, by: Asker, req: ad.GetWorkspaceFollowUpDefaultRequest
+    ) -> ad.GetWorkspaceFollowUpDefaultResponse:
+        stored = await self._defaults().workspace_follow_up_default(by)
+        out = ad.GetWorkspaceFollowUpDefaultResponse()
+        if stored is not None:
+            # Present even when empty: "no follow-ups" differs from unset.
+            out.follow_up.SetInParent()
+            out.follow_up.CopyFrom(wire.follow_up_to_wire(stored))
+        return out
 
     async def set_account_role(
         self, by: Asker, req: ad.SetAccountRoleRequest

@@ -92,6 +92,34 @@ class CommsApi:
         )
         return pb.UpdateTopicResponse(channel=wire.channel_to_wire(channel))
 
+    async def set_channel_follow_up_default(
+        self, actor: Actor, req: pb.SetChannelFollowUpDefaultRequest
+    ) -> pb.SetChannelFollowUpDefaultResponse:
+        stored = await self.store.set_channel_follow_up_default(
+            actor,
+            parse_id(req.channel_id, "channel_id"),
+            wire.follow_up_from_wire(req.follow_up) if req.HasField("follow_up") else None,
+        )
+        out = pb.SetChannelFollowUpDefaultResponse()
+        if stored is not None:
+            # Present even when empty: "no follow-ups" differs from unset.
+            out.follow_up.SetInParent()
+            out.follow_up.CopyFrom(wire.follow_up_to_wire(stored))
+        return out
+
+    async def get_channel_follow_up_default(
+        self, actor: Actor, req: pb.GetChannelFollowUpDefaultRequest
+    ) -> pb.GetChannelFollowUpDefaultResponse:
+        stored = await self.store.channel_follow_up_default(
+            actor, parse_id(req.channel_id, "channel_id")
+        )
+        out = pb.GetChannelFollowUpDefaultResponse()
+        if stored is not None:
+            # Present even when empty: "no follow-ups" differs from unset.
+            out.follow_up.SetInParent()
+            out.follow_up.CopyFrom(wire.follow_up_to_wire(stored))
+        return out
+
     async def post_message(
         self, actor: Actor, req: pb.PostMessageRequest
     ) -> pb.PostMessageResponse:

@@ -26,6 +26,7 @@ def preferences_to_wire(p: Preferences) -> pb.NotificationPreferences:
         quiet_start=hhmm(p.quiet_start),
         quiet_end=hhmm(p.quiet_end),
         time_zone=p.time_zone,
+        slack_dm=p.slack_dm,
     )
 
 
@@ -44,7 +45,9 @@ class PreferencesApi:
         except FailedPrecondition:
             public = ""
         return pb.GetNotificationPreferencesResponse(
-            preferences=preferences_to_wire(prefs), vapid_public_key=public
+            preferences=preferences_to_wire(prefs),
+            vapid_public_key=public,
+            slack_dm_available=await self.store.slack_dm_available(actor),
         )
 
     async def set_notification_preferences(
@@ -54,7 +57,7 @@ class PreferencesApi:
         # An unset mail preference keeps the default rather than turning mail off.
         email = _MAIL_FROM_WIRE.get(p.email, self.store.defaults.email)
         zone = p.time_zone or self.store.defaults.time_zone
-        prefs = checked(p.page, p.push, email, p.quiet_start, p.quiet_end, zone)
+        prefs = checked(p.page, p.push, email, p.quiet_start, p.quiet_end, zone, p.slack_dm)
         saved = await self.store.set_preferences(actor, prefs)
         return pb.SetNotificationPreferencesResponse(preferences=preferences_to_wire(saved))
 

@@ -30,6 +30,8 @@ class Preferences:
     quiet_start: int | None
     quiet_end: int | None
     time_zone: str
+    # A direct message from the workspace's Slack app.
+    slack_dm: bool = False
 
 
 def minutes(text: str, what: str) -> int | None:
@@ -58,7 +60,13 @@ def zone(name: str) -> zoneinfo.ZoneInfo:
 
 
 def checked(
-    page: bool, push: bool, email: str, quiet_start: str, quiet_end: str, time_zone: str
+    page: bool,
+    push: bool,
+    email: str,
+    quiet_start: str,
+    quiet_end: str,
+    time_zone: str,
+    slack_dm: bool = False,
 ) -> Preferences:
     """Preferences from what a person sent; INVALID_ARGUMENT if malformed."""
     if email not in MAIL:
@@ -70,7 +78,7 @@ def checked(
     if start is not None and start == end:
         raise InvalidArgument("quiet_start and quiet_end are the same time")
     zone(time_zone.strip())
-    return Preferences(page, push, email, start, end, time_zone.strip())
+    return Preferences(page, push, email, start, end, time_zone.strip(), slack_dm)
 
 
 def resolved(row: dict[str, Any] | None, defaults: Preferences) -> Preferences:
@@ -85,6 +93,7 @@ def resolved(row: dict[str, Any] | None, defaults: Preferences) -> Preferences:
         row["quiet_start"] if quiet else defaults.quiet_start,
         row["quiet_end"] if quiet else defaults.quiet_end,
         row["time_zone"] or defaults.time_zone,
+        defaults.slack_dm if row.get("slack_dm") is None else row["slack_dm"],
     )
 
 

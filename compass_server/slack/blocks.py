@@ -133,6 +133,25 @@ def open_message(data: Mapping[str, Any]) -> dict[str, Any]:
     return {"text": card["text"], "blocks": _checked(blocks)}
 
 
+_STEPS = {
+    "reminded": ("Reminder: ", "Reminder: this ask is still waiting for your answer."),
+    "escalated": ("Urgent: ", "Urgent: nobody has answered this ask yet; it was passed to you."),
+}
+
+
+def direct_message(data: Mapping[str, Any], step: str = "") -> dict[str, Any]:
+    """The ask as a direct message: the channel message's text and buttons,
+    led for a reminder or an escalation by what it is."""
+    message = open_message(data)
+    said = _STEPS.get(step)
+    if said is None:
+        return message
+    lead = ContextBlock(elements=[_md(said[1])])
+    lead.validate_json()
+    text = cards._cut(said[0] + message["text"], cards.FALLBACK_CHARS)
+    return {"text": text, "blocks": [lead.to_dict(), *message["blocks"]]}
+
+
 def ended_message(data: Mapping[str, Any]) -> dict[str, Any]:
     """The ask once ended: what it asked and how it ended, no buttons."""
     card = cards._card(dict(data), data.get("asker"), "Open in Compass")

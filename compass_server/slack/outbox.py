@@ -15,12 +15,18 @@ import datetime
 import json
 import time
 import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
 
+from compass_server.notify.preferences import Preferences, held
 from compass_server.slack import blocks
 from compass_server.slack.web import SlackFailed, SlackWeb, took_ms
+from compass_server.store.errors import StoreError
 from compass_server.store.slack import Posted, SlackStore
 from compass_server.store.types import ClaimedDelivery, WebhookEventType
 from compass_server.webhooks.sender import Outcome
+
+PreferencesOf = Callable[[uuid.UUID, uuid.UUID], Awaitable[Preferences]]
 
 # An update waiting for its message is tried again no sooner than this.
 WAIT_FOR_POST_SECONDS = 0.5
@@ -28,12 +34,19 @@ NOT_POSTED = "the ask's message isn't in Slack yet: its update waits for it"
 
 
 class SlackOutbox:
-    def __init__(self, store: SlackStore, web: SlackWeb) -> None:
+    def __init__(
+        self, store: SlackStore, web: SlackWeb, preferences: PreferencesOf | None = None
+    ) -> None:
         self.store = store
         self.web = web
+        # A person's choices, read as a direct message is sent.
+        self.preferences = preferences
 
     async def send(self, delivery: ClaimedDelivery) -> Outcome:
         start = time.monotonic()
+        body = json.loads(delivery.body)
+        if "dm" in body:
+            return await self._direct(delivery, body, start)
         try:
             said = await self._send(delivery)
         except SlackFailed as exc:
@@ -74,16 +87,81 @@ class SlackOutbox:
             where = str(answer.get("channel") or target)
             await self.store.record_post(ws, app_id, ask_id, Posted(where, ts, False))
             return "posted"
+        directs = await self._end_directs(delivery, data, ask_id)
         if posted is None:
             if not waiting:
-                return "the ask was never shown in Slack"
+                return directs or "the ask was never shown in Slack"
             raise SlackFailed(NOT_POSTED, retry_after=WAIT_FOR_POST_SECONDS)
         if posted.ended:
-            return "already updated"
+            return directs or "already updated"
         update = {"channel": posted.slack_channel, "ts": posted.ts, **blocks.ended_message(data)}
         await self.web.call("chat.update", token, update)
         await self.store.record_ended(ws, app_id, ask_id)
-        return "updated"
+        return "updated" + (f"; {directs}" if directs else "")
+
+    async def _end_directs(
+        self, delivery: ClaimedDelivery, data: dict[str, Any], ask_id: str
+    ) -> str:
+        """Edits the ask's direct messages to show its ending; each once."""
+        ws, app_id = delivery.workspace_id, delivery.webhook_id
+        directs = await self.store.open_directs(ws, app_id, ask_id)
+        if not directs:
+            return ""
+        ended = blocks.ended_message(data)
+        for d in directs:
+            await self.web.call(
+                "chat.update", delivery.url, {"channel": d.slack_channel, "ts": d.ts, **ended}
+            )
+            await self.store.record_direct_ended(ws, app_id, ask_id, d)
+        return f"updated {len(directs)} direct message{'s' if len(directs) != 1 else ''}"
+
+    async def _direct(
+        self, delivery: ClaimedDelivery, body: dict[str, Any], start: float
+    ) -> Outcome:
+        """A direct message to the person's linked Slack user: not while their
+        quiet hours hold it (an urgent one goes), not once they turned it off
+        or the ask ended."""
+        dm, data = body["dm"], body["data"]
+        ws = delivery.workspace_id
+
+        def not_sent(why: str) -> Outcome:
+            return Outcome(False, None, took_ms(start), why, final=True)
+
+        try:
+            if self.preferences is not None:
+                prefs = await self.preferences(ws, uuid.UUID(dm["account_id"]))
+                if not prefs.slack_dm:
+                    return not_sent("not sent: the person turned Slack direct messages off")
+                wait = None if dm.get("urgent") else held(prefs)
+                if wait is not None:
+                    why, after = wait
+                    return Outcome(False, None, took_ms(start), why, retry_after=after)
+            if await self.store.ending_of(ws, data["ask"]["ask_id"]) is not None:
+                return not_sent("not sent: the ask has ended")
+        except StoreError as exc:
+            return Outcome(False, None, took_ms(start), exc.message)
+        message = blocks.direct_message(data, dm.get("step", ""))
+        try:
+            answer = await self.web.call(
+                "chat.postMessage", delivery.url, {"channel": dm["slack_user"], **message}
+            )
+            ts = answer.get("ts")
+            if isinstance(ts, str) and ts:
+                where = str(answer.get("channel") or dm["slack_user"])
+                await self.store.record_direct(
+                    ws, delivery.webhook_id, data["ask"]["ask_id"], Posted(where, ts, False)
+                )
+        except StoreError as exc:
+            return Outcome(False, None, took_ms(start), exc.message)
+        except SlackFailed as exc:
+            return Outcome(
+                False,
+                exc.status_code,
+                took_ms(start),
+                exc.error,
+                retry_after=_seconds(exc.retry_after),
+            )
+        return Outcome(True, 200, took_ms(start), "", "sent a direct message")
 
 
 def _seconds(value: float | None) -> datetime.timedelta | None:

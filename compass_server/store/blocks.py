@@ -745,3 +745,27 @@ def _follow_up_from_json(raw: dict[str, Any]) -> FollowUp:
             uuid.UUID(raw["escalate_to_channel"]) if "escalate_to_channel" in raw else None
         ),
     )
+
+
+def follow_up_default_to_json(
+    f: FollowUp | None, bounds: DeadlineBounds, where: str = "follow_up"
+) -> dict[str, Any] | None:
+    """A workspace's or channel's default as stored: None for none of its
+    own, {} for "no follow-ups", else the policy checked like an ask's. A
+    default names no people or channel: it serves every ask of its scope."""
+    if f is None:
+        return None
+    if f.escalate_to or f.escalate_to_channel is not None:
+        raise InvalidArgument(
+            f"a default {where} names no people or channel to escalate to; it may remind and "
+            "escalate to the agent's owner"
+        )
+    validate_follow_up(f, where)
+    follow_up_spans(f, bounds, where)
+    settled = _settled(f)
+    return {} if settled is None else _follow_up_to_json(settled)
+
+
+def follow_up_default_from_json(raw: dict[str, Any] | None) -> FollowUp | None:
+    """The stored default; an empty FollowUp is "no follow-ups"."""
+    return None if raw is None else _follow_up_from_json(raw)

@@ -110,7 +110,14 @@ class Channels:
             await require_accounts(conn, members)
             await conn.execute(
                 CHANNELS["insert_channel"],
-                {"id": channel_id, "name": name, "topic": topic, "kind": "channel", "dm_key": None},
+                {
+                    "id": channel_id,
+                    "name": name,
+                    "topic": topic,
+                    "kind": "channel",
+                    "dm_key": None,
+                    "created_by": actor.account_id,
+                },
             )
             await self._join(conn, actor, channel_id, members)
             channel = await self._channel_as_member(conn, actor, channel_id)
@@ -164,7 +171,14 @@ class Channels:
             channel_id = uuid.uuid4()
             await conn.execute(
                 CHANNELS["insert_channel"],
-                {"id": channel_id, "name": "", "topic": "", "kind": "dm", "dm_key": dm_key},
+                {
+                    "id": channel_id,
+                    "name": "",
+                    "topic": "",
+                    "kind": "dm",
+                    "dm_key": dm_key,
+                    "created_by": actor.account_id,
+                },
             )
             await self._join(conn, actor, channel_id, [actor.account_id, other_id])
             channel = await self._channel_as_member(conn, actor, channel_id)

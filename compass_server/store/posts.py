@@ -219,6 +219,11 @@ class Posts:
         blocks_json = blockrules.blocks_to_json(stored)
         sizes = blockrules.check_message_size(blocks_json)
         # Kept after the size check: tracing never turns a message away.
+        # An ask sent without a policy takes its channel's or workspace's
+        # default, if either has one, at the insert (migration 0036).
+        for block, sent in zip(blocks_json, blocks, strict=True):
+            if isinstance(sent, Ask) and sent.follow_up is None:
+                block["ask"]["follow_up_inherit"] = True
         posted_in = traceparent_of()
         if posted_in:
             for block in blocks_json:

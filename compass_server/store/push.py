@@ -73,9 +73,26 @@ class PushStore:
             row = await cur.fetchone()
         return resolved(row, self.defaults)
 
+    async def slack_dm_available(self, by: Actor) -> bool:
+        """Whether the person's Slack account is linked to their workspace's app."""
+        self._person(by)
+        async with self.db.tx(by) as conn:
+            return await self._slack_dm_available(conn, by.account_id)
+
+    @staticmethod
+    async def _slack_dm_available(conn: Any, account_id: uuid.UUID) -> bool:
+        cur = await conn.execute(PUSH["slack_dm_available"], {"account_id": account_id})
+        row = await cur.fetchone()
+        return bool(row and row["available"])
+
     async def set_preferences(self, by: Actor, prefs: Preferences) -> Preferences:
         self._person(by)
         async with self.db.tx(by) as conn:
+            if prefs.slack_dm and not await self._slack_dm_available(conn, by.account_id):
+                raise FailedPrecondition(
+                    "a Slack direct message needs your workspace's Slack app connected and your "
+                    "Slack account linked to Compass (answer an ask in Slack once to link it)"
+                )
             cur = await conn.execute(
                 PUSH["set_preferences"],
                 {
@@ -86,6 +103,7 @@ class PushStore:
                     "quiet_start": prefs.quiet_start,
                     "quiet_end": prefs.quiet_end,
                     "time_zone": prefs.time_zone,
+                    "slack_dm": prefs.slack_dm,
                 },
             )
             if await cur.fetchone() is None:

@@ -245,6 +245,42 @@ class SlackStore:
         async with self.db.delivery_tx(workspace_id) as conn:
             await conn.execute(SLACK["end_message"], {"id": app_id, "ask_id": ask_id})
 
+    async def record_direct(
+        self, workspace_id: uuid.UUID, app_id: uuid.UUID, ask_id: str, posted: Posted
+    ) -> None:
+        async with self.db.delivery_tx(workspace_id) as conn:
+            await conn.execute(
+                SLACK["insert_direct"],
+                {
+                    "id": app_id,
+                    "ask_id": ask_id,
+                    "slack_channel": posted.slack_channel,
+                    "ts": posted.ts,
+                },
+            )
+
+    async def open_directs(
+        self, workspace_id: uuid.UUID, app_id: uuid.UUID, ask_id: str
+    ) -> list[Posted]:
+        """The ask's direct messages that don't show its ending yet."""
+        async with self.db.delivery_tx(workspace_id) as conn:
+            cur = await conn.execute(SLACK["open_directs"], {"id": app_id, "ask_id": ask_id})
+            return [Posted(r["slack_channel"], r["ts"], False) for r in await cur.fetchall()]
+
+    async def record_direct_ended(
+        self, workspace_id: uuid.UUID, app_id: uuid.UUID, ask_id: str, posted: Posted
+    ) -> None:
+        async with self.db.delivery_tx(workspace_id) as conn:
+            await conn.execute(
+                SLACK["end_direct"],
+                {
+                    "id": app_id,
+                    "ask_id": ask_id,
+                    "slack_channel": posted.slack_channel,
+                    "ts": posted.ts,
+                },
+            )
+
     # --- Slack's interactions ---------------------------------------------------------------
 
     async def app_for_team(self, team_id: str) -> AppKeys | None:

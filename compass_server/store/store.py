@@ -17,6 +17,7 @@ from compass_server.store.channels import CHANNELS_PER_ACCOUNT, Channels
 from compass_server.store.coalesce import WRITE_BATCH, Coalescer
 from compass_server.store.db import Database
 from compass_server.store.events import EventLog
+from compass_server.store.follow_up_defaults import FollowUpDefaults
 from compass_server.store.ids import parse_id
 from compass_server.store.links import AskLinks
 from compass_server.store.messages import Messages
@@ -40,6 +41,7 @@ class Store(
     PresenceStore,
     Sessions,
     EventLog,
+    FollowUpDefaults,
 ):
     def __init__(
         self,

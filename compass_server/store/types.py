@@ -756,3 +756,6 @@ class Directory:
     # default), and person → their push subscriptions.
     push: dict[uuid.UUID, bool | None] = field(default_factory=dict)
     subscriptions: dict[uuid.UUID, tuple[uuid.UUID, ...]] = field(default_factory=dict)
+    # For a Slack app: person → (their linked Slack user, whether they chose
+    # Slack direct messages; None: the default).
+    slack_dm: dict[uuid.UUID, tuple[str, bool | None]] = field(default_factory=dict)

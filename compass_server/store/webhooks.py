@@ -416,6 +416,8 @@ class WebhookStore:
                 directory = await self._mail_directory(conn, directory, events)
             elif row["kind"] == WebhookKind.PUSH.value:
                 directory = await self._push_directory(conn, directory, events)
+            elif row["kind"] == WebhookKind.SLACK_APP.value:
+                directory = await self._slack_dm_directory(conn, directory, events, webhook_id)
             kinds = frozenset(WebhookEventType(t) for t in row["event_types"])
             drafts = derive(WebhookKind(row["kind"]), kinds, events, directory)
             if drafts:
@@ -489,6 +491,22 @@ class WebhookStore:
             members={c: tuple(ids) for c, ids in members.items()},
             push=push,
             subscriptions={a: tuple(ids) for a, ids in subscriptions.items()},
+        )
+
+    async def _slack_dm_directory(
+        self, conn: Any, directory: Directory, events: Sequence[Event], app_id: uuid.UUID
+    ) -> Directory:
+        """The directory with the people a Slack app may send a direct message
+        about the page's asks: each linked to a Slack user of the app's team."""
+        members, wanted = await _people_of(conn, directory, events)
+        linked: dict[uuid.UUID, tuple[str, bool | None]] = {}
+        if wanted:
+            cur = await conn.execute(
+                PUSH["slack_dm_people"], {"ids": list(wanted), "endpoint_id": app_id}
+            )
+            linked = {r["id"]: (r["slack_user_id"], r["slack_dm"]) for r in await cur.fetchall()}
+        return dataclasses.replace(
+            directory, members={c: tuple(ids) for c, ids in members.items()}, slack_dm=linked
         )
 
     async def set_email_preference(self, by: Asker, account_id: uuid.UUID, wants: str) -> None:

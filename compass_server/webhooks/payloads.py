@@ -423,11 +423,13 @@ class Drafts:
         receipts: Receipts | None = None,
         mail: MailDerive | None = None,
         push: MailDerive | None = None,
+        slack_dm: Callable[[Notice, Directory], list[DeliveryDraft]] | None = None,
     ) -> None:
         self.public_url = public_url
         self.receipts = receipts
         self.mail = mail
         self.push = push
+        self.slack_dm = slack_dm
 
     def __call__(
         self,
@@ -443,6 +445,10 @@ class Drafts:
         out = []
         for event in events:
             for notice in notices(event, directory, self.public_url, self.receipts):
+                # A Slack app's direct messages go with reminders and
+                # escalations too, which its channel message doesn't take.
+                if kind is WebhookKind.SLACK_APP and self.slack_dm is not None:
+                    out.extend(self.slack_dm(notice, directory))
                 if types and notice.type not in types:
                     continue
                 out.append(

@@ -1,8 +1,8 @@
 -- name: insert_channel
 -- No RETURNING nor ON CONFLICT (which read the row back): its creator takes
 -- part in it only once a member, and row-level security hides it till then.
-INSERT INTO channels (id, workspace_id, name, topic, kind, dm_key)
-VALUES (%(id)s, compass_workspace(), %(name)s, %(topic)s, %(kind)s, %(dm_key)s)
+INSERT INTO channels (id, workspace_id, name, topic, kind, dm_key, created_by)
+VALUES (%(id)s, compass_workspace(), %(name)s, %(topic)s, %(kind)s, %(dm_key)s, %(created_by)s)
 
 -- name: lock_dm
 -- Serialises the opening of one pair's DM: the second opener finds the
@@ -74,3 +74,29 @@ SELECT account_id FROM channel_members
 WHERE account_id = ANY(%(ids)s::uuid[])
 GROUP BY account_id HAVING count(*) > %(most)s
 LIMIT 1
+
+-- name: follow_up_default_as_member
+-- The channel's default and who may set it, locked for the change.
+SELECT c.kind, c.follow_up_default AS policy,
+       (a.kind = 'human' AND (a.role = 'admin' OR c.created_by = a.id)) AS may
+FROM channels c, accounts a
+WHERE c.id = %(id)s AND a.id = %(actor)s
+  AND EXISTS (SELECT 1 FROM compass_participation p
+              WHERE p.account_id = %(actor)s AND p.channel_id = c.id)
+FOR NO KEY UPDATE OF c
+
+-- name: follow_up_default_for_operator
+SELECT c.kind, c.follow_up_default AS policy, true AS may FROM channels c WHERE c.id = %(id)s
+
+-- name: set_channel_follow_up_default
+UPDATE channels SET follow_up_default = %(policy)s WHERE id = %(id)s
+
+-- name: workspace_follow_up_default
+SELECT follow_up_default AS policy FROM workspaces WHERE id = compass_workspace()
+
+-- name: set_workspace_follow_up_default
+UPDATE workspaces SET follow_up_default = %(policy)s WHERE id = compass_workspace()
+RETURNING follow_up_default AS policy
+
+-- name: channel_workspace
+SELECT compass_channel_workspace(%(id)s) AS workspace_id

@@ -111,3 +111,18 @@ SELECT kind, reason, handle FROM compass_slack_ending(%(workspace_id)s, %(ask_id
 
 -- name: answerers_of
 SELECT handle FROM compass_slack_answerers(%(workspace_id)s, %(ask_id)s)
+
+-- name: insert_direct
+INSERT INTO slack_direct_messages (workspace_id, endpoint_id, ask_id, slack_channel, ts)
+VALUES (compass_workspace(), %(id)s, %(ask_id)s, %(slack_channel)s, %(ts)s)
+ON CONFLICT DO NOTHING
+
+-- name: open_directs
+SELECT slack_channel, ts FROM slack_direct_messages
+WHERE endpoint_id = %(id)s AND ask_id = %(ask_id)s AND NOT ended
+ORDER BY created_at, ts
+
+-- name: end_direct
+UPDATE slack_direct_messages SET ended = true
+WHERE endpoint_id = %(id)s AND ask_id = %(ask_id)s AND slack_channel = %(slack_channel)s
+  AND ts = %(ts)s

@@ -1,5 +1,6 @@
 // The signed-in person's notification settings ("#/settings"): which
-// surfaces tell them about an ask (this page, push to this device, mail) and
+// surfaces tell them about an ask (this page, push to this device, mail, a
+// Slack direct message where their Slack account is linked) and
 // their quiet hours, when only an urgent notification reaches them.
 
 import { h } from "./dom.js";
@@ -45,6 +46,7 @@ export class SettingsView {
   constructor(app) {
     this.app = app;
     this.publicKey = "";
+    this.slackDm = false;
     this.status = h("p", { class: "settings-status", role: "status" });
     this.form = h("form", { class: "settings-form", novalidate: true }, h("p", { class: "empty" }, "Loading…"));
     this.form.addEventListener("submit", (e) => {
@@ -70,6 +72,7 @@ export class SettingsView {
     try {
       const got = await this.app.comms.call("GetNotificationPreferences", {}, PREFERENCES);
       this.publicKey = got.vapidPublicKey ?? "";
+      this.slackDm = !!got.slackDmAvailable;
       this.render(got.preferences ?? {});
     } catch (err) {
       this.form.replaceChildren(h("p", { class: "alert" }, describe(err, "Couldn't load your settings")));
@@ -100,6 +103,7 @@ export class SettingsView {
         pushButton,
         h("label", { for: "settings-email" }, "Mail"),
         mail,
+        this.slackDm ? check("settings-slack-dm", "A direct message in Slack", p.slackDm) : null,
       ),
       h(
         "fieldset",
@@ -128,6 +132,7 @@ export class SettingsView {
       quietStart: this.value("settings-quiet-start").value,
       quietEnd: this.value("settings-quiet-end").value,
       timeZone: this.value("settings-zone").value.trim(),
+      slackDm: this.value("settings-slack-dm")?.checked ?? false,
     };
     try {
       const saved = await this.app.comms.call("SetNotificationPreferences", { preferences }, PREFERENCES);

@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .admin_pb2 import AssignAgentRequest, AssignAgentResponse, ConnectSlackAppRequest, ConnectSlackAppResponse, CreateAccountRequest, CreateAccountResponse, CreateRunnerRequest, CreateRunnerResponse, CreateTokenRequest, CreateTokenResponse, CreateWebhookRequest, CreateWebhookResponse, DeactivateAccountRequest, DeactivateAccountResponse, DeleteWebhookRequest, DeleteWebhookResponse, DisableWebhookRequest, DisableWebhookResponse, DisconnectSlackAppRequest, DisconnectSlackAppResponse, EnableWebhookRequest, EnableWebhookResponse, GetWebhookDeliveryRequest, GetWebhookDeliveryResponse, ListAccountsRequest, ListAccountsResponse, ListRunnersRequest, ListRunnersResponse, ListSessionsRequest, ListSessionsResponse, ListSlackAppsRequest, ListSlackAppsResponse, ListTokensRequest, ListTokensResponse, ListWebhookDeliveriesRequest, ListWebhookDeliveriesResponse, ListWebhooksRequest, ListWebhooksResponse, ListWorkspaceStandingAnswersRequest, ListWorkspaceStandingAnswersResponse, MapSlackChannelRequest, MapSlackChannelResponse, ReactivateAccountRequest, ReactivateAccountResponse, RedeliverWebhookDeliveryRequest, RedeliverWebhookDeliveryResponse, ReparentAgentRequest, ReparentAgentResponse, RevokeSessionRequest, RevokeSessionResponse, RevokeSessionsRequest, RevokeSessionsResponse, RevokeTokenRequest, RevokeTokenResponse, RotateTokenRequest, RotateTokenResponse, RotateWebhookSecretRequest, RotateWebhookSecretResponse, SetAccountEmailRequest, SetAccountEmailResponse, SetAccountRoleRequest, SetAccountRoleResponse, UnassignAgentRequest, UnassignAgentResponse, UnmapSlackChannelRequest, UnmapSlackChannelResponse, WhoAmIRequest, WhoAmIResponse
+from .admin_pb2 import AssignAgentRequest, AssignAgentResponse, ConnectSlackAppRequest, ConnectSlackAppResponse, CreateAccountRequest, CreateAccountResponse, CreateRunnerRequest, CreateRunnerResponse, CreateTokenRequest, CreateTokenResponse, CreateWebhookRequest, CreateWebhookResponse, DeactivateAccountRequest, DeactivateAccountResponse, DeleteWebhookRequest, DeleteWebhookResponse, DisableWebhookRequest, DisableWebhookResponse, DisconnectSlackAppRequest, DisconnectSlackAppResponse, EnableWebhookRequest, EnableWebhookResponse, GetWebhookDeliveryRequest, GetWebhookDeliveryResponse, GetWorkspaceFollowUpDefaultRequest, GetWorkspaceFollowUpDefaultResponse, ListAccountsRequest, ListAccountsResponse, ListRunnersRequest, ListRunnersResponse, ListSessionsRequest, ListSessionsResponse, ListSlackAppsRequest, ListSlackAppsResponse, ListTokensRequest, ListTokensResponse, ListWebhookDeliveriesRequest, ListWebhookDeliveriesResponse, ListWebhooksRequest, ListWebhooksResponse, ListWorkspaceStandingAnswersRequest, ListWorkspaceStandingAnswersResponse, MapSlackChannelRequest, MapSlackChannelResponse, ReactivateAccountRequest, ReactivateAccountResponse, RedeliverWebhookDeliveryRequest, RedeliverWebhookDeliveryResponse, ReparentAgentRequest, ReparentAgentResponse, RevokeSessionRequest, RevokeSessionResponse, RevokeSessionsRequest, RevokeSessionsResponse, RevokeTokenRequest, RevokeTokenResponse, RotateTokenRequest, RotateTokenResponse, RotateWebhookSecretRequest, RotateWebhookSecretResponse, SetAccountEmailRequest, SetAccountEmailResponse, SetAccountRoleRequest, SetAccountRoleResponse, SetWorkspaceFollowUpDefaultRequest, SetWorkspaceFollowUpDefaultResponse, UnassignAgentRequest, UnassignAgentResponse, UnmapSlackChannelRequest, UnmapSlackChannelResponse, WhoAmIRequest, WhoAmIResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Iterable, Mapping
@@ -280,6 +280,18 @@ class AdminService(Protocol):
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
     async def unmap_slack_channel(self, request: UnmapSlackChannelRequest, ctx: RequestContext[UnmapSlackChannelRequest, UnmapSlackChannelResponse], /) -> UnmapSlackChannelResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def set_workspace_follow_up_default(self, request: SetWorkspaceFollowUpDefaultRequest, ctx: RequestContext[SetWorkspaceFollowUpDefaultRequest, SetWorkspaceFollowUpDefaultResponse], /) -> SetWorkspaceFollowUpDefaultResponse:
+        """
+        The follow-up policy an ask posted without one takes in this workspace,
+        unless its channel has one (see docs/notifications.md). It may remind
+        and escalate to the agent's owner; it names no people or channel
+        (INVALID_ARGUMENT).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def get_workspace_follow_up_default(self, request: GetWorkspaceFollowUpDefaultRequest, ctx: RequestContext[GetWorkspaceFollowUpDefaultRequest, GetWorkspaceFollowUpDefaultResponse], /) -> GetWorkspaceFollowUpDefaultResponse:
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
 
@@ -658,6 +670,28 @@ class AdminServiceASGIApplication(ConnectASGIApplication[AdminService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.unmap_slack_channel,
+                ),
+                "/compass.v1.AdminService/SetWorkspaceFollowUpDefault": Endpoint.unary(
+                    method=MethodInfo(
+                        name="SetWorkspaceFollowUpDefault",
+                        service_name="compass.v1.AdminService",
+                        input=SetWorkspaceFollowUpDefaultRequest,
+                        output=SetWorkspaceFollowUpDefaultResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.set_workspace_follow_up_default,
+                ),
+                "/compass.v1.AdminService/GetWorkspaceFollowUpDefault": Endpoint.unary(
+                    method=MethodInfo(
+                        name="GetWorkspaceFollowUpDefault",
+                        service_name="compass.v1.AdminService",
+                        input=GetWorkspaceFollowUpDefaultRequest,
+                        output=GetWorkspaceFollowUpDefaultResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.get_workspace_follow_up_default,
                 ),
             },
             interceptors=interceptors,
@@ -1502,6 +1536,52 @@ class AdminServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def set_workspace_follow_up_default(
+        self,
+        request: SetWorkspaceFollowUpDefaultRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> SetWorkspaceFollowUpDefaultResponse:
+        """
+        The follow-up policy an ask posted without one takes in this workspace,
+        unless its channel has one (see docs/notifications.md). It may remind
+        and escalate to the agent's owner; it names no people or channel
+        (INVALID_ARGUMENT).
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="SetWorkspaceFollowUpDefault",
+                service_name="compass.v1.AdminService",
+                input=SetWorkspaceFollowUpDefaultRequest,
+                output=SetWorkspaceFollowUpDefaultResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def get_workspace_follow_up_default(
+        self,
+        request: GetWorkspaceFollowUpDefaultRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> GetWorkspaceFollowUpDefaultResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetWorkspaceFollowUpDefault",
+                service_name="compass.v1.AdminService",
+                input=GetWorkspaceFollowUpDefaultRequest,
+                output=GetWorkspaceFollowUpDefaultResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
 
 class AdminServiceSync(Protocol):
     """
@@ -1746,6 +1826,18 @@ class AdminServiceSync(Protocol):
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
     def unmap_slack_channel(self, request: UnmapSlackChannelRequest, ctx: RequestContext[UnmapSlackChannelRequest, UnmapSlackChannelResponse], /) -> UnmapSlackChannelResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def set_workspace_follow_up_default(self, request: SetWorkspaceFollowUpDefaultRequest, ctx: RequestContext[SetWorkspaceFollowUpDefaultRequest, SetWorkspaceFollowUpDefaultResponse], /) -> SetWorkspaceFollowUpDefaultResponse:
+        """
+        The follow-up policy an ask posted without one takes in this workspace,
+        unless its channel has one (see docs/notifications.md). It may remind
+        and escalate to the agent's owner; it names no people or channel
+        (INVALID_ARGUMENT).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def get_workspace_follow_up_default(self, request: GetWorkspaceFollowUpDefaultRequest, ctx: RequestContext[GetWorkspaceFollowUpDefaultRequest, GetWorkspaceFollowUpDefaultResponse], /) -> GetWorkspaceFollowUpDefaultResponse:
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
 
@@ -2122,6 +2214,28 @@ class AdminServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.unmap_slack_channel,
+                ),
+                "/compass.v1.AdminService/SetWorkspaceFollowUpDefault": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="SetWorkspaceFollowUpDefault",
+                        service_name="compass.v1.AdminService",
+                        input=SetWorkspaceFollowUpDefaultRequest,
+                        output=SetWorkspaceFollowUpDefaultResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.set_workspace_follow_up_default,
+                ),
+                "/compass.v1.AdminService/GetWorkspaceFollowUpDefault": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="GetWorkspaceFollowUpDefault",
+                        service_name="compass.v1.AdminService",
+                        input=GetWorkspaceFollowUpDefaultRequest,
+                        output=GetWorkspaceFollowUpDefaultResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.get_workspace_follow_up_default,
                 ),
             },
             interceptors=interceptors,
@@ -2960,6 +3074,52 @@ class AdminServiceClientSync(ConnectClientSync):
                 service_name="compass.v1.AdminService",
                 input=UnmapSlackChannelRequest,
                 output=UnmapSlackChannelResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def set_workspace_follow_up_default(
+        self,
+        request: SetWorkspaceFollowUpDefaultRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> SetWorkspaceFollowUpDefaultResponse:
+        """
+        The follow-up policy an ask posted without one takes in this workspace,
+        unless its channel has one (see docs/notifications.md). It may remind
+        and escalate to the agent's owner; it names no people or channel
+        (INVALID_ARGUMENT).
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="SetWorkspaceFollowUpDefault",
+                service_name="compass.v1.AdminService",
+                input=SetWorkspaceFollowUpDefaultRequest,
+                output=SetWorkspaceFollowUpDefaultResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def get_workspace_follow_up_default(
+        self,
+        request: GetWorkspaceFollowUpDefaultRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> GetWorkspaceFollowUpDefaultResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetWorkspaceFollowUpDefault",
+                service_name="compass.v1.AdminService",
+                input=GetWorkspaceFollowUpDefaultRequest,
+                output=GetWorkspaceFollowUpDefaultResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

@@ -759,3 +759,25 @@ class UnmapSlackChannelResponse(_message.Message):
     APP_FIELD_NUMBER: _ClassVar[int]
     app: SlackAppInfo
     def __init__(self, app: _Optional[_Union[SlackAppInfo, _Mapping]] = ...) -> None: ...
+
+class SetWorkspaceFollowUpDefaultRequest(_message.Message):
+    __slots__ = ("follow_up",)
+    FOLLOW_UP_FIELD_NUMBER: _ClassVar[int]
+    follow_up: _comms_pb2.AskFollowUp
+    def __init__(self, follow_up: _Optional[_Union[_comms_pb2.AskFollowUp, _Mapping]] = ...) -> None: ...
+
+class SetWorkspaceFollowUpDefaultResponse(_message.Message):
+    __slots__ = ("follow_up",)
+    FOLLOW_UP_FIELD_NUMBER: _ClassVar[int]
+    follow_up: _comms_pb2.AskFollowUp
+    def __init__(self, follow_up: _Optional[_Union[_comms_pb2.AskFollowUp, _Mapping]] = ...) -> None: ...
+
+class GetWorkspaceFollowUpDefaultRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetWorkspaceFollowUpDefaultResponse(_message.Message):
+    __slots__ = ("follow_up",)
+    FOLLOW_UP_FIELD_NUMBER: _ClassVar[int]
+    follow_up: _comms_pb2.AskFollowUp
+    def __init__(self, follow_up: _Optional[_Union[_comms_pb2.AskFollowUp, _Mapping]] = ...) -> None: ...

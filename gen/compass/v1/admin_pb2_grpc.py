@@ -204,6 +204,16 @@ class AdminServiceStub:
                 request_serializer=compass_dot_v1_dot_admin__pb2.UnmapSlackChannelRequest.SerializeToString,
                 response_deserializer=compass_dot_v1_dot_admin__pb2.UnmapSlackChannelResponse.FromString,
                 _registered_method=True)
+        self.SetWorkspaceFollowUpDefault = channel.unary_unary(
+                '/compass.v1.AdminService/SetWorkspaceFollowUpDefault',
+                request_serializer=compass_dot_v1_dot_admin__pb2.SetWorkspaceFollowUpDefaultRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.SetWorkspaceFollowUpDefaultResponse.FromString,
+                _registered_method=True)
+        self.GetWorkspaceFollowUpDefault = channel.unary_unary(
+                '/compass.v1.AdminService/GetWorkspaceFollowUpDefault',
+                request_serializer=compass_dot_v1_dot_admin__pb2.GetWorkspaceFollowUpDefaultRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.GetWorkspaceFollowUpDefaultResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
@@ -486,6 +496,22 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetWorkspaceFollowUpDefault(self, request, context):
+        """The follow-up policy an ask posted without one takes in this workspace,
+        unless its channel has one (see docs/notifications.md). It may remind
+        and escalate to the agent's owner; it names no people or channel
+        (INVALID_ARGUMENT).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetWorkspaceFollowUpDefault(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -653,6 +679,16 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.UnmapSlackChannel,
                     request_deserializer=compass_dot_v1_dot_admin__pb2.UnmapSlackChannelRequest.FromString,
                     response_serializer=compass_dot_v1_dot_admin__pb2.UnmapSlackChannelResponse.SerializeToString,
+            ),
+            'SetWorkspaceFollowUpDefault': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetWorkspaceFollowUpDefault,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.SetWorkspaceFollowUpDefaultRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.SetWorkspaceFollowUpDefaultResponse.SerializeToString,
+            ),
+            'GetWorkspaceFollowUpDefault': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetWorkspaceFollowUpDefault,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.GetWorkspaceFollowUpDefaultRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.GetWorkspaceFollowUpDefaultResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1551,6 +1587,60 @@ class AdminService:
             '/compass.v1.AdminService/UnmapSlackChannel',
             compass_dot_v1_dot_admin__pb2.UnmapSlackChannelRequest.SerializeToString,
             compass_dot_v1_dot_admin__pb2.UnmapSlackChannelResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetWorkspaceFollowUpDefault(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/SetWorkspaceFollowUpDefault',
+            compass_dot_v1_dot_admin__pb2.SetWorkspaceFollowUpDefaultRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.SetWorkspaceFollowUpDefaultResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetWorkspaceFollowUpDefault(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/GetWorkspaceFollowUpDefault',
+            compass_dot_v1_dot_admin__pb2.GetWorkspaceFollowUpDefaultRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.GetWorkspaceFollowUpDefaultResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -166,6 +166,13 @@ class AdminServiceStub:
     mapped (NOT_FOUND).
     """
     UnmapSlackChannel: _grpc.UnaryUnaryMultiCallable[_admin_pb2.UnmapSlackChannelRequest, _admin_pb2.UnmapSlackChannelResponse]
+    SetWorkspaceFollowUpDefault: _grpc.UnaryUnaryMultiCallable[_admin_pb2.SetWorkspaceFollowUpDefaultRequest, _admin_pb2.SetWorkspaceFollowUpDefaultResponse]
+    """The follow-up policy an ask posted without one takes in this workspace,
+    unless its channel has one (see docs/notifications.md). It may remind
+    and escalate to the agent's owner; it names no people or channel
+    (INVALID_ARGUMENT).
+    """
+    GetWorkspaceFollowUpDefault: _grpc.UnaryUnaryMultiCallable[_admin_pb2.GetWorkspaceFollowUpDefaultRequest, _admin_pb2.GetWorkspaceFollowUpDefaultResponse]
 
 @_typing.type_check_only
 class AdminServiceAsyncStub(AdminServiceStub):
@@ -305,6 +312,13 @@ class AdminServiceAsyncStub(AdminServiceStub):
     mapped (NOT_FOUND).
     """
     UnmapSlackChannel: _aio.UnaryUnaryMultiCallable[_admin_pb2.UnmapSlackChannelRequest, _admin_pb2.UnmapSlackChannelResponse]  # type: ignore[assignment]
+    SetWorkspaceFollowUpDefault: _aio.UnaryUnaryMultiCallable[_admin_pb2.SetWorkspaceFollowUpDefaultRequest, _admin_pb2.SetWorkspaceFollowUpDefaultResponse]  # type: ignore[assignment]
+    """The follow-up policy an ask posted without one takes in this workspace,
+    unless its channel has one (see docs/notifications.md). It may remind
+    and escalate to the agent's owner; it names no people or channel
+    (INVALID_ARGUMENT).
+    """
+    GetWorkspaceFollowUpDefault: _aio.UnaryUnaryMultiCallable[_admin_pb2.GetWorkspaceFollowUpDefaultRequest, _admin_pb2.GetWorkspaceFollowUpDefaultResponse]  # type: ignore[assignment]
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
     """AdminService is how a workspace's admins manage its accounts, runners,
@@ -639,6 +653,25 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _admin_pb2.UnmapSlackChannelRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.UnmapSlackChannelResponse, _abc.Awaitable[_admin_pb2.UnmapSlackChannelResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def SetWorkspaceFollowUpDefault(
+        self,
+        request: _admin_pb2.SetWorkspaceFollowUpDefaultRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.SetWorkspaceFollowUpDefaultResponse, _abc.Awaitable[_admin_pb2.SetWorkspaceFollowUpDefaultResponse]]:
+        """The follow-up policy an ask posted without one takes in this workspace,
+        unless its channel has one (see docs/notifications.md). It may remind
+        and escalate to the agent's owner; it names no people or channel
+        (INVALID_ARGUMENT).
+        """
+
+    @_abc_1.abstractmethod
+    def GetWorkspaceFollowUpDefault(
+        self,
+        request: _admin_pb2.GetWorkspaceFollowUpDefaultRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.GetWorkspaceFollowUpDefaultResponse, _abc.Awaitable[_admin_pb2.GetWorkspaceFollowUpDefaultResponse]]: ...
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 

@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .comms_pb2 import AddChannelMemberRequest, AddChannelMemberResponse, CreateChannelRequest, CreateChannelResponse, DeclineAskRequest, DeclineAskResponse, Event, GetAccountsRequest, GetAccountsResponse, GetAskHistoryRequest, GetAskHistoryResponse, GetAskMessageRequest, GetAskMessageResponse, GetMessageRequest, GetMessageResponse, GetPresenceRequest, GetPresenceResponse, ListChannelsRequest, ListChannelsResponse, ListMessagesRequest, ListMessagesResponse, ListStandingAnswersRequest, ListStandingAnswersResponse, OpenDMRequest, OpenDMResponse, PostMessageRequest, PostMessageResponse, RespondToAskRequest, RespondToAskResponse, RevokeStandingAnswerRequest, RevokeStandingAnswerResponse, SearchMessagesRequest, SearchMessagesResponse, SubscribeRequest, UpdateTopicRequest, UpdateTopicResponse, WithdrawAskRequest, WithdrawAskResponse
+from .comms_pb2 import AddChannelMemberRequest, AddChannelMemberResponse, CreateChannelRequest, CreateChannelResponse, DeclineAskRequest, DeclineAskResponse, Event, GetAccountsRequest, GetAccountsResponse, GetAskHistoryRequest, GetAskHistoryResponse, GetAskMessageRequest, GetAskMessageResponse, GetChannelFollowUpDefaultRequest, GetChannelFollowUpDefaultResponse, GetMessageRequest, GetMessageResponse, GetPresenceRequest, GetPresenceResponse, ListChannelsRequest, ListChannelsResponse, ListMessagesRequest, ListMessagesResponse, ListStandingAnswersRequest, ListStandingAnswersResponse, OpenDMRequest, OpenDMResponse, PostMessageRequest, PostMessageResponse, RespondToAskRequest, RespondToAskResponse, RevokeStandingAnswerRequest, RevokeStandingAnswerResponse, SearchMessagesRequest, SearchMessagesResponse, SetChannelFollowUpDefaultRequest, SetChannelFollowUpDefaultResponse, SubscribeRequest, UpdateTopicRequest, UpdateTopicResponse, WithdrawAskRequest, WithdrawAskResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
@@ -68,6 +68,18 @@ class CommsService(Protocol):
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
     async def update_topic(self, request: UpdateTopicRequest, ctx: RequestContext[UpdateTopicRequest, UpdateTopicResponse], /) -> UpdateTopicResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def set_channel_follow_up_default(self, request: SetChannelFollowUpDefaultRequest, ctx: RequestContext[SetChannelFollowUpDefaultRequest, SetChannelFollowUpDefaultResponse], /) -> SetChannelFollowUpDefaultResponse:
+        """
+        The follow-up policy an ask posted in this channel without one takes;
+        it goes before the workspace's default. A workspace admin or the
+        person who created the channel may set it (PERMISSION_DENIED
+        otherwise), in a channel they take part in; not in a DM.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def get_channel_follow_up_default(self, request: GetChannelFollowUpDefaultRequest, ctx: RequestContext[GetChannelFollowUpDefaultRequest, GetChannelFollowUpDefaultResponse], /) -> GetChannelFollowUpDefaultResponse:
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
     async def post_message(self, request: PostMessageRequest, ctx: RequestContext[PostMessageRequest, PostMessageResponse], /) -> PostMessageResponse:
@@ -242,6 +254,28 @@ class CommsServiceASGIApplication(ConnectASGIApplication[CommsService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.update_topic,
+                ),
+                "/compass.v1.CommsService/SetChannelFollowUpDefault": Endpoint.unary(
+                    method=MethodInfo(
+                        name="SetChannelFollowUpDefault",
+                        service_name="compass.v1.CommsService",
+                        input=SetChannelFollowUpDefaultRequest,
+                        output=SetChannelFollowUpDefaultResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.set_channel_follow_up_default,
+                ),
+                "/compass.v1.CommsService/GetChannelFollowUpDefault": Endpoint.unary(
+                    method=MethodInfo(
+                        name="GetChannelFollowUpDefault",
+                        service_name="compass.v1.CommsService",
+                        input=GetChannelFollowUpDefaultRequest,
+                        output=GetChannelFollowUpDefaultResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.get_channel_follow_up_default,
                 ),
                 "/compass.v1.CommsService/PostMessage": Endpoint.unary(
                     method=MethodInfo(
@@ -546,6 +580,52 @@ class CommsServiceClient(ConnectClient):
                 service_name="compass.v1.CommsService",
                 input=UpdateTopicRequest,
                 output=UpdateTopicResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def set_channel_follow_up_default(
+        self,
+        request: SetChannelFollowUpDefaultRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> SetChannelFollowUpDefaultResponse:
+        """
+        The follow-up policy an ask posted in this channel without one takes;
+        it goes before the workspace's default. A workspace admin or the
+        person who created the channel may set it (PERMISSION_DENIED
+        otherwise), in a channel they take part in; not in a DM.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="SetChannelFollowUpDefault",
+                service_name="compass.v1.CommsService",
+                input=SetChannelFollowUpDefaultRequest,
+                output=SetChannelFollowUpDefaultResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def get_channel_follow_up_default(
+        self,
+        request: GetChannelFollowUpDefaultRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> GetChannelFollowUpDefaultResponse:
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetChannelFollowUpDefault",
+                service_name="compass.v1.CommsService",
+                input=GetChannelFollowUpDefaultRequest,
+                output=GetChannelFollowUpDefaultResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),
@@ -928,6 +1008,18 @@ class CommsServiceSync(Protocol):
     def update_topic(self, request: UpdateTopicRequest, ctx: RequestContext[UpdateTopicRequest, UpdateTopicResponse], /) -> UpdateTopicResponse:
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
+    def set_channel_follow_up_default(self, request: SetChannelFollowUpDefaultRequest, ctx: RequestContext[SetChannelFollowUpDefaultRequest, SetChannelFollowUpDefaultResponse], /) -> SetChannelFollowUpDefaultResponse:
+        """
+        The follow-up policy an ask posted in this channel without one takes;
+        it goes before the workspace's default. A workspace admin or the
+        person who created the channel may set it (PERMISSION_DENIED
+        otherwise), in a channel they take part in; not in a DM.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def get_channel_follow_up_default(self, request: GetChannelFollowUpDefaultRequest, ctx: RequestContext[GetChannelFollowUpDefaultRequest, GetChannelFollowUpDefaultResponse], /) -> GetChannelFollowUpDefaultResponse:
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
     def post_message(self, request: PostMessageRequest, ctx: RequestContext[PostMessageRequest, PostMessageResponse], /) -> PostMessageResponse:
         """
         Post text and ask blocks. The server mints one ask_id per ask block and
@@ -1098,6 +1190,28 @@ class CommsServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.update_topic,
+                ),
+                "/compass.v1.CommsService/SetChannelFollowUpDefault": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="SetChannelFollowUpDefault",
+                        service_name="compass.v1.CommsService",
+                        input=SetChannelFollowUpDefaultRequest,
+                        output=SetChannelFollowUpDefaultResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.set_channel_follow_up_default,
+                ),
+                "/compass.v1.CommsService/GetChannelFollowUpDefault": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="GetChannelFollowUpDefault",
+                        service_name="compass.v1.CommsService",
+                        input=GetChannelFollowUpDefaultRequest,
+                        output=GetChannelFollowUpDefaultResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.get_channel_follow_up_default,
                 ),
                 "/compass.v1.CommsService/PostMessage": EndpointSync.unary(
                     method=MethodInfo(
@@ -1402,6 +1516,52 @@ class CommsServiceClientSync(ConnectClientSync):
                 service_name="compass.v1.CommsService",
                 input=UpdateTopicRequest,
                 output=UpdateTopicResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def set_channel_follow_up_default(
+        self,
+        request: SetChannelFollowUpDefaultRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> SetChannelFollowUpDefaultResponse:
+        """
+        The follow-up policy an ask posted in this channel without one takes;
+        it goes before the workspace's default. A workspace admin or the
+        person who created the channel may set it (PERMISSION_DENIED
+        otherwise), in a channel they take part in; not in a DM.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="SetChannelFollowUpDefault",
+                service_name="compass.v1.CommsService",
+                input=SetChannelFollowUpDefaultRequest,
+                output=SetChannelFollowUpDefaultResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def get_channel_follow_up_default(
+        self,
+        request: GetChannelFollowUpDefaultRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> GetChannelFollowUpDefaultResponse:
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="GetChannelFollowUpDefault",
+                service_name="compass.v1.CommsService",
+                input=GetChannelFollowUpDefaultRequest,
+                output=GetChannelFollowUpDefaultResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

@@ -433,6 +433,32 @@ class UpdateTopicResponse(_message.Message):
     channel: Channel
     def __init__(self, channel: _Optional[_Union[Channel, _Mapping]] = ...) -> None: ...
 
+class SetChannelFollowUpDefaultRequest(_message.Message):
+    __slots__ = ("channel_id", "follow_up")
+    CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
+    FOLLOW_UP_FIELD_NUMBER: _ClassVar[int]
+    channel_id: str
+    follow_up: AskFollowUp
+    def __init__(self, channel_id: _Optional[str] = ..., follow_up: _Optional[_Union[AskFollowUp, _Mapping]] = ...) -> None: ...
+
+class SetChannelFollowUpDefaultResponse(_message.Message):
+    __slots__ = ("follow_up",)
+    FOLLOW_UP_FIELD_NUMBER: _ClassVar[int]
+    follow_up: AskFollowUp
+    def __init__(self, follow_up: _Optional[_Union[AskFollowUp, _Mapping]] = ...) -> None: ...
+
+class GetChannelFollowUpDefaultRequest(_message.Message):
+    __slots__ = ("channel_id",)
+    CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
+    channel_id: str
+    def __init__(self, channel_id: _Optional[str] = ...) -> None: ...
+
+class GetChannelFollowUpDefaultResponse(_message.Message):
+    __slots__ = ("follow_up",)
+    FOLLOW_UP_FIELD_NUMBER: _ClassVar[int]
+    follow_up: AskFollowUp
+    def __init__(self, follow_up: _Optional[_Union[AskFollowUp, _Mapping]] = ...) -> None: ...
+
 class PostMessageRequest(_message.Message):
     __slots__ = ("channel_id", "blocks", "client_key", "allow_identical")
     CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]

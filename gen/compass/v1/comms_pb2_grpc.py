@@ -61,6 +61,16 @@ class CommsServiceStub:
                 request_serializer=compass_dot_v1_dot_comms__pb2.UpdateTopicRequest.SerializeToString,
                 response_deserializer=compass_dot_v1_dot_comms__pb2.UpdateTopicResponse.FromString,
                 _registered_method=True)
+        self.SetChannelFollowUpDefault = channel.unary_unary(
+                '/compass.v1.CommsService/SetChannelFollowUpDefault',
+                request_serializer=compass_dot_v1_dot_comms__pb2.SetChannelFollowUpDefaultRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_comms__pb2.SetChannelFollowUpDefaultResponse.FromString,
+                _registered_method=True)
+        self.GetChannelFollowUpDefault = channel.unary_unary(
+                '/compass.v1.CommsService/GetChannelFollowUpDefault',
+                request_serializer=compass_dot_v1_dot_comms__pb2.GetChannelFollowUpDefaultRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_comms__pb2.GetChannelFollowUpDefaultResponse.FromString,
+                _registered_method=True)
         self.PostMessage = channel.unary_unary(
                 '/compass.v1.CommsService/PostMessage',
                 request_serializer=compass_dot_v1_dot_comms__pb2.PostMessageRequest.SerializeToString,
@@ -168,6 +178,22 @@ class CommsServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def UpdateTopic(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetChannelFollowUpDefault(self, request, context):
+        """The follow-up policy an ask posted in this channel without one takes;
+        it goes before the workspace's default. A workspace admin or the
+        person who created the channel may set it (PERMISSION_DENIED
+        otherwise), in a channel they take part in; not in a DM.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetChannelFollowUpDefault(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -320,6 +346,16 @@ def add_CommsServiceServicer_to_server(servicer, server):
                     servicer.UpdateTopic,
                     request_deserializer=compass_dot_v1_dot_comms__pb2.UpdateTopicRequest.FromString,
                     response_serializer=compass_dot_v1_dot_comms__pb2.UpdateTopicResponse.SerializeToString,
+            ),
+            'SetChannelFollowUpDefault': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetChannelFollowUpDefault,
+                    request_deserializer=compass_dot_v1_dot_comms__pb2.SetChannelFollowUpDefaultRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_comms__pb2.SetChannelFollowUpDefaultResponse.SerializeToString,
+            ),
+            'GetChannelFollowUpDefault': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetChannelFollowUpDefault,
+                    request_deserializer=compass_dot_v1_dot_comms__pb2.GetChannelFollowUpDefaultRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_comms__pb2.GetChannelFollowUpDefaultResponse.SerializeToString,
             ),
             'PostMessage': grpc.unary_unary_rpc_method_handler(
                     servicer.PostMessage,
@@ -529,6 +565,60 @@ class CommsService:
             '/compass.v1.CommsService/UpdateTopic',
             compass_dot_v1_dot_comms__pb2.UpdateTopicRequest.SerializeToString,
             compass_dot_v1_dot_comms__pb2.UpdateTopicResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetChannelFollowUpDefault(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.CommsService/SetChannelFollowUpDefault',
+            compass_dot_v1_dot_comms__pb2.SetChannelFollowUpDefaultRequest.SerializeToString,
+            compass_dot_v1_dot_comms__pb2.SetChannelFollowUpDefaultResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetChannelFollowUpDefault(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.CommsService/GetChannelFollowUpDefault',
+            compass_dot_v1_dot_comms__pb2.GetChannelFollowUpDefaultRequest.SerializeToString,
+            compass_dot_v1_dot_comms__pb2.GetChannelFollowUpDefaultResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -46,6 +46,13 @@ class CommsServiceStub:
     AddChannelMember: _grpc.UnaryUnaryMultiCallable[_comms_pb2.AddChannelMemberRequest, _comms_pb2.AddChannelMemberResponse]
     """Add an account of the same workspace to a channel the caller belongs to."""
     UpdateTopic: _grpc.UnaryUnaryMultiCallable[_comms_pb2.UpdateTopicRequest, _comms_pb2.UpdateTopicResponse]
+    SetChannelFollowUpDefault: _grpc.UnaryUnaryMultiCallable[_comms_pb2.SetChannelFollowUpDefaultRequest, _comms_pb2.SetChannelFollowUpDefaultResponse]
+    """The follow-up policy an ask posted in this channel without one takes;
+    it goes before the workspace's default. A workspace admin or the
+    person who created the channel may set it (PERMISSION_DENIED
+    otherwise), in a channel they take part in; not in a DM.
+    """
+    GetChannelFollowUpDefault: _grpc.UnaryUnaryMultiCallable[_comms_pb2.GetChannelFollowUpDefaultRequest, _comms_pb2.GetChannelFollowUpDefaultResponse]
     PostMessage: _grpc.UnaryUnaryMultiCallable[_comms_pb2.PostMessageRequest, _comms_pb2.PostMessageResponse]
     """Post text and ask blocks. The server mints one ask_id per ask block and
     drops every server-owned field of an ask; an ask's deadline (or timeout)
@@ -126,6 +133,13 @@ class CommsServiceAsyncStub(CommsServiceStub):
     AddChannelMember: _aio.UnaryUnaryMultiCallable[_comms_pb2.AddChannelMemberRequest, _comms_pb2.AddChannelMemberResponse]  # type: ignore[assignment]
     """Add an account of the same workspace to a channel the caller belongs to."""
     UpdateTopic: _aio.UnaryUnaryMultiCallable[_comms_pb2.UpdateTopicRequest, _comms_pb2.UpdateTopicResponse]  # type: ignore[assignment]
+    SetChannelFollowUpDefault: _aio.UnaryUnaryMultiCallable[_comms_pb2.SetChannelFollowUpDefaultRequest, _comms_pb2.SetChannelFollowUpDefaultResponse]  # type: ignore[assignment]
+    """The follow-up policy an ask posted in this channel without one takes;
+    it goes before the workspace's default. A workspace admin or the
+    person who created the channel may set it (PERMISSION_DENIED
+    otherwise), in a channel they take part in; not in a DM.
+    """
+    GetChannelFollowUpDefault: _aio.UnaryUnaryMultiCallable[_comms_pb2.GetChannelFollowUpDefaultRequest, _comms_pb2.GetChannelFollowUpDefaultResponse]  # type: ignore[assignment]
     PostMessage: _aio.UnaryUnaryMultiCallable[_comms_pb2.PostMessageRequest, _comms_pb2.PostMessageResponse]  # type: ignore[assignment]
     """Post text and ask blocks. The server mints one ask_id per ask block and
     drops every server-owned field of an ask; an ask's deadline (or timeout)
@@ -233,6 +247,25 @@ class CommsServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _comms_pb2.UpdateTopicRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_comms_pb2.UpdateTopicResponse, _abc.Awaitable[_comms_pb2.UpdateTopicResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def SetChannelFollowUpDefault(
+        self,
+        request: _comms_pb2.SetChannelFollowUpDefaultRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_comms_pb2.SetChannelFollowUpDefaultResponse, _abc.Awaitable[_comms_pb2.SetChannelFollowUpDefaultResponse]]:
+        """The follow-up policy an ask posted in this channel without one takes;
+        it goes before the workspace's default. A workspace admin or the
+        person who created the channel may set it (PERMISSION_DENIED
+        otherwise), in a channel they take part in; not in a DM.
+        """
+
+    @_abc_1.abstractmethod
+    def GetChannelFollowUpDefault(
+        self,
+        request: _comms_pb2.GetChannelFollowUpDefaultRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_comms_pb2.GetChannelFollowUpDefaultResponse, _abc.Awaitable[_comms_pb2.GetChannelFollowUpDefaultResponse]]: ...
 
     @_abc_1.abstractmethod
     def PostMessage(

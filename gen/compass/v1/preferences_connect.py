@@ -40,7 +40,7 @@ _GZIP_COMPRESSION = GzipCompression()
 class PreferencesService(Protocol):
     """
     PreferencesService is how a person says how they are told about asks:
-    which surfaces (the page, push, mail) and when not to be (quiet hours in
+    which surfaces (the page, push, mail, a Slack direct message) and when not to be (quiet hours in
     their time zone). Every call is about the caller's own account; an agent's
     or a runner's token gets PERMISSION_DENIED.
     """
@@ -146,7 +146,7 @@ class PreferencesServiceASGIApplication(ConnectASGIApplication[PreferencesServic
 class PreferencesServiceClient(ConnectClient):
     """
     PreferencesService is how a person says how they are told about asks:
-    which surfaces (the page, push, mail) and when not to be (quiet hours in
+    which surfaces (the page, push, mail, a Slack direct message) and when not to be (quiet hours in
     their time zone). Every call is about the caller's own account; an agent's
     or a runner's token gets PERMISSION_DENIED.
     """
@@ -274,7 +274,7 @@ class PreferencesServiceClient(ConnectClient):
 class PreferencesServiceSync(Protocol):
     """
     PreferencesService is how a person says how they are told about asks:
-    which surfaces (the page, push, mail) and when not to be (quiet hours in
+    which surfaces (the page, push, mail, a Slack direct message) and when not to be (quiet hours in
     their time zone). Every call is about the caller's own account; an agent's
     or a runner's token gets PERMISSION_DENIED.
     """
@@ -378,7 +378,7 @@ class PreferencesServiceWSGIApplication(ConnectWSGIApplication):
 class PreferencesServiceClientSync(ConnectClientSync):
     """
     PreferencesService is how a person says how they are told about asks:
-    which surfaces (the page, push, mail) and when not to be (quiet hours in
+    which surfaces (the page, push, mail, a Slack direct message) and when not to be (quiet hours in
     their time zone). Every call is about the caller's own account; an agent's
     or a runner's token gets PERMISSION_DENIED.
     """

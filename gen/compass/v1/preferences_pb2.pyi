@@ -21,32 +21,36 @@ MAIL_PREFERENCE_ALL: MailPreference
 MAIL_PREFERENCE_OFF: MailPreference
 
 class NotificationPreferences(_message.Message):
-    __slots__ = ("page", "push", "email", "quiet_start", "quiet_end", "time_zone")
+    __slots__ = ("page", "push", "email", "quiet_start", "quiet_end", "time_zone", "slack_dm")
     PAGE_FIELD_NUMBER: _ClassVar[int]
     PUSH_FIELD_NUMBER: _ClassVar[int]
     EMAIL_FIELD_NUMBER: _ClassVar[int]
     QUIET_START_FIELD_NUMBER: _ClassVar[int]
     QUIET_END_FIELD_NUMBER: _ClassVar[int]
     TIME_ZONE_FIELD_NUMBER: _ClassVar[int]
+    SLACK_DM_FIELD_NUMBER: _ClassVar[int]
     page: bool
     push: bool
     email: MailPreference
     quiet_start: str
     quiet_end: str
     time_zone: str
-    def __init__(self, page: _Optional[bool] = ..., push: _Optional[bool] = ..., email: _Optional[_Union[MailPreference, str]] = ..., quiet_start: _Optional[str] = ..., quiet_end: _Optional[str] = ..., time_zone: _Optional[str] = ...) -> None: ...
+    slack_dm: bool
+    def __init__(self, page: _Optional[bool] = ..., push: _Optional[bool] = ..., email: _Optional[_Union[MailPreference, str]] = ..., quiet_start: _Optional[str] = ..., quiet_end: _Optional[str] = ..., time_zone: _Optional[str] = ..., slack_dm: _Optional[bool] = ...) -> None: ...
 
 class GetNotificationPreferencesRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class GetNotificationPreferencesResponse(_message.Message):
-    __slots__ = ("preferences", "vapid_public_key")
+    __slots__ = ("preferences", "vapid_public_key", "slack_dm_available")
     PREFERENCES_FIELD_NUMBER: _ClassVar[int]
     VAPID_PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
+    SLACK_DM_AVAILABLE_FIELD_NUMBER: _ClassVar[int]
     preferences: NotificationPreferences
     vapid_public_key: str
-    def __init__(self, preferences: _Optional[_Union[NotificationPreferences, _Mapping]] = ..., vapid_public_key: _Optional[str] = ...) -> None: ...
+    slack_dm_available: bool
+    def __init__(self, preferences: _Optional[_Union[NotificationPreferences, _Mapping]] = ..., vapid_public_key: _Optional[str] = ..., slack_dm_available: _Optional[bool] = ...) -> None: ...
 
 class SetNotificationPreferencesRequest(_message.Message):
     __slots__ = ("preferences",)

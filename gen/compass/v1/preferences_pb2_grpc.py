@@ -27,7 +27,7 @@ if _version_not_supported:
 
 class PreferencesServiceStub:
     """PreferencesService is how a person says how they are told about asks:
-    which surfaces (the page, push, mail) and when not to be (quiet hours in
+    which surfaces (the page, push, mail, a Slack direct message) and when not to be (quiet hours in
     their time zone). Every call is about the caller's own account; an agent's
     or a runner's token gets PERMISSION_DENIED.
     """
@@ -62,7 +62,7 @@ class PreferencesServiceStub:
 
 class PreferencesServiceServicer:
     """PreferencesService is how a person says how they are told about asks:
-    which surfaces (the page, push, mail) and when not to be (quiet hours in
+    which surfaces (the page, push, mail, a Slack direct message) and when not to be (quiet hours in
     their time zone). Every call is about the caller's own account; an agent's
     or a runner's token gets PERMISSION_DENIED.
     """
@@ -132,7 +132,7 @@ def add_PreferencesServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class PreferencesService:
     """PreferencesService is how a person says how they are told about asks:
-    which surfaces (the page, push, mail) and when not to be (quiet hours in
+    which surfaces (the page, push, mail, a Slack direct message) and when not to be (quiet hours in
     their time zone). Every call is about the caller's own account; an agent's
     or a runner's token gets PERMISSION_DENIED.
     """

@@ -28,7 +28,7 @@ GRPC_VERSION: str
 
 class PreferencesServiceStub:
     """PreferencesService is how a person says how they are told about asks:
-    which surfaces (the page, push, mail) and when not to be (quiet hours in
+    which surfaces (the page, push, mail, a Slack direct message) and when not to be (quiet hours in
     their time zone). Every call is about the caller's own account; an agent's
     or a runner's token gets PERMISSION_DENIED.
     """
@@ -56,7 +56,7 @@ class PreferencesServiceStub:
 @_typing.type_check_only
 class PreferencesServiceAsyncStub(PreferencesServiceStub):
     """PreferencesService is how a person says how they are told about asks:
-    which surfaces (the page, push, mail) and when not to be (quiet hours in
+    which surfaces (the page, push, mail, a Slack direct message) and when not to be (quiet hours in
     their time zone). Every call is about the caller's own account; an agent's
     or a runner's token gets PERMISSION_DENIED.
     """
@@ -80,7 +80,7 @@ class PreferencesServiceAsyncStub(PreferencesServiceStub):
 
 class PreferencesServiceServicer(metaclass=_abc_1.ABCMeta):
     """PreferencesService is how a person says how they are told about asks:
-    which surfaces (the page, push, mail) and when not to be (quiet hours in
+    which surfaces (the page, push, mail, a Slack direct message) and when not to be (quiet hours in
     their time zone). Every call is about the caller's own account; an agent's
     or a runner's token gets PERMISSION_DENIED.
     """
