@@ -6,6 +6,7 @@ bounds that keep decoded values count this, not the encoded size."""
 from __future__ import annotations
 
 import enum
+import operator
 import sys
 import uuid
 from collections.abc import Callable
@@ -35,7 +36,9 @@ def _free(_: Any) -> int:
 
 def _str(s: str) -> int:
     # CPython keeps one copy of "" and of each one-character Latin-1 string.
-    return 0 if len(s) < 2 and (not s or ord(s) < 256) else _size(s)
+    if len(s) > 1:
+        return _size(s)
+    return 0 if not s or ord(s) < 256 else _size(s)
 
 
 def _seq(value: tuple[Any, ...] | list[Any]) -> int:
@@ -68,10 +71,16 @@ def _weigher_of(kind: type) -> _Weigher:
         if name != "__weakref__"
     ]
     if slots and not kind.__dictoffset__:
-        get = [_getter(s) for s in slots]
+        fields = operator.attrgetter(*slots)
+        if len(slots) == 1:
+
+            def one(value: Any) -> int:
+                return _size(value) + weigh(fields(value))
+
+            return one
 
         def held(value: Any) -> int:
-            return _size(value) + sum(weigh(g(value)) for g in get)
+            return _size(value) + sum(map(weigh, fields(value)))
 
         return held
     if kind.__dictoffset__:
@@ -86,10 +95,3 @@ def _weigher_of(kind: type) -> _Weigher:
 
 def _names(slots: str | tuple[str, ...]) -> tuple[str, ...]:
     return (slots,) if isinstance(slots, str) else tuple(slots)
-
-
-def _getter(name: str) -> Callable[[Any], Any]:
-    def get(value: Any) -> Any:
-        return getattr(value, name, None)
-
-    return get
