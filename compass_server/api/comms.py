@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import sys
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 
@@ -20,7 +21,8 @@ from compass_server.store.ids import parse_id
 from compass_server.store.types import Actor, Event, EventKind, Message
 
 # Every subscriber of a workspace sends the same wire event: it is built once
-# and kept while it is recent, within this many bytes.
+# and kept encoded while it is recent, within this many bytes (decoded, a
+# protobuf message of many small fields weighs ~12× its encoding).
 WIRE_CACHE_BYTES = 16 << 20
 # Subscribe streams one account may hold open on one server process.
 STREAMS_PER_ACCOUNT = 16
@@ -40,7 +42,7 @@ class CommsApi:
         self.hub = hub
         # Without keys every receipt is empty.
         self.receipts = receipts or Receipts(None, "")
-        self._wire: SizedCache[tuple[uuid.UUID, int], pb.Event] = SizedCache(wire_cache_bytes)
+        self._wire: SizedCache[tuple[uuid.UUID, int], bytes] = SizedCache(wire_cache_bytes)
         self.streams_per_account = streams_per_account
         self._streams: collections.Counter[uuid.UUID] = collections.Counter()
 
@@ -51,10 +53,12 @@ class CommsApi:
     def _wire_event(self, workspace_id: uuid.UUID, event: Event) -> pb.Event:
         key = (workspace_id, event.event_id)
         found = self._wire.get(key)
-        if found is None:
-            found = wire.event_to_wire(event, self.receipts.stamp(workspace_id))
-            self._wire.put(key, found, found.ByteSize())
-        return found
+        if found is not None:
+            return pb.Event.FromString(found)
+        built = wire.event_to_wire(event, self.receipts.stamp(workspace_id))
+        encoded = built.SerializeToString()
+        self._wire.put(key, encoded, sys.getsizeof(encoded))
+        return built
 
     async def create_channel(
         self, actor: Actor, req: pb.CreateChannelRequest

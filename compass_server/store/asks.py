@@ -57,12 +57,13 @@ from compass_server.store.types import (
     StandingTerms,
     Surface,
 )
+from compass_server.store.weight import weigh
 
 ASKS = queries("asks")
 
 # Asks one expiry sweep ends in one transaction.
 EXPIRY_BATCH = 200
-# The ask cache's bound, in bytes of asks' content as encoded.
+# The ask cache's bound, in bytes its asks' content weighs in memory.
 ASK_CACHE_BYTES = 64 << 20
 
 _ENDED = {
@@ -146,7 +147,8 @@ def _first_follow_up(ask: Ask, posted: datetime.datetime | None) -> datetime.dat
 
 
 class AskCache:
-    """Asks' content by id, bounded by its encoded bytes. Content never
+    """Asks' content by id, bounded by what it weighs in memory (an ask of
+    many small options weighs ~6× its encoded bytes). Content never
     changes after append, so a copy can check answers without a read; state
     always comes from the locked row."""
 
@@ -157,13 +159,14 @@ class AskCache:
         return self._asks.get(ask_id)
 
     def put(self, ask: Ask, size: int) -> None:
-        """Keeps the ask's content alone; `size` is its encoded bytes."""
+        """Keeps the ask's content alone, counted at what it weighs (`size`,
+        its encoded bytes, when that is more)."""
         content = Ask(
             questions=tuple(blockrules.pending(q) for q in ask.questions),
             ask_id=ask.ask_id,
             trace=ask.trace,
         )
-        self._asks.put(ask.ask_id, content, size)
+        self._asks.put(ask.ask_id, content, max(size, weigh(content)))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ from compass_server.store.types import (
     PresenceState,
     Scope,
 )
+from compass_server.store.weight import weigh
 
 ACCOUNTS = queries("accounts")
 
@@ -135,7 +136,7 @@ def event_from_row(row: dict[str, Any]) -> Event:
             member_ids=tuple(uuid.UUID(m) for m in p["member_ids"]),
             created_at=datetime.datetime.fromisoformat(p["created_at"]),
         )
-    return Event(
+    event = Event(
         event_id=row["id"],
         kind=kind,
         channel_id=row["channel_id"],
@@ -144,9 +145,12 @@ def event_from_row(row: dict[str, Any]) -> Event:
         channel=channel,
         created_at=row["created_at"],
         inbox=inbox,
-        size=row.get("size", 0),
         moved=moved,
     )
+    # Bounds count what the event weighs decoded: several times its stored
+    # bytes when it is many small fields.
+    object.__setattr__(event, "size", max(row.get("size", 0), weigh(event)))
+    return event
 
 
 class PendingEvents:

@@ -464,7 +464,8 @@ class Event:
     channel: Channel | None = None
     created_at: datetime.datetime | None = None
     inbox: InboxChange | None = None
-    # The stored payload's size in bytes, for memory bounds.
+    # What the event weighs in memory, decoded (`weight.weigh`), for memory
+    # bounds: at least its stored payload's bytes.
     size: int = 0
     moved: AgentMove | None = None
 
