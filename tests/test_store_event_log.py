@@ -117,16 +117,24 @@ async def leave_an_unnumbered_event(db: Database, world: World) -> None:
 
 
 async def test_events_left_unnumbered_by_a_dead_server_are_numbered_by_the_sweep(
-    db: Database, world: World
+    pg_admin_url: str,
 ) -> None:
-    start = await world.store.last_event_id(world.human)
-    await leave_an_unnumbered_event(db, world)
-    assert await world.store.read_events(world.human, start, 10) == []
-    assert await world.store.number_leftover_events() >= 1
-    (event,) = await world.store.read_events(world.human, start, 10)
-    assert event.event_id == start + 1
-    assert event.presence is not None and event.presence.status_text == "left behind"
-    assert await world.store.last_event_id(world.human) == start + 1
+    # A database of its own: a server running on the run's database would sweep first.
+    async with migrated_database(pg_admin_url) as url:
+        db = Database(url, min_size=1, max_size=2)
+        await db.open()
+        try:
+            world = await World.create(Store(db))
+            start = await world.store.last_event_id(world.human)
+            await leave_an_unnumbered_event(db, world)
+            assert await world.store.read_events(world.human, start, 10) == []
+            assert await world.store.number_leftover_events() >= 1
+            (event,) = await world.store.read_events(world.human, start, 10)
+            assert event.event_id == start + 1
+            assert event.presence is not None and event.presence.status_text == "left behind"
+            assert await world.store.last_event_id(world.human) == start + 1
+        finally:
+            await db.close()
 
 
 async def test_a_starting_server_numbers_what_a_dead_one_left(db: Database, world: World) -> None:
