@@ -155,7 +155,7 @@ export class InboxView {
     this.olderToken = "";
     this.pinned = []; // the first page's first and open-ask message, from before its run
     this.run = []; // the pages read, oldest first
-    this.pinnedShown = 0;
+    this.pinnedShown = []; // what the pinned ones shown are
     this.missing = false;
     this.rendered = new Map(); // messageId → { key, el }
     this.notRecorded = new Set(); // askIds an answer from here found not open
@@ -361,6 +361,7 @@ export class InboxView {
 
   async loadItem() {
     try {
+      const shown = this.run;
       const read = await this.readPage("");
       const thread = read.thread ?? [];
       const pinnedCount = read.pinnedMessages ?? 0;
@@ -369,7 +370,10 @@ export class InboxView {
       this.run = thread.slice(pinnedCount);
       this.total = read.totalMessages ?? thread.length;
       this.olderToken = read.nextPageToken ?? "";
-      for (let i = 0; i < this.olderPages && this.olderToken; i++) {
+      // Read back as far as shown before (a page's bounds move as messages come).
+      const reached = () =>
+        this.run.length > shown.length || this.run.some((e) => e.message.messageId === shown[0]?.message.messageId);
+      while (this.olderPages && this.olderToken && !reached()) {
         const older = await this.readPage(this.olderToken);
         this.run = [...(older.thread ?? []), ...this.run];
         this.olderToken = older.nextPageToken ?? "";
@@ -393,7 +397,7 @@ export class InboxView {
   joinThread() {
     const read = new Set(this.run.map((e) => e.message.messageId));
     const pinned = this.pinned.filter((e) => !read.has(e.message.messageId));
-    this.pinnedShown = pinned.length;
+    this.pinnedShown = pinned.map((e) => (e.askStatus === ASK.open ? "the open ask" : "the first"));
     this.thread = [...pinned, ...this.run];
   }
 
@@ -460,8 +464,8 @@ export class InboxView {
     const cut = Boolean(this.olderToken);
     this.cutNote.hidden = !cut;
     this.cutText.textContent = cut
-      ? `Showing ${this.thread.length} of ${this.total} messages: ` +
-        (this.pinnedShown ? "the first, the open ask and the latest." : "the latest.")
+      ? `Showing ${this.thread.length} of ${this.total} messages` +
+        `: ${[...this.pinnedShown, "the latest"].join(", ").replace(/, (?=[^,]*$)/, " and ")}.`
       : "";
     this.renderThread();
     if (first || atBottom) this.scrollToBottom();
