@@ -282,6 +282,7 @@ async def test_a_long_thread_shows_its_older_pages_on_asking(
     await expect(texts.nth(1)).to_have_text("m20")
     await expect(texts.nth(11)).to_have_text("m30 which way?")
     await expect(note).to_contain_text("Showing 151 of 170 messages: the first and the latest.")
+    await note.scroll_into_view_if_needed()
     await page.screenshot(path=str(shots / "web-inbox-long-thread.png"))
     # An agent's reply refreshes the thread, read back at least as far as it
     # was shown: the pages' bounds moved by one, so here to the first message.
