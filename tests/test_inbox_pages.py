@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -271,3 +272,21 @@ async def test_long_reads_past_the_budget_wait_then_are_exhausted_and_others_sti
     for who in (w.human, w.human, third):
         page = await pc.call("GetInboxItem", req, tok(w, who))
         assert texts(page.thread) == ["start", "r0", "r1", "r2"]
+
+
+async def test_a_read_given_up_while_bytes_come_back_leaves_the_budget_whole() -> None:
+    """A waiting read ended by its wait (or its client) just as another read
+    hands its bytes back: the hand-back neither fails nor grants the gone one."""
+    from compass_server.events.hub import Budget
+
+    budget = Budget(total=2, per_owner=2)
+    first, gone, later = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    await budget.take(first, 2)
+    waiting = asyncio.ensure_future(budget.take(gone, 1))
+    await asyncio.sleep(0)
+    waiting.cancel()
+    budget.give(first, 2)  # before the cancelled taker has run again
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    await asyncio.wait_for(budget.take(later, 2), 1)
+    assert budget.used == 2 and dict(budget.owners) == {later: 2}
