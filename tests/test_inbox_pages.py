@@ -180,6 +180,7 @@ async def test_a_page_token_not_issued_for_the_item_is_invalid_argument(
         b64("garbage"),
         b64(f"{one.item_id}|x"),
         b64(f"{one.item_id}|-4"),
+        b64(f"{one.item_id}|{1 << 64}"),
         b64(f"{one.item_id}|1|2"),
         b64("nope|3"),
     ]

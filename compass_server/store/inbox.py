@@ -126,7 +126,7 @@ def _page_before(token: str, item_id: uuid.UUID) -> int | None:
         of, position = uuid.UUID(item), int(before)
     except ValueError:
         raise InvalidArgument(_NOT_ISSUED) from None
-    if position < 1:
+    if not 1 <= position <= _NO_POSITION:
         raise InvalidArgument(_NOT_ISSUED)
     if of != item_id:
         raise InvalidArgument("page_token is of another inbox item")
