@@ -156,6 +156,7 @@ export class InboxView {
     this.pinned = []; // the first page's first and open-ask message, from before its run
     this.run = []; // the pages read, oldest first
     this.pinnedShown = []; // what the pinned ones shown are
+    this.onePageMore = false; // "Show older" was asked while the thread was read again
     this.missing = false;
     this.rendered = new Map(); // messageId → { key, el }
     this.notRecorded = new Set(); // askIds an answer from here found not open
@@ -378,6 +379,12 @@ export class InboxView {
         this.run = [...(older.thread ?? []), ...this.run];
         this.olderToken = older.nextPageToken ?? "";
       }
+      if (this.onePageMore && this.olderToken) {
+        const older = await this.readPage(this.olderToken);
+        this.run = [...(older.thread ?? []), ...this.run];
+        this.olderToken = older.nextPageToken ?? "";
+      }
+      this.onePageMore = false;
       this.joinThread();
       this.missing = false;
       // Who answered or closed it may have written nothing here: read their names.
@@ -406,8 +413,15 @@ export class InboxView {
     this.olderButton.disabled = true;
     const height = this.scroller.scrollHeight;
     try {
-      const older = await this.readPage(this.olderToken);
+      const token = this.olderToken;
+      const older = await this.readPage(token);
       this.olderPages += 1;
+      if (this.olderToken !== token) {
+        // Read again meanwhile, so its pages moved: read them again, one more.
+        this.onePageMore = true;
+        this.refreshItem();
+        return;
+      }
       this.run = [...(older.thread ?? []), ...this.run];
       this.olderToken = older.nextPageToken ?? "";
       this.total = older.totalMessages ?? this.total;
