@@ -250,8 +250,13 @@ class CompassServer:
             receipts=self.receipts,
         )
         comms = ServiceBinding.of(comms_pb2, "CommsService", self.comms, "account")
-        self.inbox = InboxStore(self.db)
-        inbox_api = InboxApi(self.inbox)
+        self.inbox = InboxStore(self.db, thread_bytes=settings.inbox_read_bytes)
+        inbox_api = InboxApi(
+            self.inbox,
+            reading_bytes=settings.inbox_reading_bytes,
+            reading_bytes_per_account=settings.inbox_reading_bytes_per_account,
+            read_wait_seconds=settings.inbox_read_wait_seconds,
+        )
         inbox = ServiceBinding.of(inbox_pb2, "InboxService", inbox_api, "account")
         self.agent_api = AgentApi(self.store, self.comms)
         self.gateway = AgentGateway(

@@ -31,6 +31,7 @@ from compass_server.events.hub import (
     REPLAY_READS,
     WINDOW_BYTES,
 )
+from compass_server.inbox import rules
 from compass_server.receipts import RECEIPT_CACHE_BYTES
 from compass_server.relay.gateway import (
     ACK_TIMEOUT_SECONDS,
@@ -657,6 +658,27 @@ class Settings:
         "limits",
         Count(),
         "standing answers one person may have in force at once",
+    )
+    inbox_read_bytes: int = _s(
+        rules.MAX_THREAD_BYTES,
+        "limits",
+        Count(),
+        "one page of a GetInboxItem thread, in messages as stored (a page holds one at least)",
+    )
+    inbox_reading_bytes: int = _s(
+        rules.READING_BYTES,
+        "limits",
+        Count(),
+        "pages of threads all GetInboxItem calls of a process hold at once",
+    )
+    inbox_reading_bytes_per_account: int = _s(
+        rules.READING_BYTES_PER_ACCOUNT, "limits", Count(), "the part of those one account holds"
+    )
+    inbox_read_wait_seconds: float = _s(
+        rules.READ_WAIT_SECONDS,
+        "limits",
+        Seconds(),
+        "how long a GetInboxItem waits for its page's bytes before RESOURCE_EXHAUSTED",
     )
     channels_per_account: int = _s(
         CHANNELS_PER_ACCOUNT, "limits", Count(), "channels one account may be a member of"

@@ -245,3 +245,51 @@ async def test_reply_then_close_without_answering(
     assert asked.ask_status is AskStatus.WITHDRAWN and asked.withdrawn_reason == ""
     assert replied.author_id == w.human.account_id
     assert replied.blocks == (TextBlock("Looking at the dashboards first."),)
+
+
+async def test_a_long_thread_shows_its_older_pages_on_asking(
+    page: Any, api_world: World, server: Any, shots: Path
+) -> None:
+    w, inbox = api_world, server.inbox
+    await inbox.post(w.agent, "long", "A long story", "m0 once upon a time")
+    for i in range(1, 170):
+        if i == 30:
+            await inbox.post(w.agent, "long", "A long story", f"m{i} which way?", yes_no())
+        else:
+            await inbox.reply_as_agent(w.agent, "long", f"m{i}")
+    await sign_in(page, tok(w))
+    await inbox_link(page, "Inbox 1 open").click()
+    await page.locator(".inbox-row", has_text="A long story").click()
+    thread = page.get_by_role("list", name="Thread")
+    texts = thread.locator(".message .block-text")
+    note = page.locator(".inbox-cut")
+    older = page.get_by_role("button", name="Show older messages")
+
+    # The first page: the first message and the open ask, then the latest 50.
+    await expect(texts).to_have_count(52)
+    await expect(texts.nth(0)).to_have_text("m0 once upon a time")
+    await expect(texts.nth(1)).to_have_text("m30 which way?")
+    await expect(texts.nth(2)).to_have_text("m120")
+    await expect(note).to_contain_text(
+        "Showing 52 of 170 messages: the first, the open ask and the latest."
+    )
+    await older.click()
+    await expect(texts).to_have_count(102)
+    await expect(texts.nth(2)).to_have_text("m70")
+    await older.click()
+    # This page brings the open ask in its place; the first stays on top.
+    await expect(texts).to_have_count(151)
+    await expect(texts.nth(1)).to_have_text("m20")
+    await expect(texts.nth(11)).to_have_text("m30 which way?")
+    await expect(note).to_contain_text("Showing 151 of 170 messages: the first and the latest.")
+    await note.scroll_into_view_if_needed()
+    await page.screenshot(path=str(shots / "web-inbox-long-thread.png"))
+    # An agent's reply refreshes the thread, read back at least as far as it
+    # was shown: the pages' bounds moved by one, so here to the first message.
+    await inbox.reply_as_agent(w.agent, "long", "m170")
+    await expect(texts).to_have_count(171)
+    await expect(note).to_be_hidden()
+    await expect(texts).to_have_text(
+        ["m0 once upon a time"]
+        + [f"m{i} which way?" if i == 30 else f"m{i}" for i in range(1, 171)]
+    )

@@ -3,16 +3,20 @@ and the relay arms an agent posts, replies and closes with."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import inbox_pb2 as ib
 from compass_server.api import mapping as wire
 from compass_server.api.auth import Authenticator
+from compass_server.events.hub import Budget
 from compass_server.inbox import pictures as inbox_pictures
+from compass_server.inbox import rules
 from compass_server.inbox.pictures import Picture
-from compass_server.store import InvalidArgument, PermissionDenied
+from compass_server.store import InvalidArgument, PermissionDenied, ResourceExhausted
 from compass_server.store.ids import parse_id
 from compass_server.store.inbox import AnswerOutcome, AnswerResult, InboxItem, InboxStore
 from compass_server.store.types import (
@@ -118,8 +122,33 @@ def _person(actor: Actor) -> Actor:
 
 
 class InboxApi:
-    def __init__(self, inbox: InboxStore) -> None:
+    def __init__(
+        self,
+        inbox: InboxStore,
+        *,
+        reading_bytes: int = rules.READING_BYTES,
+        reading_bytes_per_account: int = rules.READING_BYTES_PER_ACCOUNT,
+        read_wait_seconds: float = rules.READ_WAIT_SECONDS,
+    ) -> None:
         self.inbox = inbox
+        # The pages of thread reads held at once, in bytes as stored, so many
+        # reads of long threads can't take the process's memory.
+        self.reading = Budget(reading_bytes, reading_bytes_per_account)
+        self.read_wait_seconds = read_wait_seconds
+
+    @contextlib.asynccontextmanager
+    async def _reading(self, account_id: uuid.UUID, n: int) -> AsyncIterator[None]:
+        try:
+            async with asyncio.timeout(self.read_wait_seconds):
+                await self.reading.take(account_id, n)
+        except TimeoutError:
+            raise ResourceExhausted(
+                "too many long threads are being read at once; try again in a moment"
+            ) from None
+        try:
+            yield
+        finally:
+            self.reading.give(account_id, n)
 
     async def list_inbox_items(
         self, actor: Actor, req: ib.ListInboxItemsRequest
@@ -138,14 +167,20 @@ class InboxApi:
     async def get_inbox_item(
         self, actor: Actor, req: ib.GetInboxItemRequest
     ) -> ib.GetInboxItemResponse:
-        thread = await self.inbox.read_thread(
-            _person(actor), parse_id(req.item_id, "item_id"), req.message_limit
+        person = _person(actor)
+        plan = await self.inbox.plan_page(
+            person, parse_id(req.item_id, "item_id"), req.message_limit, req.page_token
         )
-        return ib.GetInboxItemResponse(
-            item=item_to_wire(thread.item),
-            thread=[message_to_wire(m) for m in thread.messages],
-            total_messages=thread.total,
-        )
+        # The page's bytes are held from its read until its answer is built.
+        async with self._reading(person.account_id, max(1, plan.bytes)):
+            thread = await self.inbox.read_page(person, plan)
+            return ib.GetInboxItemResponse(
+                item=item_to_wire(thread.item),
+                thread=[message_to_wire(m) for m in thread.messages],
+                total_messages=thread.total,
+                next_page_token=thread.next_page_token,
+                pinned_messages=thread.pinned,
+            )
 
     async def answer_inbox_ask(
         self, actor: Actor, req: ib.AnswerInboxAskRequest

@@ -111,6 +111,10 @@ class Budget:
         short = False
         for entry in self._waiting:
             owner, n, turn = entry
+            if turn.done():
+                # Cancelled, its taker not yet run again to withdraw it.
+                still.append(entry)
+                continue
             if not short and self._fits(owner, n):
                 self._grant(owner, n)
                 turn.set_result(None)

@@ -24,10 +24,14 @@ MAX_CLIENT_KEY_CHARS = 128
 # the open-ask message); a caller may ask for up to MAX_THREAD_READ.
 THREAD_READ = 50
 MAX_THREAD_READ = 200
-# The latest messages of one thread read, in bytes of blocks as stored (the
-# newest always; the first and the open-ask message besides): 200 of the
-# largest would be ~50 MB per read.
+# One page of a thread read, in bytes of blocks as stored (its newest message
+# always): 200 of the largest would be ~50 MB per read.
 MAX_THREAD_BYTES = 4 << 20
+# The pages all thread reads of a process hold at once, and one account's
+# part of those; a read waits this long for its bytes, then is refused.
+READING_BYTES = 16 << 20
+READING_BYTES_PER_ACCOUNT = 8 << 20
+READ_WAIT_SECONDS = 5.0
 
 
 def check_key(key: str) -> None:

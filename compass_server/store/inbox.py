@@ -54,6 +54,8 @@ from compass_server.store.types import (
 )
 
 INBOX = queries("inbox")
+# Past every message's position: a first page reads before it.
+_NO_POSITION = (1 << 63) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,10 +90,47 @@ class InboxItem:
 @dataclass(frozen=True, slots=True)
 class InboxThread:
     item: InboxItem
-    # Oldest first: the latest N, plus the first and the open-ask message.
+    # Oldest first: the page's pinned messages, then its run.
     messages: list[InboxMessage]
     # Messages in the whole thread.
     total: int
+    # Reads the run before this page's; empty when none is left.
+    next_page_token: str = ""
+    # How many of messages are the first and open-ask message from before the run.
+    pinned: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PagePlan:
+    """Which messages a page of a thread holds, chosen without their blocks,
+    and what they weigh as stored."""
+
+    item_id: uuid.UUID
+    # Oldest first; the pinned ones lead.
+    message_ids: list[uuid.UUID]
+    pinned: int
+    bytes: int
+    total: int
+    next_page_token: str
+
+
+_NOT_ISSUED = "page_token is not one this server issued"
+
+
+def _page_before(token: str, item_id: uuid.UUID) -> int | None:
+    """The position a page token reads before; None for the first page."""
+    if not token:
+        return None
+    item, before = _decode_token(token, 2)
+    try:
+        of, position = uuid.UUID(item), int(before)
+    except ValueError:
+        raise InvalidArgument(_NOT_ISSUED) from None
+    if not 1 <= position <= _NO_POSITION:
+        raise InvalidArgument(_NOT_ISSUED)
+    if of != item_id:
+        raise InvalidArgument("page_token is of another inbox item")
+    return position
 
 
 class AnswerOutcome(enum.StrEnum):
@@ -188,10 +227,16 @@ def _text_blocks(text: str) -> list[Block]:
 
 
 class InboxStore:
-    def __init__(self, db: Database, *, max_open_per_agent: int = rules.MAX_OPEN_PER_AGENT) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        max_open_per_agent: int = rules.MAX_OPEN_PER_AGENT,
+        thread_bytes: int = rules.MAX_THREAD_BYTES,
+    ) -> None:
         self.db = db
         self.max_open_per_agent = max_open_per_agent
-        self.thread_bytes = rules.MAX_THREAD_BYTES
+        self.thread_bytes = thread_bytes
 
     # --- reading and locking ----------------------------------------------------
 
@@ -510,23 +555,80 @@ class InboxStore:
             next_token = _encode_token(items[-1].updated_at.isoformat(), items[-1].item_id)
         return Page(items, next_token)
 
-    async def read_thread(self, actor: Actor, item_id: uuid.UUID, limit: int = 0) -> InboxThread:
-        """The item and its thread: the latest `limit` messages, plus the first
-        message and the open-ask message however long the thread runs."""
+    async def read_thread(
+        self, actor: Actor, item_id: uuid.UUID, limit: int = 0, token: str = ""
+    ) -> InboxThread:
+        """One page of the item's thread (see plan_page)."""
+        return await self.read_page(actor, await self.plan_page(actor, item_id, limit, token))
+
+    async def plan_page(
+        self, actor: Actor, item_id: uuid.UUID, limit: int = 0, token: str = ""
+    ) -> PagePlan:
+        """Which messages a page holds, read without their blocks. Its run: the
+        latest `limit` messages before the token's place, within thread_bytes
+        as stored, the newest always. A first page also holds the thread's
+        first and open-ask message when they are older than its run (pinned,
+        counted in its bytes); a later page brings them again in their place."""
         n = rules.thread_read(limit)
+        before = _page_before(token, item_id)
         async with self.db.tx(actor) as conn:
             cur = await conn.execute(
                 INBOX["visible_item"], {"id": item_id, "viewer": actor.account_id}
             )
             if await cur.fetchone() is None:
                 raise NotFound(f"no inbox item {item_id}")
-            item = await self._item(conn, item_id)
             cur = await conn.execute(
-                INBOX["thread"],
-                {"item_id": item_id, "limit": n, "max_bytes": self.thread_bytes},
+                INBOX["thread_run"],
+                {"item_id": item_id, "before": before or _NO_POSITION, "limit": n + 1},
             )
-            rows = await cur.fetchall()
-        return InboxThread(item, [_message(r) for r in rows], rows[0]["total"] if rows else 0)
+            candidates = await cur.fetchall()
+            pinned = []
+            if before is None:
+                cur = await conn.execute(INBOX["thread_pinned"], {"item_id": item_id})
+                pinned = await cur.fetchall()
+            cur = await conn.execute(INBOX["thread_total"], {"item_id": item_id})
+            total_row = await cur.fetchone()
+        reserved = {r["position"] for r in pinned}
+        used = sum(r["bytes"] for r in pinned)
+        run: list[dict[str, Any]] = []
+        for r in candidates[:n]:
+            weight = 0 if r["position"] in reserved else r["bytes"]
+            if run and used + weight > self.thread_bytes:
+                break
+            used += weight
+            run.append(r)
+        oldest = run[-1]["position"] if run else None
+        extra = [r for r in pinned if oldest is not None and r["position"] < oldest]
+        more = len(candidates) > len(run)
+        return PagePlan(
+            item_id,
+            [r["id"] for r in extra] + [r["id"] for r in reversed(run)],
+            len(extra),
+            used,
+            total_row["total"] if total_row else 0,
+            _encode_token(item_id, oldest) if more and oldest is not None else "",
+        )
+
+    async def read_page(self, actor: Actor, plan: PagePlan) -> InboxThread:
+        """The item and the messages of a planned page, as they stand now (one
+        taken back since is left out)."""
+        async with self.db.tx(actor) as conn:
+            cur = await conn.execute(
+                INBOX["visible_item"], {"id": plan.item_id, "viewer": actor.account_id}
+            )
+            if await cur.fetchone() is None:
+                raise NotFound(f"no inbox item {plan.item_id}")
+            item = await self._item(conn, plan.item_id)
+            rows = []
+            if plan.message_ids:
+                cur = await conn.execute(
+                    INBOX["thread_messages"], {"item_id": plan.item_id, "ids": plan.message_ids}
+                )
+                rows = await cur.fetchall()
+        by_id = {r["id"]: _message(r) for r in rows}
+        messages = [by_id[i] for i in plan.message_ids if i in by_id]
+        pinned = sum(1 for i in plan.message_ids[: plan.pinned] if i in by_id)
+        return InboxThread(item, messages, plan.total, plan.next_page_token, pinned)
 
     async def answer(
         self,

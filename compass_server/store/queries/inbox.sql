@@ -123,33 +123,36 @@ SELECT id FROM inbox_messages WHERE answers_message_id = %(ask_message_id)s
 -- name: delete_message
 DELETE FROM inbox_messages WHERE id = %(id)s
 
--- name: thread
--- The latest messages within max_bytes of blocks as stored (the newest
--- always), plus the first and the open-ask message however long the thread
--- runs, oldest first; total counts the whole thread.
-WITH newest AS (
-  SELECT id, position, octet_length(blocks::text) AS bytes FROM inbox_messages
-  WHERE item_id = %(item_id)s ORDER BY position DESC
-  LIMIT %(limit)s
-), latest AS (
-  SELECT id FROM (
-    SELECT id, bytes, sum(bytes) OVER (ORDER BY position DESC) - bytes AS newer FROM newest
-  ) n
-  WHERE newer = 0 OR newer + bytes <= %(max_bytes)s
-), first AS (
-  SELECT id FROM inbox_messages WHERE item_id = %(item_id)s ORDER BY position LIMIT 1
-), open_ask AS (
-  SELECT id FROM inbox_messages WHERE item_id = %(item_id)s AND ask_status = 'open'
-)
+-- name: thread_run
+-- A page's candidates, newest first, without their blocks: the messages
+-- before `before` and the bytes of each as stored.
+SELECT id, position, octet_length(blocks::text) AS bytes FROM inbox_messages
+WHERE item_id = %(item_id)s AND position < %(before)s
+ORDER BY position DESC
+LIMIT %(limit)s
+
+-- name: thread_pinned
+-- The thread's first message and its open-ask message, without their blocks.
+SELECT id, position, octet_length(blocks::text) AS bytes FROM inbox_messages
+WHERE item_id = %(item_id)s
+  AND (ask_status = 'open'
+       OR position = (SELECT min(position) FROM inbox_messages WHERE item_id = %(item_id)s))
+ORDER BY position
+
+-- name: thread_total
+SELECT count(*) AS total FROM inbox_messages WHERE item_id = %(item_id)s
+
+-- name: thread_messages
+-- The messages of a page, oldest first.
 SELECT m.id, m.item_id, m.author_id, acc.handle AS author_handle, m.blocks, m.created_at,
        m.position, m.ask_status, coalesce(m.withdrawn_reason, '') AS withdrawn_reason, m.ending,
        coalesce((SELECT jsonb_agg(jsonb_build_array(f.id, f.name, f.content_type, f.size_bytes)
                                   ORDER BY f.ordinal)
                  FROM inbox_files f WHERE f.message_id = m.id), '[]'::jsonb) AS attachments,
-       (SELECT count(*) FROM inbox_messages WHERE item_id = %(item_id)s) AS total
+       0 AS total
 FROM inbox_messages m
 JOIN accounts acc ON acc.id = m.author_id
-WHERE m.id IN (SELECT id FROM latest UNION SELECT id FROM first UNION SELECT id FROM open_ask)
+WHERE m.item_id = %(item_id)s AND m.id = ANY(%(ids)s)
 ORDER BY m.position
 
 -- name: message

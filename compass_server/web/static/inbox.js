@@ -149,6 +149,14 @@ export class InboxView {
     this.item = null;
     this.thread = []; // InboxMessages, oldest first
     this.total = 0;
+    // The thread is read in pages going back: the older pages asked for so
+    // far are read again with the first whenever the item is refreshed.
+    this.olderPages = 0;
+    this.olderToken = "";
+    this.pinned = []; // the first page's first and open-ask message, from before its run
+    this.run = []; // the pages read, oldest first
+    this.pinnedShown = []; // what the pinned ones shown are
+    this.onePageMore = false; // "Show older" was asked while the thread was read again
     this.missing = false;
     this.rendered = new Map(); // messageId → { key, el }
     this.notRecorded = new Set(); // askIds an answer from here found not open
@@ -318,7 +326,13 @@ export class InboxView {
 
   buildItemPane() {
     this.header = h("header", { class: "view-header inbox-item-header" });
-    this.cutNote = h("p", { class: "inbox-cut", hidden: true });
+    this.cutText = h("span", {});
+    this.olderButton = h(
+      "button",
+      { type: "button", class: "older", onclick: () => this.loadOlder() },
+      "Show older messages",
+    );
+    this.cutNote = h("div", { class: "inbox-cut", hidden: true }, this.cutText, this.olderButton);
     this.threadList = h("ol", { class: "messages", "aria-label": "Thread" });
     this.scroller = h("div", { class: "scroller" }, this.cutNote, this.threadList);
     this.replyInput = h("textarea", {
@@ -348,10 +362,30 @@ export class InboxView {
 
   async loadItem() {
     try {
-      const read = await this.comms.call("GetInboxItem", { itemId: this.itemId }, INBOX);
+      const shown = this.run;
+      const read = await this.readPage("");
+      const thread = read.thread ?? [];
+      const pinnedCount = read.pinnedMessages ?? 0;
       this.item = read.item;
-      this.thread = read.thread ?? [];
-      this.total = read.totalMessages ?? this.thread.length;
+      this.pinned = thread.slice(0, pinnedCount);
+      this.run = thread.slice(pinnedCount);
+      this.total = read.totalMessages ?? thread.length;
+      this.olderToken = read.nextPageToken ?? "";
+      // Read back as far as shown before (a page's bounds move as messages come).
+      const reached = () =>
+        this.run.length > shown.length || this.run.some((e) => e.message.messageId === shown[0]?.message.messageId);
+      while (this.olderPages && this.olderToken && !reached()) {
+        const older = await this.readPage(this.olderToken);
+        this.run = [...(older.thread ?? []), ...this.run];
+        this.olderToken = older.nextPageToken ?? "";
+      }
+      if (this.onePageMore && this.olderToken) {
+        const older = await this.readPage(this.olderToken);
+        this.run = [...(older.thread ?? []), ...this.run];
+        this.olderToken = older.nextPageToken ?? "";
+      }
+      this.onePageMore = false;
+      this.joinThread();
       this.missing = false;
       // Who answered or closed it may have written nothing here: read their names.
       this.app.resolveHandles?.([this.item.answeredByAccountId, this.item.closedByAccountId]);
@@ -360,6 +394,46 @@ export class InboxView {
       else this.app.alert(describe(err, "Couldn't load the item"));
     }
     this.renderItem();
+  }
+
+  readPage(pageToken) {
+    return this.comms.call("GetInboxItem", { itemId: this.itemId, pageToken }, INBOX);
+  }
+
+  /** The pinned first and open-ask message until a page read brings them in their place, then the pages. */
+  joinThread() {
+    const read = new Set(this.run.map((e) => e.message.messageId));
+    const pinned = this.pinned.filter((e) => !read.has(e.message.messageId));
+    this.pinnedShown = pinned.map((e) => (e.askStatus === ASK.open ? "the open ask" : "the first"));
+    this.thread = [...pinned, ...this.run];
+  }
+
+  async loadOlder() {
+    if (!this.olderToken) return;
+    this.olderButton.disabled = true;
+    const height = this.scroller.scrollHeight;
+    try {
+      const token = this.olderToken;
+      const older = await this.readPage(token);
+      this.olderPages += 1;
+      if (this.olderToken !== token) {
+        // Read again meanwhile, so its pages moved: read them again, one more.
+        this.onePageMore = true;
+        this.refreshItem();
+        return;
+      }
+      this.run = [...(older.thread ?? []), ...this.run];
+      this.olderToken = older.nextPageToken ?? "";
+      this.total = older.totalMessages ?? this.total;
+      this.joinThread();
+    } catch (err) {
+      this.app.alert(describe(err, "Couldn't load older messages"));
+    } finally {
+      this.olderButton.disabled = false;
+    }
+    this.renderItem();
+    // Keep the messages in view where they were; the older ones come above.
+    this.scroller.scrollTop += this.scroller.scrollHeight - height;
   }
 
   renderItem() {
@@ -401,10 +475,11 @@ export class InboxView {
     );
     this.closeButton.disabled = false;
     this.replyLabel.textContent = `Reply to ${item.agentHandle}`;
-    const cut = this.total > this.thread.length;
+    const cut = Boolean(this.olderToken);
     this.cutNote.hidden = !cut;
-    this.cutNote.textContent = cut
-      ? `Showing ${this.thread.length} of ${this.total} messages: the first, the open ask and the latest.`
+    this.cutText.textContent = cut
+      ? `Showing ${this.thread.length} of ${this.total} messages` +
+        `: ${[...this.pinnedShown, "the latest"].join(", ").replace(/, (?=[^,]*$)/, " and ")}.`
       : "";
     this.renderThread();
     if (first || atBottom) this.scrollToBottom();

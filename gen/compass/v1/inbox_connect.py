@@ -54,7 +54,7 @@ class InboxService(Protocol):
 
     async def get_inbox_item(self, request: GetInboxItemRequest, ctx: RequestContext[GetInboxItemRequest, GetInboxItemResponse], /) -> GetInboxItemResponse:
         """
-        One item and its thread.
+        One item and a page of its thread.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -300,7 +300,7 @@ class InboxServiceClient(ConnectClient):
         timeout_ms: int | None = None,
     ) -> GetInboxItemResponse:
         """
-        One item and its thread.
+        One item and a page of its thread.
         """
         return await self.execute_unary(
             request=request,
@@ -504,7 +504,7 @@ class InboxServiceSync(Protocol):
 
     def get_inbox_item(self, request: GetInboxItemRequest, ctx: RequestContext[GetInboxItemRequest, GetInboxItemResponse], /) -> GetInboxItemResponse:
         """
-        One item and its thread.
+        One item and a page of its thread.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -748,7 +748,7 @@ class InboxServiceClientSync(ConnectClientSync):
         timeout_ms: int | None = None,
     ) -> GetInboxItemResponse:
         """
-        One item and its thread.
+        One item and a page of its thread.
         """
         return self.execute_unary(
             request=request,

@@ -126,22 +126,28 @@ class ListInboxItemsResponse(_message.Message):
     def __init__(self, items: _Optional[_Iterable[_Union[InboxItem, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class GetInboxItemRequest(_message.Message):
-    __slots__ = ("item_id", "message_limit")
+    __slots__ = ("item_id", "message_limit", "page_token")
     ITEM_ID_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     item_id: str
     message_limit: int
-    def __init__(self, item_id: _Optional[str] = ..., message_limit: _Optional[int] = ...) -> None: ...
+    page_token: str
+    def __init__(self, item_id: _Optional[str] = ..., message_limit: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class GetInboxItemResponse(_message.Message):
-    __slots__ = ("item", "thread", "total_messages")
+    __slots__ = ("item", "thread", "total_messages", "next_page_token", "pinned_messages")
     ITEM_FIELD_NUMBER: _ClassVar[int]
     THREAD_FIELD_NUMBER: _ClassVar[int]
     TOTAL_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    PINNED_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     item: InboxItem
     thread: _containers.RepeatedCompositeFieldContainer[InboxMessage]
     total_messages: int
-    def __init__(self, item: _Optional[_Union[InboxItem, _Mapping]] = ..., thread: _Optional[_Iterable[_Union[InboxMessage, _Mapping]]] = ..., total_messages: _Optional[int] = ...) -> None: ...
+    next_page_token: str
+    pinned_messages: int
+    def __init__(self, item: _Optional[_Union[InboxItem, _Mapping]] = ..., thread: _Optional[_Iterable[_Union[InboxMessage, _Mapping]]] = ..., total_messages: _Optional[int] = ..., next_page_token: _Optional[str] = ..., pinned_messages: _Optional[int] = ...) -> None: ...
 
 class AnswerInboxAskRequest(_message.Message):
     __slots__ = ("item_id", "answers", "text", "client_key", "files", "expected_revision", "ask_id")

@@ -104,7 +104,7 @@ class InboxServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetInboxItem(self, request, context):
-        """One item and its thread.
+        """One item and a page of its thread.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -42,7 +42,7 @@ class InboxServiceStub:
     ListInboxItems: _grpc.UnaryUnaryMultiCallable[_inbox_pb2.ListInboxItemsRequest, _inbox_pb2.ListInboxItemsResponse]
     """Items of the agents the caller sees, most recently changed first."""
     GetInboxItem: _grpc.UnaryUnaryMultiCallable[_inbox_pb2.GetInboxItemRequest, _inbox_pb2.GetInboxItemResponse]
-    """One item and its thread."""
+    """One item and a page of its thread."""
     AnswerInboxAsk: _grpc.UnaryUnaryMultiCallable[_inbox_pb2.AnswerInboxAskRequest, _inbox_pb2.AnswerInboxAskResponse]
     """Answer every question of the item's open ask at once, checked by the
     same rules as RespondToAsk. The outcome comes in the response, not as an
@@ -87,7 +87,7 @@ class InboxServiceAsyncStub(InboxServiceStub):
     ListInboxItems: _aio.UnaryUnaryMultiCallable[_inbox_pb2.ListInboxItemsRequest, _inbox_pb2.ListInboxItemsResponse]  # type: ignore[assignment]
     """Items of the agents the caller sees, most recently changed first."""
     GetInboxItem: _aio.UnaryUnaryMultiCallable[_inbox_pb2.GetInboxItemRequest, _inbox_pb2.GetInboxItemResponse]  # type: ignore[assignment]
-    """One item and its thread."""
+    """One item and a page of its thread."""
     AnswerInboxAsk: _aio.UnaryUnaryMultiCallable[_inbox_pb2.AnswerInboxAskRequest, _inbox_pb2.AnswerInboxAskResponse]  # type: ignore[assignment]
     """Answer every question of the item's open ask at once, checked by the
     same rules as RespondToAsk. The outcome comes in the response, not as an
@@ -141,7 +141,7 @@ class InboxServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _inbox_pb2.GetInboxItemRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_inbox_pb2.GetInboxItemResponse, _abc.Awaitable[_inbox_pb2.GetInboxItemResponse]]:
-        """One item and its thread."""
+        """One item and a page of its thread."""
 
     @_abc_1.abstractmethod
     def AnswerInboxAsk(
