@@ -99,3 +99,29 @@ async def test_a_new_agents_first_bind_reads_nothing_from_before_the_agent(
         answer = await r.delivery("s1")
         assert answer.message_posted.message.blocks[0].ask_answer.ask_id == posted.ask_id
         await r.no_delivery("s1")
+
+
+async def test_a_lane_waiting_when_its_stream_ends_resumes_past_what_it_passed(
+    server: Any, api_world: World
+) -> None:
+    w = api_world
+    other = await w.add_pair()
+    token = await runner_for(w)
+    async with relay(server.grpc_port, token) as r:
+        await r.bound("s1", w.agent)
+        # A busy channel the agent is not in, while its lane waits.
+        for i in range(30):
+            await w.store.append_message(
+                other.human, other.channel.channel_id, [TextBlock(f"x{i}")]
+            )
+        head = await w.store.last_event_id(w.human)
+        await caught_up(server.http_port)
+        await r.no_delivery("s1")
+    # The stream ended with the lane waiting (a stop, a dropped runner): bound
+    # again, it does not read those events again.
+    async with relay(server.grpc_port, token) as r:
+        again = await r.bound("s1", w.agent)
+        assert again.acked_event_id >= head
+        await w.post_text(w.human, "still heard")
+        heard = await r.delivery("s1")
+        assert heard.message_posted.message.blocks[0].text.text == "still heard"

@@ -92,17 +92,22 @@ class Lane:
     """A stream that hears only events naming one of its interest's keys;
     every other event it may pass without looking at it."""
 
-    __slots__ = ("interest", "reader")
+    __slots__ = ("interest", "reader", "went")
 
     def __init__(self, interest: Interest) -> None:
         self.interest = interest
         self.reader: Reader | None = None
+        # Where its last wait left it, kept past the stream's end (a stop
+        # cancels the lane before it unbinds).
+        self.went = -1
 
     def passed(self) -> int:
-        """While the lane waits: every event up to this id was none of its
-        own (-1 when it is not waiting)."""
+        """Every event up to this id was none of the lane's, as far as its
+        waits tell (-1 when none has)."""
         reader = self.reader
-        return reader.position() if reader is not None and reader.parked else -1
+        if reader is not None and reader.parked:
+            return max(self.went, reader.position())
+        return self.went
 
 
 class Closed(Exception):
@@ -370,6 +375,8 @@ class Feed:
         try:
             await reader.waiter
         finally:
+            if reader.lane is not None:
+                reader.lane.went = max(reader.lane.went, reader.position())
             reader.parked = False
             reader.waiter = None
         if self.closed:
