@@ -233,6 +233,7 @@ class CompassServer:
             cache_seconds=self.settings.auth_cache_seconds,
             cache_size=self.settings.auth_cache_size,
         )
+        hub.on_wake = self.metrics.delivery_wakeups.inc
         hub.watch(ACCESS_CHANNEL, self.auth.on_access)
         hub.on_lost.append(self._database_lost)
         keys = receipt_keys(settings, embedded=self.embedded is not None)

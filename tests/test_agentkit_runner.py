@@ -24,7 +24,7 @@ from compass.v1 import comms_pb2 as pb
 from compass_agentkit.relay import Backoff, Relay
 from compass_agentkit.tools import ToolError, comms_tools
 from compass_server.app import CompassServer, Settings
-from compass_server.store.types import TextBlock
+from compass_server.store.types import Answer, TextBlock
 from tests.relay_client import runner_for
 from tests.world import World
 
@@ -500,3 +500,56 @@ def test_backoff_doubles_up_to_its_cap_with_jitter_and_resets() -> None:
         assert cap * 0.5 <= delay <= cap
     b.reset()
     assert b.next() <= 0.25
+
+
+async def test_a_rebind_refused_as_unavailable_is_tried_again_and_the_answer_arrives(
+    api_world: World, restartable: Restartable, database_url: str
+) -> None:
+    w = api_world
+    token = await runner_for(w)
+    lost: list[str] = []
+    relay = Relay(
+        f"127.0.0.1:{restartable.grpc_port}",
+        token,
+        backoff=Backoff(initial=0.05, maximum=0.2),
+        on_lost=lambda sid, err: lost.append(f"{sid}: {err}"),
+    )
+    await relay.start()
+    heard: asyncio.Queue[pb.Event] = asyncio.Queue()
+
+    async def agent(event: pb.Event) -> None:
+        await heard.put(event)
+
+    try:
+        await relay.bind(str(w.agent.account_id), agent)
+        asked = await w.post_ask()
+        await restartable.stop()
+        ask_id = asked.blocks[0].ask_id  # type: ignore[union-attr]
+        await w.store.answer_ask(w.human, ask_id, [Answer("db"), Answer("langs")])
+        async with await psycopg.AsyncConnection.connect(database_url) as lock:
+            # The agent's row held: the rebind waits for it, and is cut off
+            # at the database, so the hub answers it `unavailable`.
+            await lock.execute(
+                "SELECT 1 FROM accounts WHERE id = %s FOR UPDATE", (w.agent.account_id,)
+            )
+            await restartable.start()
+            async with await psycopg.AsyncConnection.connect(
+                database_url, autocommit=True
+            ) as watch:
+                for _ in range(int(WAIT / 0.05)):
+                    cur = await watch.execute(
+                        "SELECT pg_cancel_backend(pid) FROM pg_stat_activity"
+                        " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+                        " AND pid <> pg_backend_pid()"
+                    )
+                    if await cur.fetchall():
+                        break
+                    await asyncio.sleep(0.05)
+                else:
+                    raise AssertionError("the rebind never waited for the agent's row")
+            await lock.rollback()
+        answer = await asyncio.wait_for(heard.get(), WAIT)
+        assert answer.message_posted.message.blocks[0].ask_answer.ask_id == str(ask_id)
+        assert lost == []
+    finally:
+        await relay.close()

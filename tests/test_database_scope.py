@@ -207,6 +207,11 @@ async def test_no_row_can_point_into_another_workspace(db: Database, store: Stor
     a_ask, b_ask = _ask_id(await a.post_ask()), _ask_id(await b.post_ask())
     b_token = (await store.admin.sign_in(b.tokens[b.human.account_id])).token_id
     rows = _cross_workspace_rows(a, b, b_message, a_ask, b_ask, b_token)
+    async with await psycopg.AsyncConnection.connect(db.url, autocommit=True) as conn:
+        # An agent has its cursor from its creation: b's goes, for a's to point at.
+        await conn.execute(
+            "DELETE FROM delivery_cursors WHERE agent_id = %s", (b.agent.account_id,)
+        )
     for sql, params in rows:
         for role in ("compass_app", None):
             async with await psycopg.AsyncConnection.connect(db.url) as conn:

@@ -21,7 +21,9 @@ Relay each event reaches the handler exactly once.
 
 Drops: the relay reconnects with exponential backoff and jitter, rebinds every
 session under the same session id, and the hub resumes each agent's deliveries
-after its acked cursor. A refused sign-in (bad token) is final, not retried;
+after its acked cursor. A bind the hub refuses as `unavailable` (its database
+busy or restarting) is sent again with the same backoff, on that stream,
+until it is bound. A refused sign-in (bad token) is final, not retried;
 so is never reaching the hub at all within `connect_seconds` of start (a
 wrong address), when that is set.
 """
@@ -65,6 +67,10 @@ FINAL_CODES = frozenset(
         grpc.StatusCode.UNIMPLEMENTED,
     }
 )
+
+# A bind refused with one of these is sent again after a backoff: the hub or
+# its database is busy or restarting, and the session is still wanted.
+RETRY_BIND_CODES = frozenset({"unavailable", "deadline_exceeded", "aborted"})
 
 UNBIND_SECONDS = 10.0
 # How long the commands try for a first connection before giving up.
@@ -167,6 +173,9 @@ class _Session:
         self.first_bound: asyncio.Future[BoundSession] = asyncio.get_running_loop().create_future()
         self.stopping = False
         self.worker: asyncio.Task[None] | None = None
+        # Binds refused for now, tried again with this backoff.
+        self.backoff: Backoff | None = None
+        self.retry: asyncio.Task[None] | None = None
 
 
 class _Stream:
@@ -297,6 +306,8 @@ class Relay:
         for session in self._sessions.values():
             session.stopping = True
             session.queue.put_nowait(None)
+            if session.retry is not None:
+                session.retry.cancel()
             if session.worker is not None:
                 workers.append(session.worker)
         if workers:
@@ -363,6 +374,8 @@ class Relay:
             del self._sessions[session.session_id]
         session.stopping = True
         session.queue.put_nowait(None)
+        if session.retry is not None:
+            session.retry.cancel()
 
     # --- calls ------------------------------------------------------------------
 
@@ -596,6 +609,7 @@ class Relay:
         if session is None:
             return
         session.handled = max(session.handled, bound.acked_event_id)
+        session.backoff = None
         log.info(
             "bound session %s for agent %s; deliveries resume after event %d",
             sid,
@@ -616,6 +630,9 @@ class Relay:
             log.warning("session %s: the hub refused a frame: %s", sid, error)
             return
         stream.binding.discard(sid)
+        if error.code in RETRY_BIND_CODES:
+            self._bind_later(stream, session, error)
+            return
         self._drop(session)
         if not session.first_bound.done():
             session.first_bound.set_exception(error)
@@ -623,6 +640,27 @@ class Relay:
         log.error("session %s could not be rebound: %s", sid, error)
         if self.on_lost is not None:
             self.on_lost(sid, error)
+
+    def _bind_later(self, stream: _Stream, session: _Session, error: RelayError) -> None:
+        if session.backoff is None:
+            b = self.backoff
+            session.backoff = Backoff(b.initial, b.factor, b.maximum, b.jitter)
+        delay = session.backoff.next()
+        log.warning(
+            "session %s: the hub refused the bind for now (%s); binding again in %.2fs",
+            session.session_id,
+            error,
+            delay,
+        )
+
+        async def again() -> None:
+            await asyncio.sleep(delay)
+            # A stream that dropped meanwhile: the next one binds every session.
+            if self._stream is stream and self._sessions.get(session.session_id) is session:
+                with contextlib.suppress(RelayError):
+                    await self._send_bind(stream, session)
+
+        session.retry = asyncio.get_running_loop().create_task(again())
 
     def _fail_sessions(self, error: RelayError) -> None:
         for session in list(self._sessions.values()):

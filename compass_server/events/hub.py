@@ -8,6 +8,12 @@ the log a page at a time, each page bounded in bytes and paid for from one
 replay budget shared by every stream of the process, and hands the bytes back
 as its client takes the events. A stream whose client stops reading holds a
 cursor and at most one page.
+
+A stream that hears only some events (a relay lane: its agent's channels,
+inbox and chain) waits in the feed's index under the keys it hears by, and a
+new event wakes only the waiting streams its keys name: an event costs work
+for the lanes that may hear it, not for every stream of the workspace. One
+re-check per feed, not per stream, catches a missed notification.
 """
 
 from __future__ import annotations
@@ -17,15 +23,15 @@ import collections
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Protocol, TypeVar
 
 import psycopg
 
 from compass_server.events.reach import Participations
 from compass_server.store import Store, Unauthenticated
 from compass_server.store.db import unshared
-from compass_server.store.types import Event, Scope
+from compass_server.store.types import Event, EventKind, Scope
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -50,6 +56,58 @@ REPLAY_BYTES_PER_TOKEN = 8 << 20
 REPLAY_READS = 8
 # A missed NOTIFY (a dropped listener) is caught up by this re-check.
 RECHECK_SECONDS = 5.0
+
+
+def event_keys(event: Event) -> list[uuid.UUID]:
+    """What an event is about, as the feed's index finds waiting lanes by:
+    its channel, the agent whose inbox it changes, the author of an updated
+    message (an ask's ending reaches its author), the agent it moves, and
+    the members of a channel it changes (a lane follows its chain into
+    channels it joins)."""
+    keys = []
+    if event.channel_id is not None:
+        keys.append(event.channel_id)
+    if event.inbox is not None:
+        keys.append(event.inbox.agent_id)
+    if event.kind is EventKind.MESSAGE_UPDATED and event.message is not None:
+        keys.append(event.message.author_id)
+    if event.moved is not None:
+        keys.append(event.moved.account_id)
+    if event.channel is not None:
+        keys.extend(event.channel.member_ids)
+    return keys
+
+
+class Interest(Protocol):
+    """What a lane may hear, by the keys of `event_keys`: its channels and
+    the accounts of its chain. `version` changes whenever `keys` would."""
+
+    @property
+    def version(self) -> int: ...
+
+    def keys(self) -> Iterable[uuid.UUID]: ...
+
+
+class Lane:
+    """A stream that hears only events naming one of its interest's keys;
+    every other event it may pass without looking at it."""
+
+    __slots__ = ("interest", "reader", "went")
+
+    def __init__(self, interest: Interest) -> None:
+        self.interest = interest
+        self.reader: Reader | None = None
+        # Where its last wait left it, kept past the stream's end (a stop
+        # cancels the lane before it unbinds).
+        self.went = -1
+
+    def passed(self) -> int:
+        """Every event up to this id was none of the lane's, as far as its
+        waits tell (-1 when none has)."""
+        reader = self.reader
+        if reader is not None and reader.parked:
+            return max(self.went, reader.position())
+        return self.went
 
 
 class Closed(Exception):
@@ -148,6 +206,12 @@ class Feed:
         self._loading: asyncio.Task[None] | None = None
         self._wanted = head
         self.closed = False
+        # Waiting lanes by the keys they hear by, and every lane registered.
+        self._index: dict[uuid.UUID, set[Reader]] = {}
+        self._lanes: set[Reader] = set()
+        # Told each time a waiting stream is woken.
+        self.on_wake: Callable[[], None] | None = None
+        self._recheck: asyncio.Task[None] | None = None
 
     @property
     def wanted(self) -> int:
@@ -197,6 +261,7 @@ class Feed:
                     self.window_bytes -= self.window.popleft().size
                 self.head = batch[-1].event_id
                 self._wake()
+                self._dispatch(batch)
         except Unauthenticated:
             pass  # no subscriber's token signs in: their streams are ending
         except Exception:
@@ -205,6 +270,66 @@ class Feed:
     def _wake(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
+
+    def _dispatch(self, batch: list[Event]) -> None:
+        """Wakes each waiting lane at the first event of the batch that names
+        one of its keys and is past its cursor."""
+        index = self._index
+        if not index:
+            return
+        for event in batch:
+            for key in event_keys(event):
+                for reader in index.get(key, ()):
+                    if reader.parked and not reader.woken_at and event.event_id > reader.cursor:
+                        reader.woken_at = event.event_id
+                        if reader.waiter is not None and not reader.waiter.done():
+                            reader.waiter.set_result(None)
+
+    def register(self, reader: Reader) -> None:
+        """Files the lane under its interest's keys, again when they changed."""
+        assert reader.lane is not None
+        interest = reader.lane.interest
+        version = interest.version
+        if reader.keys is not None and reader.version == version:
+            return
+        self.unregister(reader)
+        keys = frozenset(interest.keys())
+        for key in keys:
+            self._index.setdefault(key, set()).add(reader)
+        reader.keys = keys
+        reader.version = version
+        self._lanes.add(reader)
+
+    def unregister(self, reader: Reader) -> None:
+        for key in reader.keys or ():
+            readers = self._index.get(key)
+            if readers is not None:
+                readers.discard(reader)
+                if not readers:
+                    del self._index[key]
+        reader.keys = None
+        self._lanes.discard(reader)
+
+    def start_rechecks(self) -> None:
+        self._recheck = asyncio.get_running_loop().create_task(self._rechecks())
+
+    def stop_rechecks(self) -> None:
+        if self._recheck is not None:
+            self._recheck.cancel()
+
+    async def _rechecks(self) -> None:
+        """Reads the log's head when nothing was heard for a while: a missed
+        NOTIFY is caught up once for every stream of the feed."""
+        while not self.closed:
+            changed = self._changed
+            try:
+                async with asyncio.timeout(RECHECK_SECONDS):
+                    await changed.wait()
+            except TimeoutError:
+                try:
+                    await self.latest()
+                except Exception as exc:
+                    log.info("re-checking the events of workspace %s: %s", self.workspace_id, exc)
 
     def join(self, scope: Scope) -> None:
         self._scopes.append(scope)
@@ -221,6 +346,10 @@ class Feed:
     def close(self) -> None:
         self.closed = True
         self._wake()
+        self.stop_rechecks()
+        for reader in self._lanes:
+            if reader.waiter is not None and not reader.waiter.done():
+                reader.waiter.set_result(None)
 
     def event(self, event_id: int) -> Event | None:
         """The event with this id if the window holds it (ids have no gaps)."""
@@ -230,29 +359,65 @@ class Feed:
         return None
 
     async def wait_beyond(self, cursor: int) -> None:
+        """Waits for any new event (a stream that looks at every event)."""
         while self.head <= cursor and not self.closed:
-            changed = self._changed
-            try:
-                async with asyncio.timeout(RECHECK_SECONDS):
-                    await changed.wait()
-            except TimeoutError:
-                self.poke(await self.read(self.store.last_event_id))
+            await self._changed.wait()
+            if self.on_wake is not None:
+                self.on_wake()
         if self.closed:
             raise Closed
 
+    async def wait_for_lane(self, reader: Reader, cursor: int) -> int:
+        """Waits until an event past `cursor` names one of the lane's keys;
+        returns the cursor to read on from: every event before that one was
+        none of the lane's."""
+        self.register(reader)
+        reader.cursor = cursor
+        reader.woken_at = 0
+        reader.waiter = asyncio.get_running_loop().create_future()
+        reader.parked = True
+        try:
+            await reader.waiter
+        finally:
+            if reader.lane is not None:
+                reader.lane.went = max(reader.lane.went, reader.position())
+            reader.parked = False
+            reader.waiter = None
+        if self.closed:
+            raise Closed
+        if self.on_wake is not None:
+            self.on_wake()
+        return max(cursor, reader.woken_at - 1)
+
 
 class Reader:
-    """Where one stream is in its workspace's log, for the delivery lag."""
+    """Where one stream is in its workspace's log, for the delivery lag; a
+    lane's place in the feed's index while it waits."""
 
-    __slots__ = ("cursor", "feed")
+    __slots__ = ("cursor", "feed", "keys", "lane", "parked", "version", "waiter", "woken_at")
 
-    def __init__(self, feed: Feed, cursor: int) -> None:
+    def __init__(self, feed: Feed, cursor: int, lane: Lane | None = None) -> None:
         self.feed = feed
         self.cursor = cursor
+        self.lane = lane
+        self.keys: frozenset[uuid.UUID] | None = None
+        self.version = 0
+        self.parked = False
+        self.woken_at = 0
+        self.waiter: asyncio.Future[None] | None = None
+
+    def position(self) -> int:
+        """How far the stream has gone: a lane waiting has passed every event
+        the feed holds up to the first that named it."""
+        if self.parked:
+            if self.woken_at:
+                return self.woken_at - 1
+            return max(self.cursor, self.feed.head)
+        return self.cursor
 
     def behind(self) -> int:
         """Events committed (as notified) that this stream hasn't passed yet."""
-        return max(0, max(self.feed.head, self.feed.wanted) - self.cursor)
+        return max(0, max(self.feed.head, self.feed.wanted) - self.position())
 
 
 class EventHub:
@@ -282,6 +447,8 @@ class EventHub:
         # restarted, and every pooled connection with it.
         self.on_lost: list[Callable[[], None]] = []
         self.readers: set[Reader] = set()
+        # Told each time a waiting stream is woken to read new events.
+        self.on_wake: Callable[[], None] | None = None
         # The channels each account's streams hear, held once per account.
         self.participations = Participations(store)
 
@@ -362,10 +529,13 @@ class EventHub:
         feed = self.feeds.get(scope.workspace_id)
         if feed is None:
             head = await self.store.last_event_id(scope)
-            feed = self.feeds.setdefault(
-                scope.workspace_id,
-                Feed(self.store, scope, head, self.window_bytes, self.page_bytes),
-            )
+            feed = self.feeds.get(scope.workspace_id)
+            if feed is None:
+                feed = self.feeds[scope.workspace_id] = Feed(
+                    self.store, scope, head, self.window_bytes, self.page_bytes
+                )
+                feed.on_wake = self.on_wake
+                feed.start_rechecks()
         feed.join(scope)
         feed.users += 1
         return feed
@@ -375,6 +545,7 @@ class EventHub:
         feed.leave(scope)
         if feed.users == 0 and self.feeds.get(feed.workspace_id) is feed:
             del self.feeds[feed.workspace_id]
+            feed.stop_rechecks()
 
     async def current(self, scope: Scope) -> int:
         return await self.store.last_event_id(scope)
@@ -387,6 +558,7 @@ class EventHub:
         owner: uuid.UUID,
         room: Callable[[], int] | None = None,
         passed: Callable[[int], None] | None = None,
+        lane: Lane | None = None,
     ) -> AsyncIterator[Event]:
         """Every event of the scope's workspace after `after` that `visible`
         admits, in order, then live ones as they commit; ends with Closed when
@@ -395,11 +567,15 @@ class EventHub:
         when given, is how many events the caller can take before it has to
         wait: the log is read no further ahead than that. `passed`, when
         given, hears the id of each event `visible` left out: every event up
-        to it was either left out or taken by the caller."""
+        to it was either left out or taken by the caller. `lane`, when given,
+        says which events the stream may hear (`visible` still decides):
+        waiting, it is woken only by those, and passes the rest unread."""
         if self._closed:
             raise Closed
         feed = await self._feed(scope)
-        reader = Reader(feed, after)
+        reader = Reader(feed, after, lane)
+        if lane is not None:
+            lane.reader = reader
         self.readers.add(reader)
         try:
             cursor = after
@@ -419,7 +595,14 @@ class EventHub:
                         passed(cursor)
                     continue
                 if cursor >= feed.head:
-                    await feed.wait_beyond(cursor)
+                    if lane is None:
+                        await feed.wait_beyond(cursor)
+                        continue
+                    skipped_to = await feed.wait_for_lane(reader, cursor)
+                    if skipped_to > cursor:
+                        cursor = skipped_to
+                        if passed is not None:
+                            passed(cursor)
                     continue
                 # Further behind than the window: a page of the log.
                 limit = BATCH if room is None else max(1, min(BATCH, room()))
@@ -452,4 +635,7 @@ class EventHub:
                     self.replay.give(owner, held)
         finally:
             self.readers.discard(reader)
+            feed.unregister(reader)
+            if lane is not None and lane.reader is reader:
+                lane.reader = None
             self._release(feed, scope)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime
 import uuid
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from compass_server.store import Store
 from compass_server.store.types import Actor, Event, EventKind, Participation
@@ -66,6 +66,8 @@ class Reach:
         self._shared = shared
         # Channels joined since the shared set was read, and since when.
         self._joined: dict[uuid.UUID, datetime.datetime | None] = {}
+        # Moves on whenever `keys` would answer differently.
+        self.version = 0
 
     @classmethod
     async def of(cls, participations: Participations, actor: Actor) -> Reach:
@@ -82,6 +84,14 @@ class Reach:
     async def reload(self) -> None:
         self._shared = await self.participations.read(self.actor)
         self._joined = {}
+        self.version += 1
+
+    def keys(self) -> Iterator[uuid.UUID]:
+        """What an event must name to be heard (see events.hub.event_keys):
+        a channel in reach, or an account of the chain."""
+        yield from self.chain
+        yield from self._shared.channels
+        yield from self._joined
 
     def _since(self, channel_id: uuid.UUID) -> tuple[bool, datetime.datetime | None]:
         channels = self._shared.channels
@@ -101,6 +111,7 @@ class Reach:
             member in channel.member_ids for member in self.chain
         ):
             self._joined[channel.channel_id] = event.created_at
+            self.version += 1
 
     def hears(self, event: Event) -> bool:
         """Whether an event of a channel reaches this account: it took part in

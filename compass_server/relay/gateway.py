@@ -28,7 +28,7 @@ from compass.v1 import agent_gateway_pb2 as gw
 from compass_server.api import mapping as wire
 from compass_server.api.errors import ApiError, Status, to_api_error
 from compass_server.api.text import check_strings
-from compass_server.events.hub import Budget, Closed, EventHub
+from compass_server.events.hub import Budget, Closed, EventHub, Lane
 from compass_server.events.reach import Reach
 from compass_server.receipts import Receipts
 from compass_server.relay.dispatch import Dispatcher, answer_bytes, error_result
@@ -94,6 +94,7 @@ class Session:
         self.passed = binding.acked_event_id
         self._freed = asyncio.Event()
         self.deliveries: asyncio.Task[None] | None = None
+        self.lane: Lane | None = None
 
     def free(self) -> int:
         return self.window - len(self.in_flight)
@@ -122,9 +123,12 @@ class Session:
     def resumable(self) -> int:
         """Where the next binding of the agent may resume: past what the lane
         skipped, never past a delivery still waiting for its ack."""
+        passed = self.passed
+        if self.lane is not None:
+            passed = max(passed, self.lane.passed())
         if self.in_flight:
-            return min(self.passed, self.in_flight[0] - 1)
-        return self.passed
+            return min(passed, self.in_flight[0] - 1)
+        return passed
 
 
 def hears(agent_id: uuid.UUID, reach: Reach) -> Callable[[Event], bool]:
@@ -502,6 +506,7 @@ class RelayStream:
         actor = session.actor
         try:
             reach = await Reach.of(self.gateway.hub.participations, actor)
+            session.lane = lane = Lane(reach)
             events = self.gateway.hub.stream(
                 actor,
                 session.binding.acked_event_id,
@@ -509,6 +514,7 @@ class RelayStream:
                 self.runner.runner_id,
                 room=session.free,
                 passed=session.went_past,
+                lane=lane,
             )
             while True:
                 # Room first: a session waiting on acks holds no event.

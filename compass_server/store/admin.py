@@ -343,6 +343,8 @@ class AdminStore:
                 raise
             raise refusal from None
         assert row is not None
+        if kind is AccountKind.AGENT:
+            await conn.execute(ADMIN["start_lane"], {"agent_id": row["id"]})
         return _account(row)
 
     async def spawn_agent(self, by: Actor, handle: str) -> Account:

@@ -56,6 +56,12 @@ class Metrics:
             "(the most behind of them).",
             registry=r,
         )
+        self.delivery_wakeups = Counter(
+            "compass_delivery_wakeups",
+            "Times a waiting stream (a relay lane, a Subscribe stream) was woken to read new "
+            "events: a relay lane only by an event that may be its own.",
+            registry=r,
+        )
         self.numbering_lag = Gauge(
             "compass_event_numbering_lag_events",
             "Events committed and not yet numbered, in the database.",

@@ -23,6 +23,14 @@ SELECT count(*) AS n FROM accounts WHERE role = 'admin'
 SELECT id, workspace_id, handle, kind, owner_id, role, created_at, parent_id
 FROM compass_create_account(%(id)s, %(handle)s, %(kind)s, %(owner_id)s, %(role)s, %(parent_id)s)
 
+-- name: start_lane
+-- An agent's delivery lane starts where the agent came to be: no event
+-- before it can be the agent's to hear, so its first bind reads none of them.
+INSERT INTO delivery_cursors (agent_id, workspace_id, acked_event_id)
+VALUES (%(agent_id)s, compass_workspace(), coalesce(
+  (SELECT last_event_id FROM event_counters WHERE workspace_id = compass_workspace()), 0))
+ON CONFLICT (agent_id) DO NOTHING
+
 -- name: get_account
 SELECT id, workspace_id, handle, kind, owner_id, role, created_at, parent_id FROM accounts WHERE id = %(id)s
 
