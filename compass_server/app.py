@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import functools
 import ipaddress
 import logging
+from collections.abc import Awaitable, Callable
 
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -645,35 +647,41 @@ class CompassServer:
         )
 
     async def stop(self, grace: float = 5.0) -> None:
-        """Stops what started; after a failed start, only that much."""
+        """Stops what started; after a failed start, only that much. A step
+        that fails is logged and the rest still run, so the database and the
+        ports are always let go; the first failure is raised at the end."""
         self.draining = True
+        steps: list[Callable[[], Awaitable[object]]] = []
         # Streams end first, so the transports can drain without waiting on them;
         # relay sessions unbind first, so their agents go OFFLINE.
-        if hasattr(self, "gateway"):
-            await self.gateway.close()
-        if hasattr(self, "expiry"):
-            await self.expiry.stop()
-        if hasattr(self, "courier"):
-            await self.courier.stop()
-        if hasattr(self, "slack_routes"):
-            await self.slack_routes.stop()
-        if hasattr(self, "slack_web"):
-            await self.slack_web.close()
-        if hasattr(self, "auth"):
-            await self.auth.close()
-        if hasattr(self, "heartbeat"):
-            await self.heartbeat.stop()
-        if hasattr(self, "hub"):
-            await self.hub.close()
-        for server in self._grpc_servers:
-            await server.stop(grace)
-        for http in getattr(self, "_http_servers", []):
-            await http.stop()
+        for name, method in (
+            ("gateway", "close"),
+            ("expiry", "stop"),
+            ("courier", "stop"),
+            ("slack_routes", "stop"),
+            ("slack_web", "close"),
+            ("auth", "close"),
+            ("heartbeat", "stop"),
+            ("hub", "close"),
+        ):
+            if hasattr(self, name):
+                steps.append(getattr(getattr(self, name), method))
+        steps += [functools.partial(server.stop, grace) for server in self._grpc_servers]
+        steps += [http.stop for http in getattr(self, "_http_servers", [])]
         if hasattr(self, "signin"):
-            await self.signin.close()
+            steps.append(self.signin.close)
         if hasattr(self, "db"):
-            await self.db.close()
+            steps.append(self.db.close)
         if self.embedded is not None:
-            await asyncio.to_thread(self.embedded.stop)
+            steps.append(functools.partial(asyncio.to_thread, self.embedded.stop))
         if self._own_provider and self.tracer_provider is not None:
-            await asyncio.to_thread(self.tracer_provider.shutdown)
+            steps.append(functools.partial(asyncio.to_thread, self.tracer_provider.shutdown))
+        failed: BaseException | None = None
+        for step in steps:
+            try:
+                await step()
+            except Exception as exc:
+                log.exception("stopping: %s failed", getattr(step, "__qualname__", step))
+                failed = failed or exc
+        if failed is not None:
+            raise failed
