@@ -239,10 +239,11 @@ def check_contract() -> None:
 def _workers(extra: list[str]) -> list[str]:
     """Tests run in parallel processes, a test file per process at a time, unless
     the arguments say otherwise (`-n 0` runs them in this one). Most tests wait on
-    servers and the database, so twice the cores keeps them busy."""
+    servers and the database, so one more than the cores keeps them busy without
+    crowding the tests that time what a server does."""
     if "no:xdist" in extra or any(a.startswith(("-n", "--numprocesses")) for a in extra):
         return []
-    count = os.environ.get("COMPASS_TEST_WORKERS") or str(2 * (os.cpu_count() or 1))
+    count = os.environ.get("COMPASS_TEST_WORKERS") or str((os.cpu_count() or 1) + 1)
     return ["-n", count, "--dist", "loadfile"]
 
 
