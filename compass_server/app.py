@@ -95,6 +95,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+# How long a step of the stop may take beyond the transports' grace.
+STOP_STEP_SECONDS = 5.0
+
 # Where the receipt keys' public halves are served, on the HTTP port.
 JWKS_PATH = "/.well-known/jwks.json"
 
@@ -678,10 +681,19 @@ class CompassServer:
             steps.append(functools.partial(asyncio.to_thread, self.tracer_provider.shutdown))
         failed: BaseException | None = None
         for step in steps:
+            name = getattr(step, "__qualname__", None) or repr(step)
             try:
-                await step()
+                # A step stuck on a client or the database can't hold the stop.
+                async with asyncio.timeout(grace + STOP_STEP_SECONDS):
+                    await step()
+            except TimeoutError:
+                log.warning(
+                    "stopping: %s did not finish within %g s; going on",
+                    name,
+                    grace + STOP_STEP_SECONDS,
+                )
             except Exception as exc:
-                log.exception("stopping: %s failed", getattr(step, "__qualname__", step))
+                log.exception("stopping: %s failed", name)
                 failed = failed or exc
         if failed is not None:
             raise failed
