@@ -297,6 +297,24 @@ def test_the_lane_ends_an_ask_by_its_answer_message_or_its_update() -> None:
     assert endings.get("ask_2") is not None
 
 
+def test_a_standing_answers_name_heard_after_its_answer_message_is_kept() -> None:
+    """The answer message can reach the lane before the post's reply, which
+    alone says the ask was answered by a standing answer: the ending names it."""
+    endings = AskEndings()
+    answer = pb.AskAnswerBlock(ask_id="ask_1", questions=_answered().questions)
+    endings.hear(_event("message_posted", "acc-ada", pb.MessageBlock(ask_answer=answer)), SCOUT)
+    by_rule = _answered()
+    by_rule.ending.CopyFrom(
+        pb.AskEnding(
+            kind=pb.ASK_ENDING_KIND_ANSWERED, actor_handle="ada", standing_answer_id="rule-1"
+        )
+    )
+    endings.heard(by_rule)
+    got = endings.get("ask_1")
+    assert got is not None and got.name == "answered"
+    assert got.ask.ending.standing_answer_id == "rule-1"
+
+
 def test_the_lane_ignores_what_ends_no_ask_of_this_agent() -> None:
     endings = AskEndings()
     text = pb.MessageBlock(text=pb.TextBlock(text="hello"))

@@ -432,7 +432,8 @@ def ask_state(ask: pb.Ask) -> dict[str, Any]:
 
 class AskEndings:
     """The endings one agent session heard of, by ask id; the first one heard
-    for an ask is its ending."""
+    for an ask is its ending (told more fully, by the standing answer that
+    gave it, when the ask itself is heard after its answer message)."""
 
     def __init__(self, kept: int = KEPT_ENDINGS) -> None:
         self.kept = kept
@@ -483,7 +484,16 @@ class AskEndings:
 
     def ended(self, ending: Ending) -> None:
         ask_id = ending.ask.ask_id
-        if ask_id in self._endings:
+        known = self._endings.get(ask_id)
+        if known is not None:
+            # The answer message can come before the post's reply, and only the
+            # ask itself names the standing answer that answered it.
+            if (
+                known.name == ending.name
+                and ending.ask.ending.standing_answer_id
+                and not known.ask.ending.standing_answer_id
+            ):
+                self._endings[ask_id] = ending
             return
         self._endings[ask_id] = ending
         while len(self._endings) > self.kept:
