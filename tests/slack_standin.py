@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import itertools
 import json
+import pathlib
 import time
 import urllib.parse
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -224,3 +227,27 @@ class Slack:
                 "state": {"values": values},
             },
         }
+
+
+PUBLIC_URL = "https://compass.example.test"
+
+
+@contextlib.asynccontextmanager
+async def slack_server(
+    database_url: str, data_dir: pathlib.Path, standin: SlackStandIn, webhook_key: str, **more: Any
+) -> AsyncIterator[Any]:
+    """A server whose Slack app talks to the stand-in, its deliveries retried fast."""
+    from tests.conftest import running_server
+
+    async with running_server(
+        database_url,
+        data_dir,
+        public_url=PUBLIC_URL,
+        webhook_key=webhook_key,
+        webhook_retry_schedule="0.2s,0.2s,0.2s,0.2s,0.2s,0.2s,0.2s,0.2s",
+        webhook_timeout_seconds=3.0,
+        webhook_poll_seconds=0.05,
+        slack_api_url=standin.api_url,
+        **more,
+    ) as srv:
+        yield srv

@@ -29,9 +29,9 @@ from compass_server.store.types import (
     Surface,
 )
 from compass_server.store.vault import new_key
-from tests.conftest import running_server
 from tests.servers import CallError, GrpcClient
 from tests.slack_standin import (
+    PUBLIC_URL,
     SECRET,
     TEAM,
     TOKEN,
@@ -41,6 +41,7 @@ from tests.slack_standin import (
     buttons,
     checked_message,
     checked_view,
+    slack_server,
     texts,
 )
 from tests.test_people_sessions import session_for
@@ -49,7 +50,6 @@ from tests.world import World, two_question_ask
 
 pytestmark = pytest.mark.timeout(120)
 
-PUBLIC_URL = "https://compass.example.test"
 SLACK_CHANNEL = "C0ASKS"
 KEY = new_key()
 
@@ -65,17 +65,13 @@ async def standin() -> AsyncIterator[SlackStandIn]:
 async def srv(
     database_url: str, tmp_path_factory: pytest.TempPathFactory, standin: SlackStandIn
 ) -> AsyncIterator[Any]:
-    async with running_server(
+    async with slack_server(
         database_url,
         tmp_path_factory.mktemp("slack"),
-        public_url=PUBLIC_URL,
-        webhook_key=KEY,
-        webhook_retry_schedule="0.2s,0.2s,0.2s,0.2s,0.2s,0.2s,0.2s,0.2s",
-        webhook_timeout_seconds=3.0,
-        webhook_poll_seconds=0.05,
+        standin,
+        KEY,
         webhook_concurrency=16,
         webhook_concurrency_per_endpoint=16,
-        slack_api_url=standin.api_url,
         expiry_interval_seconds=0.3,
     ) as s:
         yield s

@@ -19,16 +19,24 @@ import pytest
 from compass.v1 import admin_pb2 as ad
 from compass.v1 import preferences_pb2 as pp
 from compass_server.store.types import FollowUp
-from tests.conftest import running_server
 from tests.servers import CallError, GrpcClient
-from tests.slack_standin import SECRET, TEAM, TOKEN, Slack, SlackStandIn, buttons, checked_message
+from tests.slack_standin import (
+    PUBLIC_URL,
+    SECRET,
+    TEAM,
+    TOKEN,
+    Slack,
+    SlackStandIn,
+    buttons,
+    checked_message,
+    slack_server,
+)
 from tests.test_push import KEY as PUSH_KEY
 from tests.test_slack_app import about, ask_id_of, history, pick
 from tests.world import World
 
 pytestmark = pytest.mark.timeout(120)
 
-PUBLIC_URL = "https://compass.example.test"
 # The push tests' webhook key: GetNotificationPreferences makes the
 # deployment's VAPID key on first use, sealed with the key of whichever
 # server asks first.
@@ -46,15 +54,11 @@ async def standin() -> AsyncIterator[SlackStandIn]:
 async def srv(
     database_url: str, tmp_path_factory: pytest.TempPathFactory, standin: SlackStandIn
 ) -> AsyncIterator[Any]:
-    async with running_server(
+    async with slack_server(
         database_url,
         tmp_path_factory.mktemp("slack-dm"),
-        public_url=PUBLIC_URL,
-        webhook_key=KEY,
-        webhook_retry_schedule="0.2s,0.2s,0.2s,0.2s,0.2s,0.2s,0.2s,0.2s",
-        webhook_timeout_seconds=3.0,
-        webhook_poll_seconds=0.05,
-        slack_api_url=standin.api_url,
+        standin,
+        KEY,
         expiry_interval_seconds=0.2,
     ) as s:
         yield s
