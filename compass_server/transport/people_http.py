@@ -38,7 +38,8 @@ body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding
 h1{font-size:1.4rem}
 fieldset{border:1px solid #ccd;border-radius:6px;margin:0 0 1rem;padding:.5rem 1rem}
 legend{font-weight:600}label{display:block;margin:.25rem 0}textarea{width:100%;min-height:3rem}
-.aside{color:#555555}.refused{color:#8a1f11}button{font:inherit;padding:.4rem 1rem;margin-right:.5rem}
+.aside{color:#555555}.refused{color:#8a1f11}
+button{font:inherit;padding:.4rem 1rem;margin-right:.5rem}
 """
 
 
