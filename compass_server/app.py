@@ -501,7 +501,12 @@ class CompassServer:
 
     async def _http(self, app: Router, at: tuple[str, int], flag: str) -> HttpServer:
         context = self.tls.ssl_context(["h2", "http/1.1"]) if self.tls is not None else None
-        server = HttpServer(app, context, reuse_port=self._shared(flag))
+        server = HttpServer(
+            app,
+            context,
+            reuse_port=self._shared(flag),
+            idle_seconds=self.settings.http_idle_seconds,
+        )
         try:
             await server.start(joined(*at))
         except OSError:

@@ -60,7 +60,12 @@ from compass_server.store.db import CONNECTIONS_PER_TOKEN, redacted_url
 from compass_server.store.links import LINK_LIFETIME
 from compass_server.store.standing import STANDING_ANSWER_MAX, STANDING_ANSWERS_PER_PERSON
 from compass_server.transport import tls
-from compass_server.transport.limits import COMPRESS_MIN_BYTES, DRAIN_BYTES, DRAIN_SECONDS
+from compass_server.transport.limits import (
+    COMPRESS_MIN_BYTES,
+    DRAIN_BYTES,
+    DRAIN_SECONDS,
+    IDLE_SECONDS,
+)
 from compass_server.webhooks.courier import POLL_SECONDS, RETRY_SCHEDULE, schedule
 from compass_server.webhooks.destination import networks
 
@@ -611,6 +616,13 @@ class Settings:
     )
     http_drain_seconds: float = _s(
         DRAIN_SECONDS, "limits", Seconds(), "how long that rest is read for"
+    )
+    http_idle_seconds: float = _s(
+        IDLE_SECONDS,
+        "limits",
+        Seconds(),
+        "how long an idle HTTP connection is kept for its next request (longer than "
+        "clients keep theirs, so none sends on a connection being closed)",
     )
     connect_compress_min_bytes: int = _s(
         COMPRESS_MIN_BYTES,

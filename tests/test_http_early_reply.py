@@ -179,3 +179,64 @@ async def test_httpx_gets_its_answer_and_the_next_call_goes_through(
             ok = await http.post(PATH, content=b"{}", headers=headers)
             assert ok.status_code == 200, ok.text
             assert time.monotonic() - started < 5
+
+
+def request_after_idle(port: int, token: str, idle: float) -> str:
+    """A request, `idle` seconds of quiet, then another on the same
+    connection: "reused" when that one is answered, "closed" when the server
+    closed the connection in the quiet."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=15)
+    try:
+        sock.sendall(head(token, "application/json", 2) + b"{}")
+        assert read_response(sock)[0] == 200
+        time.sleep(idle)
+        try:
+            sock.sendall(head(token, "application/json", 2) + b"{}")
+            return "reused" if read_response(sock)[0] == 200 else "refused"
+        except (ConnectionError, OSError):
+            return "closed"
+    finally:
+        sock.close()
+
+
+async def test_an_idle_connection_outlives_a_clients_pause(served: Any, store: Store) -> None:
+    """A client's pool keeps an idle connection for longer than a few seconds
+    (hyper and Go: 90 s): a server closing it sooner races the client's next
+    request, which then fails though it was never refused."""
+    w = await World.create(store)
+    token = w.tokens[w.human.account_id]
+    got = await asyncio.to_thread(request_after_idle, served.http_port, token, 7.0)
+    assert got == "reused"
+
+
+async def test_an_idle_connection_is_closed_after_its_setting(
+    database_url: str, store: Store
+) -> None:
+    w = await World.create(store)
+    token = w.tokens[w.human.account_id]
+    server = ServerProcess(database_url, args=["--http-idle-seconds", "1"]).start()
+    try:
+        got = await asyncio.to_thread(request_after_idle, server.http_port, token, 3.0)
+        assert got == "closed"
+    finally:
+        assert server.stop() == 0
+
+
+async def test_a_connection_its_client_closed_is_let_go_at_once(served: Any, store: Store) -> None:
+    """Idle connections are kept long for their clients, not for clients
+    that have gone: one closed by its client is closed on the server too."""
+    w = await World.create(store)
+    token = w.tokens[w.human.account_id]
+
+    def one_request() -> None:
+        with socket.create_connection(("127.0.0.1", served.http_port), timeout=15) as sock:
+            sock.sendall(head(token, "application/json", 2) + b"{}")
+            assert read_response(sock)[0] == 200
+
+    for _ in range(5):
+        await asyncio.to_thread(one_request)
+    for _ in range(20):
+        if not server_sockets(served.http_port):
+            break
+        await asyncio.sleep(0.1)
+    assert server_sockets(served.http_port) == 0

@@ -19,6 +19,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 import grpc
+import hypercorn.asyncio.run
+import hypercorn.asyncio.tcp_server
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 from hypercorn.asyncio import serve
@@ -33,7 +35,12 @@ from compass_server.transport.binding import Method, ServiceBinding
 from compass_server.transport.codecs import CODECS, COMPRESSIONS, Gzip
 from compass_server.transport.cookies import SessionCookies
 from compass_server.transport.grpc_server import MAX_MESSAGE_BYTES, _error
-from compass_server.transport.limits import COMPRESS_MIN_BYTES, DRAIN_BYTES, DRAIN_SECONDS
+from compass_server.transport.limits import (
+    COMPRESS_MIN_BYTES,
+    DRAIN_BYTES,
+    DRAIN_SECONDS,
+    IDLE_SECONDS,
+)
 
 log = logging.getLogger(__name__)
 
@@ -643,6 +650,19 @@ async def _static(scope: dict[str, Any], send: Any) -> None:
     await _plain(send, 200, body if scope["method"] == "GET" else b"", kind)
 
 
+class _TCPServer(hypercorn.asyncio.tcp_server.TCPServer):
+    """hypercorn's connection, closed as soon as its client has closed it:
+    hypercorn waits out the keep-alive timer of an idle connection whose
+    client is gone, holding its socket (in CLOSE-WAIT) all that time."""
+
+    async def _read_data(self) -> None:
+        await super()._read_data()
+        await self.idle_task.stop()
+
+
+hypercorn.asyncio.run.TCPServer = _TCPServer  # type: ignore[attr-defined]
+
+
 class _Config(Config):
     """hypercorn's configuration with our SSL context, which a TLS reload
     updates in place (hypercorn would build its own from the files)."""
@@ -661,11 +681,17 @@ class _Config(Config):
 
 class HttpServer:
     def __init__(
-        self, app: ASGIApp, context: ssl.SSLContext | None = None, *, reuse_port: bool = False
+        self,
+        app: ASGIApp,
+        context: ssl.SSLContext | None = None,
+        *,
+        reuse_port: bool = False,
+        idle_seconds: float = IDLE_SECONDS,
     ) -> None:
         self.app = app
         self.context = context
         self.reuse_port = reuse_port
+        self.idle_seconds = idle_seconds
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.port = 0
@@ -685,6 +711,7 @@ class HttpServer:
         config.bind = [f"fd://{sock.fileno()}"]
         # Its default of 1000 sends GOAWAY and fails in-flight HTTP/2 calls.
         config.keep_alive_max_requests = 2**31 - 1
+        config.keep_alive_timeout = self.idle_seconds
         config.graceful_timeout = 5.0
         config.accesslog = None
         config.errorlog = "-"
