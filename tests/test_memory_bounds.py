@@ -364,6 +364,32 @@ async def test_the_replay_budget_keeps_each_owner_to_its_share() -> None:
     assert budget.used == 0 and not budget.owners
 
 
+async def test_the_replay_budget_serves_in_order_of_arrival_across_owners() -> None:
+    """When the total is short, takers are served in the order they came,
+    whoever they are: a large one first in line is not passed by later small
+    ones of other owners (it would starve)."""
+    from compass_server.events.hub import Budget
+
+    budget = Budget(total=10, per_owner=10)
+    a, b, c = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    await budget.take(a, 8)
+    large = asyncio.ensure_future(budget.take(b, 5))
+    await asyncio.sleep(0)
+    small = asyncio.ensure_future(budget.take(c, 1))
+    await asyncio.sleep(0)
+    assert not large.done() and not small.done()
+    # The small one would fit, but the large one came first.
+    budget.give(a, 3)
+    await asyncio.wait_for(large, 1)
+    await asyncio.sleep(0)
+    assert not small.done() and budget.used == 10
+    budget.give(a, 5)
+    await asyncio.wait_for(small, 1)
+    budget.give(b, 5)
+    budget.give(c, 1)
+    assert budget.used == 0 and not budget.owners
+
+
 async def test_a_relay_stream_that_stops_reading_stops_taking_calls(
     database_url: str, store: Store
 ) -> None:

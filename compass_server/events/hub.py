@@ -117,37 +117,46 @@ class Closed(Exception):
 class Budget:
     """Bytes handed out in turn, within a total and within each owner's share;
     a taker waits until enough are back. A request over a bound is served
-    alone."""
+    alone.
+
+    Takers wait in one queue per owner, so that handing bytes back (once per
+    event a stream takes) costs the owners waiting, not the takers."""
 
     def __init__(self, total: int, per_owner: int) -> None:
         self.total = total
         self.per_owner = per_owner
         self.used = 0
         self.owners: collections.Counter[uuid.UUID] = collections.Counter()
-        self._waiting: list[tuple[uuid.UUID, int, asyncio.Future[None]]] = []
+        self._queues: dict[uuid.UUID, collections.deque[_Turn]] = {}
+        self._turns = 0
 
-    def _fits(self, owner: uuid.UUID, n: int) -> bool:
+    def _fits_total(self, n: int) -> bool:
+        return self.used == 0 or self.used + n <= self.total
+
+    def _fits_share(self, owner: uuid.UUID, n: int) -> bool:
         mine = self.owners[owner]
-        return (self.used == 0 or self.used + n <= self.total) and (
-            mine == 0 or mine + n <= self.per_owner
-        )
+        return mine == 0 or mine + n <= self.per_owner
 
     def _grant(self, owner: uuid.UUID, n: int) -> None:
         self.used += n
         self.owners[owner] += n
 
     async def take(self, owner: uuid.UUID, n: int) -> None:
-        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        entry = (owner, n, turn)
-        self._waiting.append(entry)
+        self._turns += 1
+        turn = _Turn(self._turns, n, asyncio.get_running_loop().create_future())
+        self._queues.setdefault(owner, collections.deque()).append(turn)
         self._serve()
         try:
-            await turn
+            await turn.granted
         except BaseException:
-            if turn.done() and not turn.cancelled():
+            if turn.granted.done() and not turn.granted.cancelled():
                 self.give(owner, n)  # granted just as we were cancelled
             else:
-                self._waiting.remove(entry)
+                queue = self._queues.get(owner)
+                if queue is not None and turn in queue:
+                    queue.remove(turn)
+                    if not queue:
+                        del self._queues[owner]
                 self._serve()
             raise
 
@@ -160,26 +169,43 @@ class Budget:
         self.owners[owner] -= n
         if self.owners[owner] <= 0:
             del self.owners[owner]
-        self._serve()
+        if self._queues:
+            self._serve()
 
     def _serve(self) -> None:
-        # In order; one over its owner's share waits without holding up the
-        # rest, one short of the total holds up everyone after it.
-        still = []
-        short = False
-        for entry in self._waiting:
-            owner, n, turn = entry
-            if turn.done():
-                # Cancelled, its taker not yet run again to withdraw it.
-                still.append(entry)
+        # In order of arrival; one over its owner's share waits without
+        # holding up the rest, one short of the total holds up everyone after.
+        blocked: set[uuid.UUID] = set()
+        while True:
+            first: tuple[int, uuid.UUID] | None = None
+            for owner, queue in self._queues.items():
+                while queue and queue[0].granted.done():
+                    queue.popleft()  # cancelled; its taker has yet to run
+                if queue and owner not in blocked and (first is None or queue[0].seq < first[0]):
+                    first = (queue[0].seq, owner)
+            for owner in [o for o, q in self._queues.items() if not q]:
+                del self._queues[owner]
+            if first is None:
+                return
+            owner = first[1]
+            turn = self._queues[owner][0]
+            if not self._fits_total(turn.n):
+                return
+            if not self._fits_share(owner, turn.n):
+                blocked.add(owner)
                 continue
-            if not short and self._fits(owner, n):
-                self._grant(owner, n)
-                turn.set_result(None)
-                continue
-            short = short or not (self.used == 0 or self.used + n <= self.total)
-            still.append(entry)
-        self._waiting = still
+            self._queues[owner].popleft()
+            self._grant(owner, turn.n)
+            turn.granted.set_result(None)
+
+
+class _Turn:
+    __slots__ = ("granted", "n", "seq")
+
+    def __init__(self, seq: int, n: int, granted: asyncio.Future[None]) -> None:
+        self.seq = seq
+        self.n = n
+        self.granted = granted
 
 
 class Feed:
