@@ -635,10 +635,20 @@ class EventHub:
                 held = self.page_bytes
                 await self.replay.take(owner, held)
                 try:
+                    # A lane reads only what names its keys, and passes the rest.
+                    version = lane.interest.version if lane is not None else 0
+                    scanned = cursor
                     async with self._reading:
-                        page = collections.deque(
-                            await self.store.read_events(scope, cursor, limit, self.page_bytes)
-                        )
+                        if lane is None:
+                            events = await self.store.read_events(
+                                scope, cursor, limit, self.page_bytes
+                            )
+                        else:
+                            events, scanned = await self.store.read_lane_events(
+                                scope, cursor, lane.interest.keys(), limit, self.page_bytes
+                            )
+                    page = collections.deque(events)
+                    del events
                     weight = sum(e.size for e in page)
                     if weight > held:
                         self.replay.force(owner, weight - held)
@@ -657,6 +667,14 @@ class EventHub:
                             yield box.pop()
                         elif passed is not None:
                             passed(cursor)
+                        if lane is not None and lane.interest.version != version:
+                            # It hears more (or other) keys from here: read on with them.
+                            break
+                    else:
+                        if scanned > cursor:
+                            cursor = reader.cursor = scanned
+                            if passed is not None:
+                                passed(cursor)
                 finally:
                     self.replay.give(owner, held)
         finally:

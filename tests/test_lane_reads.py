@@ -1,0 +1,203 @@
+"""A lane catching up reads from the database only the events that may be its
+own: every kind of event, read by keys in SQL, matches what the hub's index
+wakes lanes by (`event_keys`), page by page, with the scan's end reported."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+
+import pytest
+
+from compass_server.events.hub import EventHub, Lane, event_keys
+from compass_server.events.reach import Participations, Reach
+from compass_server.relay.gateway import hears
+from compass_server.store import Store
+from compass_server.store.inbox import InboxStore
+from compass_server.store.types import Actor, Answer, Event, PresenceState, TextBlock
+from tests.test_inbox_store import yes_no
+from tests.world import World
+
+
+async def varied_log(store: Store) -> tuple[World, list[World], list[Event]]:
+    """A workspace whose log holds every kind of event, and all of it."""
+    w = await World.create(store)
+    pairs = [await w.add_pair() for _ in range(3)]
+    sub = await w.add_subagent("helper", w.agent)
+    inbox = InboxStore(store.db)
+    for i, p in enumerate(pairs):
+        await store.append_message(p.human, p.channel.channel_id, [TextBlock(f"hello {i}")])
+        answered = (await p.post_ask(p.agent)).blocks[0]
+        await store.answer_ask(p.human, answered.ask_id, [Answer("db"), Answer("langs")])
+        declined = (await p.post_ask(p.agent)).blocks[0]
+        await store.decline_ask(p.human, declined.ask_id, "not now")
+        cancelled = (await p.post_ask(p.agent)).blocks[0]
+        await store.cancel_ask(p.agent, cancelled.ask_id)
+        withdrawn = (await w.post_ask(w.agent)).blocks[0]
+        await store.withdraw_ask(w.human, withdrawn.ask_id)
+        item, _ = await inbox.post(p.agent, f"k{i}", "A question", "", ask=yes_no())
+        await inbox.answer(w.human, item.item_id, [Answer("go", ("y",))], f"c{i}")
+        await store.set_status(p.agent, PresenceState.WORKING, "thinking")
+    # A channel the first pair's agent joins later, and a move in the tree.
+    await store.add_channel_member(
+        pairs[1].human, pairs[1].channel.channel_id, pairs[0].agent.account_id
+    )
+    await store.append_message(pairs[1].human, pairs[1].channel.channel_id, [TextBlock("both")])
+    await w.reparent(sub, pairs[0].agent)
+    await w.reparent(sub, None)
+    log = []
+    after = 0
+    while page := await store.read_events(w.human, after, 500):
+        log.extend(page)
+        after = page[-1].event_id
+    return w, pairs, log
+
+
+async def read_as_lane(
+    store: Store, w: World, keys: set[uuid.UUID], limit: int, max_bytes: int, max_scan: int
+) -> list[int]:
+    got: list[int] = []
+    after = 0
+    head = await store.last_event_id(w.human)
+    while after < head:
+        events, scanned = await store.read_lane_events(
+            w.human, after, keys, limit, max_bytes, max_scan
+        )
+        ids = [e.event_id for e in events]
+        assert ids == sorted(ids) and all(i > after for i in ids)
+        assert len(ids) <= limit
+        assert scanned >= (ids[-1] if ids else after + 1), (after, ids, scanned)
+        assert scanned - after <= max_scan
+        got.extend(ids)
+        after = scanned
+    return got
+
+
+async def test_a_lanes_reads_are_the_events_naming_its_keys(store: Store) -> None:
+    w, pairs, log = await varied_log(store)
+    kinds = {e.kind for e in log}
+    assert len(kinds) == 6, kinds  # every kind of event is in the log
+    rng = random.Random(7)
+    every_key = sorted({k for e in log for k in event_keys(e)})
+    key_sets = [{p.agent.account_id, p.channel.channel_id} for p in pairs] + [
+        {pairs[0].agent.account_id, pairs[0].channel.channel_id, pairs[1].channel.channel_id},
+        {w.human.account_id},
+        set(rng.sample(every_key, 5)),
+        {uuid.uuid4()},
+        set(),
+    ]
+    for keys in key_sets:
+        want = [e.event_id for e in log if keys & set(event_keys(e))]
+        for limit, max_bytes, max_scan in ((500, 1 << 20, 5000), (2, 1 << 20, 7), (500, 1, 3)):
+            got = await read_as_lane(store, w, keys, limit, max_bytes, max_scan)
+            assert got == want, (keys, limit, max_bytes, max_scan)
+
+
+async def test_a_lane_read_returns_what_read_events_returns(store: Store) -> None:
+    w, pairs, log = await varied_log(store)
+    keys = {pairs[0].agent.account_id, pairs[0].channel.channel_id}
+    by_id = {e.event_id: e for e in log}
+    events, _ = await store.read_lane_events(w.human, 0, keys, 500)
+    assert events
+    for e in events:
+        assert e == by_id[e.event_id]
+        assert e.size == by_id[e.event_id].size
+
+
+async def heard_by(
+    hub: EventHub, actor: Actor, participations: Participations, as_lane: bool
+) -> list[int]:
+    """What the agent's delivery lane hears from the start of the log, read
+    as a lane (by keys) or as every event looked at, as the relay does it."""
+    reach = await Reach.of(participations, actor)
+    stream = hub.stream(
+        actor,
+        0,
+        hears(actor.account_id, reach),
+        actor.account_id,
+        lane=Lane(reach) if as_lane else None,
+    )
+    got = []
+    try:
+        while True:
+            event = await asyncio.wait_for(anext(stream), 0.5)
+            if event.moved is not None:
+                await reach.reload()
+                continue
+            got.append(event.event_id)
+    except TimeoutError:
+        pass
+    finally:
+        await stream.aclose()
+    return got
+
+
+@pytest.mark.parametrize("page_bytes", [64, 1 << 20])
+async def test_a_lane_behind_hears_by_keys_what_it_heard_looking_at_every_event(
+    store: Store, database_url: str, page_bytes: int
+) -> None:
+    """Far behind a window of one event, pages of one event or many: a lane that
+    joins channels and moves in the tree on the way hears the same events
+    whether it reads by keys or looks at each."""
+    w, pairs, _ = await varied_log(store)
+    first = pairs[0].agent
+    helper = await w.add_subagent("scribe", first)
+    await store.append_message(pairs[0].human, pairs[0].channel.channel_id, [TextBlock("a")])
+    # The helper moves under another agent: it hears that one's channels from then on.
+    await w.reparent(helper, pairs[2].agent)
+    await store.append_message(pairs[2].human, pairs[2].channel.channel_id, [TextBlock("b")])
+    await store.append_message(pairs[0].human, pairs[0].channel.channel_id, [TextBlock("c")])
+    await store.add_channel_member(
+        pairs[1].human, pairs[1].channel.channel_id, pairs[2].agent.account_id
+    )
+    for i in range(40):
+        p = pairs[i % 3]
+        await store.append_message(p.human, p.channel.channel_id, [TextBlock(f"m{i}")])
+    hub = EventHub(store, database_url, window_bytes=1, page_bytes=page_bytes)
+    participations = Participations(store)
+    for actor in (first, helper, pairs[1].agent, pairs[2].agent, w.agent):
+        looked = await heard_by(hub, actor, participations, as_lane=False)
+        keyed = await heard_by(hub, actor, participations, as_lane=True)
+        assert keyed == looked, actor
+        assert looked
+    await hub.close()
+
+
+@pytest.mark.parametrize("as_lane", [False, True])
+async def test_a_lane_joining_a_channel_while_it_catches_up_hears_that_channel(
+    store: Store, database_url: str, as_lane: bool
+) -> None:
+    """The agent joins a channel after its lane read what it takes part in,
+    before the lane's page of the log holding the join and a message after
+    it: read by the keys it had when the page was asked for, the message
+    would be passed unheard."""
+    w, pairs, _ = await varied_log(store)
+    agent = pairs[0].agent
+    joined = pairs[2]
+    hub = EventHub(store, database_url, window_bytes=1, page_bytes=1 << 20)
+    await hub.start()
+    reach = await Reach.of(Participations(store), agent)
+    stream = hub.stream(
+        agent,
+        0,
+        hears(agent.account_id, reach),
+        agent.account_id,
+        lane=Lane(reach) if as_lane else None,
+    )
+    await store.add_channel_member(joined.human, joined.channel.channel_id, agent.account_id)
+    said = await store.append_message(
+        joined.human, joined.channel.channel_id, [TextBlock("now you hear this")]
+    )
+    got: list[int] = []
+    try:
+        while True:
+            event = await asyncio.wait_for(anext(stream), 1.0)
+            got.append(event.event_id)
+            if event.message is not None and event.message.message_id == said.message_id:
+                break
+    except TimeoutError:
+        raise AssertionError(f"the message after the join was not heard: {got}") from None
+    finally:
+        await stream.aclose()
+        await hub.close()
