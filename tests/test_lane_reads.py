@@ -172,7 +172,7 @@ async def test_a_lane_joining_a_channel_while_it_catches_up_hears_that_channel(
     before the lane's page of the log holding the join and a message after
     it: read by the keys it had when the page was asked for, the message
     would be passed unheard."""
-    w, pairs, _ = await varied_log(store)
+    _, pairs, _ = await varied_log(store)
     agent = pairs[0].agent
     joined = pairs[2]
     hub = EventHub(store, database_url, window_bytes=1, page_bytes=1 << 20)
