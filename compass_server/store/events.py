@@ -40,8 +40,6 @@ EVENTS = queries("events")
 
 # A page of the event log, in payload bytes (at least one event).
 EVENT_PAGE_BYTES = 1 << 20
-# Events one read of a lane's catch-up looks at, heard or not.
-LANE_SCAN = 5000
 
 
 def channel_payload(c: Channel) -> dict[str, Any]:
@@ -232,12 +230,10 @@ class EventLog:
         keys: Iterable[uuid.UUID],
         limit: int,
         max_bytes: int = EVENT_PAGE_BYTES,
-        max_scan: int = LANE_SCAN,
     ) -> tuple[list[Event], int]:
         """The events after `after` that name one of `keys` (as `event_keys`
-        of events.hub does), as `read_events` pages them, looking at no more
-        than `max_scan` events; and the id up to which every event was either
-        returned or named none of the keys."""
+        of events.hub does), as `read_events` pages them; and the id up to
+        which every event was either returned or named none of the keys."""
         await self.db.sequencer.flush(scope.workspace_id)
         async with self.db.tx(scope) as conn:
             cur = await conn.execute(
@@ -247,7 +243,6 @@ class EventLog:
                     "keys": list(keys),
                     "limit": limit,
                     "max_bytes": max_bytes,
-                    "max_scan": max_scan,
                 },
             )
             rows = await cur.fetchall()

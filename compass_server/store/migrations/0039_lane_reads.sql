@@ -1,58 +1,75 @@
 -- A delivery lane catching up reads only the events that may be its own:
 -- those naming one of its keys (its channels, the accounts of its chain), as
--- the event hub's index wakes it by (events.hub.event_keys). Every other
--- event is passed in the database, unread by the server: a lane far behind
--- costs a scan of ids here, not the decoding of every event in between.
---
--- The rows heard come first, each no more than max_bytes together (the first
--- always fits); a last row with no kind says how far the scan went (at most
--- max_scan events): every event up to its id was returned or none of the lane's.
+-- the event hub's index wakes it by (events.hub.event_keys). Each event's
+-- keys are kept with it and indexed, so that a lane far behind reads what
+-- names it, however many events of others lie in between.
+CREATE FUNCTION compass_event_keys(kind text, channel_id uuid, payload jsonb)
+RETURNS uuid[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT array_remove(
+    ARRAY[
+      channel_id,
+      CASE kind
+        WHEN 'inbox_item_changed' THEN (payload ->> 'agent_id')::uuid
+        WHEN 'message_updated' THEN (payload ->> 'author_id')::uuid
+        WHEN 'agent_moved' THEN (payload ->> 'account_id')::uuid
+      END
+    ] || CASE
+      WHEN kind = 'channel_changed'
+        THEN ARRAY(SELECT m::uuid FROM jsonb_array_elements_text(payload -> 'member_ids') AS m)
+      ELSE '{}'::uuid[]
+    END,
+    NULL
+  )
+$$;
+
+ALTER TABLE events
+  ADD COLUMN keys uuid[] GENERATED ALWAYS AS (compass_event_keys(kind, channel_id, payload)) STORED;
+CREATE INDEX events_keys ON events USING gin (keys);
+
+-- The events after `after` naming one of lane_keys, oldest first: at most
+-- max_rows, and no more than max_bytes together (the first always fits).
+-- A last row with no kind says how far the read went: every event up to its
+-- id was returned or names none of the keys. Only the keys' index is read
+-- (no walk of the log's ids), whatever the planner guesses of the keys.
 CREATE FUNCTION compass_read_lane_events(
-  after bigint, lane_keys uuid[], max_rows integer, max_bytes bigint, max_scan integer
+  after bigint, lane_keys uuid[], max_rows integer, max_bytes bigint
 )
 RETURNS TABLE (
   id bigint, kind text, channel_id uuid, payload jsonb, created_at timestamptz, size integer
 )
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql STABLE
+SET enable_seqscan = off
+SET enable_indexscan = off
+AS $$
 DECLARE
-  key_texts text[] := lane_keys::text[];
   total bigint := 0;
   n integer := 0;
-  scanned bigint := after;
-  r record;
+  cut boolean := false;
+  reached bigint;
 BEGIN
-  FOR r IN
-    SELECT e.id AS eid, (
-      e.channel_id = ANY (lane_keys)
-      OR CASE e.kind
-        WHEN 'inbox_item_changed' THEN (e.payload ->> 'agent_id')::uuid = ANY (lane_keys)
-        WHEN 'message_updated' THEN (e.payload ->> 'author_id')::uuid = ANY (lane_keys)
-        WHEN 'agent_moved' THEN (e.payload ->> 'account_id')::uuid = ANY (lane_keys)
-        WHEN 'channel_changed' THEN e.payload -> 'member_ids' ?| key_texts
-        ELSE false
-      END
-    ) AS heard
-    FROM events e
-    WHERE e.workspace_id = compass_workspace() AND e.id > after
-    ORDER BY e.id LIMIT max_scan
+  FOR id, kind, channel_id, payload, created_at IN
+    SELECT e.id, e.kind, e.channel_id, e.payload, e.created_at FROM events e
+    WHERE e.workspace_id = compass_workspace() AND e.keys && lane_keys AND e.id > after
+    ORDER BY e.id LIMIT max_rows
   LOOP
-    IF r.heard THEN
-      SELECT e.kind, e.channel_id, e.payload, e.created_at
-        INTO kind, channel_id, payload, created_at
-        FROM events e WHERE e.workspace_id = compass_workspace() AND e.id = r.eid;
-      size := octet_length(payload::text);
-      EXIT WHEN total > 0 AND total + size > max_bytes;
-      total := total + size;
-      n := n + 1;
-      id := r.eid;
-      scanned := r.eid;
-      RETURN NEXT;
-      EXIT WHEN n >= max_rows;
-    ELSE
-      scanned := r.eid;
+    size := octet_length(payload::text);
+    IF total > 0 AND total + size > max_bytes THEN
+      cut := true;
+      EXIT;
     END IF;
+    total := total + size;
+    n := n + 1;
+    reached := id;
+    RETURN NEXT;
   END LOOP;
-  id := scanned;
+  IF NOT cut AND n < max_rows THEN
+    -- Every match there is was read: the lane has passed the log as this
+    -- read sees it.
+    SELECT greatest(c.last_event_id, after) INTO reached FROM event_counters c
+      WHERE c.workspace_id = compass_workspace();
+  END IF;
+  id := coalesce(reached, after);
   kind := NULL;
   channel_id := NULL;
   payload := NULL;

@@ -10,6 +10,4 @@ SELECT last_event_id FROM event_counters WHERE workspace_id = compass_workspace(
 
 -- name: read_lane_events
 SELECT id, kind, channel_id, payload, created_at, size
-FROM compass_read_lane_events(
-  %(after)s, %(keys)s::uuid[], %(limit)s, %(max_bytes)s, %(max_scan)s
-)
+FROM compass_read_lane_events(%(after)s, %(keys)s::uuid[], %(limit)s, %(max_bytes)s)
