@@ -760,7 +760,8 @@ class AgentGateway:
         self.closed = True
         streams = list(self.streams)
         self.end_all(Closed())
-        for stream in streams:
-            await self.finish(stream.unbind_all())
+        # Streams side by side (the pool bounds how many at once): thousands
+        # of sessions unbound one after another outlast a deploy's grace.
+        await asyncio.gather(*(self.finish(stream.unbind_all()) for stream in streams))
         while self._cleanups:
             await asyncio.gather(*self._cleanups, return_exceptions=True)
