@@ -3,7 +3,7 @@ person cost the server, how fast an answer reaches the one agent it is for,
 and how long a restart takes to bind every session again.
 
     .venv/bin/python -m bench.waiting [--database-url ADMIN_URL] [--w 1000]
-                                      [--per-stream 50 | --single]
+                                      [--per-stream 50 | --single] [--subscribers N]
                                       [--idle-seconds 60] [--answers 500] [--rate 50]
                                       [--no-restart]
 
@@ -13,8 +13,8 @@ their agent, a channel of the two) and runners: one runner per
 `--per-stream` agents, each holding one relay stream with a session per
 agent, as a runner hosting many agents does; `--single` gives every agent a
 runner and a stream of its own, as `compass-mcp` does. Each agent posts one
-ask over its session and waits. W/10 of the people hold the page's stream
-(Subscribe) open.
+ask over its session and waits. W/10 of the people (or `--subscribers`)
+hold the page's stream (Subscribe) open.
 
 It records the server's resident memory before the sessions, once they
 wait and once the subscribers are open (per session and per subscriber);
@@ -447,7 +447,7 @@ def _ms(values: list[float]) -> str:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     w = args.w
     per = 1 if args.single else args.per_stream
-    subscribers = w // 10
+    subscribers = w // 10 if args.subscribers is None else args.subscribers
     results: dict[str, Any] = {"w": w, "per_stream": per, "subscribers": subscribers}
     results["machine_idle_before"] = await machine_idle_now(2.0)
     log(f"machine idle before: {results['machine_idle_before']:.0%}")
@@ -596,6 +596,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--w", type=int, default=1000, help="agents waiting (default 1000)")
     p.add_argument("--per-stream", type=int, default=50, help="sessions per relay stream")
     p.add_argument("--single", action="store_true", help="one session per stream (compass-mcp)")
+    p.add_argument(
+        "--subscribers",
+        type=int,
+        metavar="N",
+        help="people holding the page's stream open (default W/10)",
+    )
     p.add_argument("--idle-seconds", type=float, default=60.0)
     p.add_argument("--answers", type=int, default=500)
     p.add_argument("--rate", type=float, default=50.0, help="answers a second")
