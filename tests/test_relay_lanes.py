@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import pathlib
 from typing import Any
 
 from compass.v1 import agent_gateway_pb2 as gw
-from compass_server.store.types import Answer, TextBlock
+from compass_server.store.types import Answer, PresenceState, TextBlock
+from tests.conftest import running_server
 from tests.relay_client import RelayClient, relay, runner_for
 from tests.test_api_comms import ask_pb
 from tests.test_metrics import scrape, value
@@ -125,3 +127,33 @@ async def test_a_lane_waiting_when_its_stream_ends_resumes_past_what_it_passed(
         await w.post_text(w.human, "still heard")
         heard = await r.delivery("s1")
         assert heard.message_posted.message.blocks[0].text.text == "still heard"
+
+
+async def test_a_server_stopping_with_lanes_waiting_saves_where_they_were(
+    server: Any, database_url: str, tmp_path: pathlib.Path, api_world: World
+) -> None:
+    """A stop ends every session at once, and each agent's next bind (on any
+    server) resumes past what its lane passed while it waited."""
+    w = api_world
+    other = await w.add_pair()
+    token = await runner_for(w)
+    async with running_server(database_url, tmp_path) as first:
+        r = RelayClient.grpc(first.grpc_port, token)
+        try:
+            await r.bound("s1", w.agent)
+            for i in range(30):
+                await w.store.append_message(
+                    other.human, other.channel.channel_id, [TextBlock(f"x{i}")]
+                )
+            head = await w.store.last_event_id(w.human)
+            await caught_up(first.http_port)
+            await first.stop(1.0)
+            ended = await asyncio.wait_for(r.ended, 10)
+            assert ended.code == "unavailable", ended
+        finally:
+            await r.close()
+    (presence,) = await w.store.get_presence(w.human, [w.agent.account_id])
+    assert presence.state is PresenceState.OFFLINE
+    async with relay(server.grpc_port, token) as r:
+        again = await r.bound("s1", w.agent)
+        assert again.acked_event_id >= head

@@ -146,6 +146,29 @@ async def test_stopping_the_server_unbinds_its_sessions(
         await r.close()
 
 
+async def test_a_server_leaving_ends_every_session_it_still_holds(
+    second_server: CompassServer, api_world: World, database_url: str
+) -> None:
+    """A stop whose unbinding was cut short by its bound still leaves no
+    session behind: none would ever be reaped once the server's row is gone,
+    and its agent would look present for good."""
+    w = api_world
+    r = RelayClient.grpc(second_server.grpc_port, await runner_for(w))
+    try:
+        await r.bound("s1", w.agent)
+        assert await presence(w) is PresenceState.IDLE
+        await second_server.heartbeat.stop()
+        assert await presence(w) is PresenceState.OFFLINE
+        async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+            cur = await conn.execute(
+                "SELECT count(*) FROM agent_sessions WHERE server_id = %s",
+                (second_server.settings.server_id,),
+            )
+            assert (await cur.fetchone()) == (0,)
+    finally:
+        await r.close()
+
+
 async def test_a_server_reaped_as_silent_ends_its_streams(
     second_server: CompassServer, api_world: World, database_url: str
 ) -> None:

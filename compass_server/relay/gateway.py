@@ -760,8 +760,25 @@ class AgentGateway:
         self.closed = True
         streams = list(self.streams)
         self.end_all(Closed())
-        # Streams side by side (the pool bounds how many at once): thousands
-        # of sessions unbound one after another outlast a deploy's grace.
-        await asyncio.gather(*(self.finish(stream.unbind_all()) for stream in streams))
+        # Every session at once: thousands unbound one by one outlast a
+        # deploy's grace. Each agent's next bind resumes past what it skipped.
+        cursors: dict[uuid.UUID, int] = {}
+        for stream in streams:
+            sessions, stream.sessions = list(stream.sessions.values()), {}
+            for session in sessions:
+                _stop(session.deliveries)
+                resume = session.resumable()
+                if resume > session.binding.acked_event_id:
+                    agent_id = session.actor.account_id
+                    cursors[agent_id] = max(cursors.get(agent_id, 0), resume)
+        try:
+            await self.finish(self.store.save_cursors(cursors))
+        except Exception as exc:
+            log.warning("saving %d delivery cursors at stop failed: %s", len(cursors), exc)
+        try:
+            await self.finish(self.store.end_server_sessions(self.server_id))
+        except Exception as exc:
+            # The server's row goes next, and its sessions with it.
+            log.warning("ending this server's sessions at stop failed: %s", exc)
         while self._cleanups:
             await asyncio.gather(*self._cleanups, return_exceptions=True)

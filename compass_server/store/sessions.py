@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import datetime
 import uuid
+from collections.abc import Iterable, Mapping
 
-from compass_server.store.db import Database, queries
+from compass_server.store.db import Conn, Database, queries
 from compass_server.store.errors import (
     NotFound,
 )
@@ -82,8 +83,37 @@ class Sessions:
         return not row["inserted"]
 
     async def remove_server(self, server_id: uuid.UUID) -> None:
+        """Removes the server's row and ends every session it still holds."""
         async with self.db.maintenance() as conn:
+            ended = await self._end_server_sessions(conn, server_id)
             await conn.execute(SESSIONS["remove_server"], {"id": server_id})
+        self._moved(ended)
+
+    async def end_server_sessions(self, server_id: uuid.UUID) -> int:
+        """Ends every session the server holds, at once; how many agents'."""
+        async with self.db.maintenance() as conn:
+            ended = await self._end_server_sessions(conn, server_id)
+        self._moved(ended)
+        return len(ended)
+
+    async def save_cursors(self, cursors: Mapping[uuid.UUID, int]) -> None:
+        """Moves agents' delivery cursors forward (never back), in any workspace."""
+        if not cursors:
+            return
+        async with self.db.maintenance() as conn:
+            await conn.execute(
+                SESSIONS["save_cursors"],
+                {"agent_ids": list(cursors), "event_ids": list(cursors.values())},
+            )
+
+    @staticmethod
+    async def _end_server_sessions(conn: Conn, server_id: uuid.UUID) -> list[uuid.UUID]:
+        cur = await conn.execute(SESSIONS["end_server_sessions"], {"id": server_id})
+        return [r["workspace_id"] for r in await cur.fetchall()]
+
+    def _moved(self, workspaces: Iterable[uuid.UUID]) -> None:
+        for workspace_id in set(workspaces):
+            self.db.sequencer.committed(workspace_id)
 
     async def reap_stale_servers(
         self, stale_after: datetime.timedelta

@@ -23,5 +23,11 @@ RETURNING (xmax = 0) AS inserted
 -- name: remove_server
 DELETE FROM servers WHERE id = %(id)s
 
+-- name: end_server_sessions
+SELECT workspace_id, agent_id FROM compass_end_server_sessions(%(id)s)
+
+-- name: save_cursors
+SELECT compass_save_cursors(%(agent_ids)s::uuid[], %(event_ids)s::bigint[])
+
 -- name: reap_stale_sessions
 SELECT workspace_id, agent_id FROM compass_reap_stale_sessions(%(stale)s)
