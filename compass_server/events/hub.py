@@ -220,7 +220,9 @@ class Feed:
         # that still signs in (a revoked or expired one scopes nothing; its own
         # streams end, the others read on with another's).
         self.scope = scope
-        self._scopes: list[Scope] = []
+        # The streams' scopes, each with how many streams joined with it: a
+        # workspace may have thousands of streams, each joining and leaving.
+        self._scopes: dict[Scope, int] = {}
         self._stale: set[Scope] = set()
         self.head = head
         self.window: collections.deque[Event] = collections.deque()
@@ -260,10 +262,10 @@ class Feed:
                     return await read(scope)
             except Unauthenticated:
                 self._stale.add(scope)
-                live = [s for s in self._scopes if s not in self._stale]
-                if not live:
+                live = self._latest_live()
+                if live is None:
                     raise
-                self.scope = live[-1]
+                self.scope = live
 
     async def latest(self) -> None:
         """Catches up with whatever committed meanwhile."""
@@ -358,16 +360,28 @@ class Feed:
                     log.info("re-checking the events of workspace %s: %s", self.workspace_id, exc)
 
     def join(self, scope: Scope) -> None:
-        self._scopes.append(scope)
+        # Latest last: a scope joined again moves to the end.
+        self._scopes[scope] = self._scopes.pop(scope, 0) + 1
         self.scope = scope
 
     def leave(self, scope: Scope) -> None:
-        self._scopes.remove(scope)
-        if scope not in self._scopes:
+        left = self._scopes[scope] - 1
+        if left:
+            self._scopes[scope] = left
+        else:
+            del self._scopes[scope]
             self._stale.discard(scope)
-        live = [s for s in self._scopes if s not in self._stale]
-        if live and self.scope is scope:
-            self.scope = live[-1]
+        if self.scope == scope and not left:
+            live = self._latest_live()
+            if live is not None:
+                self.scope = live
+
+    def _latest_live(self) -> Scope | None:
+        """The latest joined scope whose token has not stopped signing in."""
+        for scope in reversed(self._scopes):
+            if scope not in self._stale:
+                return scope
+        return None
 
     def close(self) -> None:
         self.closed = True
