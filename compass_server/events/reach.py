@@ -46,8 +46,11 @@ class Participations:
         return len(self._held)
 
     async def read(self, actor: Actor) -> Shared:
-        participation = await self.store.participation(actor)
-        held = self._held.get(actor.account_id)
+        return self.share(await self.store.participation(actor))
+
+    def share(self, participation: Participation) -> Shared:
+        """The participation as held, or held from now on."""
+        held = self._held.get(participation.account_id)
         if (
             held is not None
             and held.chain == participation.chain
@@ -55,7 +58,7 @@ class Participations:
         ):
             return held
         shared = Shared(participation)
-        self._held[actor.account_id] = shared
+        self._held[participation.account_id] = shared
         return shared
 
 
@@ -70,7 +73,12 @@ class Reach:
         self.version = 0
 
     @classmethod
-    async def of(cls, participations: Participations, actor: Actor) -> Reach:
+    async def of(
+        cls, participations: Participations, actor: Actor, read: Participation | None = None
+    ) -> Reach:
+        """The actor's reach, from a participation just read if given."""
+        if read is not None:
+            return cls(participations, actor, participations.share(read))
         return cls(participations, actor, await participations.read(actor))
 
     @property

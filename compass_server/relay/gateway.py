@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import logging
 import sys
 import uuid
@@ -505,7 +506,11 @@ class RelayStream:
     async def _deliver(self, session: Session) -> None:
         actor = session.actor
         try:
-            reach = await Reach.of(self.gateway.hub.participations, actor)
+            binding = session.binding
+            reach = await Reach.of(self.gateway.hub.participations, actor, binding.participation)
+            # The reach holds the account's shared copy; the session keeps none.
+            session.binding = dataclasses.replace(binding, participation=None)
+            del binding
             session.lane = lane = Lane(reach)
             events = self.gateway.hub.stream(
                 actor,

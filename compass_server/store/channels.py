@@ -232,10 +232,13 @@ class Channels:
     async def participation(self, actor: Actor) -> Participation:
         """The actor's chain and the channels it takes part in, as of now."""
         async with self.db.tx(actor) as conn:
-            row = await (
-                await conn.execute(CHANNELS["chain"], {"actor": actor.account_id})
-            ).fetchone()
-            cur = await conn.execute(CHANNELS["participation"], {"actor": actor.account_id})
-            channels = {r["channel_id"]: r["since"] for r in await cur.fetchall()}
-        chain = tuple(row["chain"]) if row is not None else (actor.account_id,)
-        return Participation(actor.account_id, chain, channels)
+            return await participation_of(conn, actor.account_id)
+
+
+async def participation_of(conn: Conn, account_id: uuid.UUID) -> Participation:
+    """An account's chain and the channels it takes part in, as `conn` sees them."""
+    row = await (await conn.execute(CHANNELS["chain"], {"actor": account_id})).fetchone()
+    cur = await conn.execute(CHANNELS["participation"], {"actor": account_id})
+    channels = {r["channel_id"]: r["since"] for r in await cur.fetchall()}
+    chain = tuple(row["chain"]) if row is not None else (account_id,)
+    return Participation(account_id, chain, channels)

@@ -6,6 +6,7 @@ import datetime
 import uuid
 from collections.abc import Iterable, Mapping
 
+from compass_server.store.channels import participation_of
 from compass_server.store.db import Conn, Database, queries
 from compass_server.store.errors import (
     NotFound,
@@ -51,7 +52,9 @@ class Sessions:
             ).fetchone()
             assert row is not None
             await refresh_presence(conn, agent_id)
-        return SessionBinding(session_id, agent_id, row["acked_event_id"])
+            # One transaction less for each of the thousands of binds of a restart.
+            participation = await participation_of(conn, agent_id)
+        return SessionBinding(session_id, agent_id, row["acked_event_id"], participation)
 
     async def unbind_session(self, server_id: uuid.UUID, session_id: uuid.UUID) -> None:
         """Ends a session this server bound. Server housekeeping, as

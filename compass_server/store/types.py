@@ -575,6 +575,9 @@ class SessionBinding:
     session_id: uuid.UUID
     agent_id: uuid.UUID
     acked_event_id: int
+    # What the agent takes part in as it was bound, read in the same
+    # transaction (its lane starts from it).
+    participation: Participation | None = None
 
 
 # --- webhooks ---------------------------------------------------------------------
