@@ -5,6 +5,7 @@ wakes lanes by (`event_keys`), page by page, with the scan's end reported."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import uuid
 
@@ -108,26 +109,44 @@ async def test_a_lane_read_returns_what_read_events_returns(store: Store) -> Non
 async def heard_by(
     hub: EventHub, actor: Actor, participations: Participations, as_lane: bool
 ) -> list[int]:
-    """What the agent's delivery lane hears from the start of the log, read
-    as a lane (by keys) or as every event looked at, as the relay does it."""
+    """What the agent's delivery lane hears from the start of the log to its
+    head, read as a lane (by keys) or as every event looked at, as the relay
+    does it."""
+    head = await hub.store.last_event_id(actor)
     reach = await Reach.of(participations, actor)
+    passed = asyncio.Event()
+
+    def went(event_id: int) -> None:
+        if event_id >= head:
+            passed.set()
+
     stream = hub.stream(
         actor,
         0,
         hears(actor.account_id, reach),
         actor.account_id,
+        passed=went,
         lane=Lane(reach) if as_lane else None,
     )
     got = []
     try:
-        while True:
-            event = await asyncio.wait_for(anext(stream), 0.5)
+        while not passed.is_set():
+            step = asyncio.ensure_future(anext(stream))
+            at_head = asyncio.ensure_future(passed.wait())
+            done, _ = await asyncio.wait({step, at_head}, timeout=30, return_when="FIRST_COMPLETED")
+            at_head.cancel()
+            if step not in done:
+                step.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await step
+                assert passed.is_set(), "the stream neither heard nor passed the log's head"
+                break
+            event = step.result()
+            went(event.event_id)
             if event.moved is not None:
                 await reach.reload()
                 continue
             got.append(event.event_id)
-    except TimeoutError:
-        pass
     finally:
         await stream.aclose()
     return got

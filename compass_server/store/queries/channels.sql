@@ -57,9 +57,7 @@ SELECT chain FROM accounts WHERE id = %(actor)s
 
 -- name: participation
 -- Every channel the actor takes part in, and since when.
-SELECT channel_id, min(since) AS since FROM compass_participation
-WHERE account_id = %(actor)s
-GROUP BY channel_id
+SELECT channel_id, since FROM compass_participation_of(%(actor)s)
 
 -- name: lock_memberships
 -- Serialises joins of these accounts, in one order so that two never wait
