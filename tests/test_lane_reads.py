@@ -220,3 +220,24 @@ async def test_a_lane_joining_a_channel_while_it_catches_up_hears_that_channel(
     finally:
         await stream.aclose()
         await hub.close()
+
+
+async def test_what_an_account_takes_part_in_is_the_views_rows(store: Store) -> None:
+    """The participation a bind reads (through its indexes) is what the
+    compass_participation view says, for people, root agents and agents
+    moved under others."""
+    w, pairs, _ = await varied_log(store)
+    deep = await w.add_subagent("deep", pairs[0].agent)
+    deeper = await w.add_subagent("deeper", deep)
+    await store.add_channel_member(pairs[2].human, pairs[2].channel.channel_id, deep.account_id)
+    for actor in (w.human, w.agent, pairs[0].agent, pairs[1].human, deep, deeper):
+        read = await store.participation(actor)
+        async with store.db.tx(actor) as conn:
+            cur = await conn.execute(
+                "SELECT channel_id, min(since) AS since FROM compass_participation "
+                "WHERE account_id = %s GROUP BY channel_id",
+                (actor.account_id,),
+            )
+            view = {r["channel_id"]: r["since"] for r in await cur.fetchall()}
+        assert read.channels == view, actor
+        assert view, actor

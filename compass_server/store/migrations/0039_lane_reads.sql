@@ -27,22 +27,37 @@ ALTER TABLE events
   ADD COLUMN keys uuid[] GENERATED ALWAYS AS (compass_event_keys(kind, channel_id, payload)) STORED;
 CREATE INDEX events_keys ON events USING gin (keys);
 
+-- The ids of the events after `after` naming one of lane_keys, oldest
+-- first, in the caller's workspace. Run as the tables' owner: under row
+-- security a condition with an operator that is not leakproof (&& is not)
+-- can't be an index condition, and the keys' index would never be used;
+-- the workspace is the caller's credential's, as row security has it. Planned
+-- at each call, so that a lane near the log's end walks the ids after its
+-- cursor and one far behind reads the keys' index.
+CREATE FUNCTION compass_lane_event_ids(after bigint, lane_keys uuid[], max_rows integer)
+RETURNS SETOF bigint
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
+  SELECT e.id FROM events e
+  WHERE e.workspace_id = compass_credential_workspace()
+    AND e.keys && lane_keys AND e.id > after
+  ORDER BY e.id LIMIT max_rows
+$$;
+REVOKE ALL ON FUNCTION compass_lane_event_ids(bigint, uuid[], integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION compass_lane_event_ids(bigint, uuid[], integer) TO compass_app;
+
 -- The events after `after` naming one of lane_keys, oldest first: at most
 -- max_rows, and no more than max_bytes together (the first always fits).
 -- A last row with no kind says how far the read went: every event up to its
--- id was returned or names none of the keys. Only the keys' index is read
--- (no walk of the log's ids), whatever the planner guesses of the keys.
+-- id was returned or names none of the keys.
 CREATE FUNCTION compass_read_lane_events(
   after bigint, lane_keys uuid[], max_rows integer, max_bytes bigint
 )
 RETURNS TABLE (
   id bigint, kind text, channel_id uuid, payload jsonb, created_at timestamptz, size integer
 )
-LANGUAGE plpgsql STABLE
-SET enable_seqscan = off
-SET enable_indexscan = off
-AS $$
+LANGUAGE plpgsql STABLE AS $$
 DECLARE
+  ids bigint[] := ARRAY(SELECT compass_lane_event_ids(after, lane_keys, max_rows));
   total bigint := 0;
   n integer := 0;
   cut boolean := false;
@@ -50,8 +65,8 @@ DECLARE
 BEGIN
   FOR id, kind, channel_id, payload, created_at IN
     SELECT e.id, e.kind, e.channel_id, e.payload, e.created_at FROM events e
-    WHERE e.workspace_id = compass_workspace() AND e.keys && lane_keys AND e.id > after
-    ORDER BY e.id LIMIT max_rows
+    WHERE e.workspace_id = compass_workspace() AND e.id = ANY (ids)
+    ORDER BY e.id
   LOOP
     size := octet_length(payload::text);
     IF total > 0 AND total + size > max_bytes THEN
@@ -63,7 +78,7 @@ BEGIN
     reached := id;
     RETURN NEXT;
   END LOOP;
-  IF NOT cut AND n < max_rows THEN
+  IF NOT cut AND cardinality(ids) < max_rows THEN
     -- Every match there is was read: the lane has passed the log as this
     -- read sees it.
     SELECT greatest(c.last_event_id, after) INTO reached FROM event_counters c

@@ -1,9 +1,10 @@
--- What an account takes part in, looked up through the members' index
--- whatever the planner's statistics say. Read at every bind and every
--- Subscribe: with statistics taken while channel_members was small (a
--- workspace that grew by thousands of accounts within the minute before
--- autovacuum's next analyze), the view's plan read the whole table for each
--- call, 50-120 ms apiece at 10,000 members, and binds and Subscribe streams
+-- What an account takes part in, read through the members' and the
+-- accounts' indexes. Read at every bind and every Subscribe: the view's plan
+-- found the accounts above the member in its chain by scanning every
+-- account of the workspace (row security keeps a condition on a slice of
+-- the chain, not leakproof, from being an index condition), and with
+-- statistics taken while channel_members was small it read that whole table
+-- too: 20-120 ms a call at 10,000 agents, and binds and Subscribe streams
 -- queued behind it. The same rows as the compass_participation view.
 CREATE FUNCTION compass_participation_of(account uuid)
 RETURNS TABLE (channel_id uuid, since timestamptz)
@@ -12,7 +13,15 @@ SET enable_seqscan = off
 SET enable_hashjoin = off
 SET enable_mergejoin = off
 AS $$
-  SELECT p.channel_id, min(p.since) FROM compass_participation p
-  WHERE p.account_id = account
-  GROUP BY p.channel_id
+  SELECT cm.channel_id, min(greatest(cm.joined_at, above.attached_at))
+  FROM accounts a
+  CROSS JOIN LATERAL unnest(a.chain) WITH ORDINALITY AS c (member_id, n)
+  CROSS JOIN LATERAL (
+    SELECT max(b.attached_at) AS attached_at
+    FROM unnest(a.chain[1:c.n - 1]) AS u (id)
+    JOIN accounts b ON b.id = u.id
+  ) above
+  JOIN channel_members cm ON cm.account_id = c.member_id
+  WHERE a.id = account
+  GROUP BY cm.channel_id
 $$;
