@@ -217,12 +217,19 @@ async def test_a_linked_person_turns_dms_on_and_answers_the_ask_from_its_buttons
     assert answered.questions[0].chosen_option_ids == ("o1",)
     # The ending edits the direct message in place: its buttons go.
     (update,) = await standin.wait("chat.update", where=lambda c: to("UDMADA")(c))
-    async with await psycopg.AsyncConnection.connect(srv.database_url) as conn:
-        cur = await conn.execute(
-            "SELECT slack_channel, ts, ended FROM slack_direct_messages WHERE ask_id = %s",
-            (ask_id,),
-        )
-        assert await cur.fetchall() == [("UDMADA", update.body["ts"], True)]
+    # Marked ended once Slack has answered the edit, just after the stand-in saw it.
+    give_up = asyncio.get_running_loop().time() + 10
+    async with await psycopg.AsyncConnection.connect(srv.database_url, autocommit=True) as conn:
+        while True:
+            cur = await conn.execute(
+                "SELECT slack_channel, ts, ended FROM slack_direct_messages WHERE ask_id = %s",
+                (ask_id,),
+            )
+            rows = await cur.fetchall()
+            if rows == [("UDMADA", update.body["ts"], True)]:
+                break
+            assert asyncio.get_running_loop().time() < give_up, rows
+            await asyncio.sleep(0.05)
     ended = checked_message(update.body)
     assert buttons(ended) == []
     assert "Answered by ada" in json.dumps(ended)

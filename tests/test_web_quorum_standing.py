@@ -7,6 +7,7 @@ Standing answers list shows it, and revoking it leaves the next ask open."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
 from pathlib import Path
@@ -149,3 +150,26 @@ async def test_a_standing_answer_made_on_the_page_answers_the_next_ask_until_rev
     await expect(
         ask_block(page, third).get_by_role("button", name="Submit answers")
     ).to_be_visible()
+
+
+async def test_an_agents_ask_drawn_before_presence_came_offers_a_standing_answer(
+    page: Any, api_world: World
+) -> None:
+    """The page draws the messages it has as they come: an ask drawn before
+    the workspace's presence said its author is an agent gains the option
+    when it does."""
+    world = api_world
+    ask_id = await post(world, design_ask())
+
+    async def late(route: Any) -> None:
+        await asyncio.sleep(1.5)
+        await route.continue_()
+
+    await page.route("**/compass.v1.CommsService/GetPresence", late)
+    await sign_in(page, world.tokens[world.human.account_id])
+    form = ask_block(page, ask_id)
+    await expect(form).to_be_visible()
+    option = form.get_by_label("Answer scout's asks like this the same way from now on")
+    await expect(option).to_be_visible()
+    await option.check()
+    await expect(form.get_by_label("for", exact=True)).to_be_visible()

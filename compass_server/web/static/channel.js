@@ -104,8 +104,11 @@ export class ChannelView {
       for (const block of change.message.blocks ?? []) {
         if (block.askAnswer) this.refreshMessage(block.askAnswer.askMessageId);
       }
-    } else if (change.kind === "presence") this.renderHeader();
-    else if (change.kind === "handles") {
+    } else if (change.kind === "presence") {
+      this.renderHeader();
+      // Asks drawn before their author was known as an agent gain what an agent's ask offers.
+      if (!change.accountId || change.newAgent) this.refreshAsksBy(change.accountId);
+    } else if (change.kind === "handles") {
       this.renderHeader();
       this.renameAuthors();
     }
@@ -195,6 +198,15 @@ export class ChannelView {
     const next = ordered[index + 1] && this.elementOf(ordered[index + 1].messageId);
     this.list.insertBefore(this.renderMessage(message), next ?? null);
     if (atBottom) this.scrollToBottom();
+  }
+
+  /** Draws again the messages with an ask by this author (any author when none is named). */
+  refreshAsksBy(authorId) {
+    for (const el of this.list.querySelectorAll(".message")) {
+      const message = this.model.findMessage(el.dataset.messageId);
+      if (!message || (authorId && message.authorAccountId !== authorId)) continue;
+      if ((message.blocks ?? []).some((b) => b.ask)) this.refreshMessage(message.messageId);
+    }
   }
 
   refreshMessage(messageId) {

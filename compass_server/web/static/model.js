@@ -151,8 +151,9 @@ export class Model {
   }
 
   updatePresence(p) {
+    const known = this.presence.has(p.accountId);
     this.presence.set(p.accountId, toPresence(p));
-    this.emit({ kind: "presence", accountId: p.accountId });
+    this.emit({ kind: "presence", accountId: p.accountId, newAgent: !known });
   }
 
   isAgent(accountId) {
