@@ -3,6 +3,7 @@
 import { renderAsk } from "./ask.js";
 import { formatTime, h, replaceChildren } from "./dom.js";
 import { renderAskAnswer } from "./ended.js";
+import { isClosed } from "./model.js";
 import { presenceBadge } from "./presence.js";
 import { describe } from "./rpc.js";
 
@@ -200,12 +201,16 @@ export class ChannelView {
     if (atBottom) this.scrollToBottom();
   }
 
-  /** Draws again the messages with an ask by this author (any author when none is named). */
+  /** Draws again the messages with an open ask by this author (any author when none is
+   * named); not one holding the focus, which drawing it again would take away. */
   refreshAsksBy(authorId) {
     for (const el of this.list.querySelectorAll(".message")) {
       const message = this.model.findMessage(el.dataset.messageId);
       if (!message || (authorId && message.authorAccountId !== authorId)) continue;
-      if ((message.blocks ?? []).some((b) => b.ask)) this.refreshMessage(message.messageId);
+      if (el.contains(document.activeElement)) continue;
+      if ((message.blocks ?? []).some((b) => b.ask && !isClosed(b.ask))) {
+        this.refreshMessage(message.messageId);
+      }
     }
   }
 
