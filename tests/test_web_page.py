@@ -279,6 +279,39 @@ async def test_an_answered_ask_is_read_only(page: Any, api_world: World) -> None
     await expect(presence_badge(page, world.agent.account_id)).to_have_text("offline")
 
 
+async def test_the_focus_stays_where_it_was_when_an_ask_is_drawn_again(
+    page: Any, api_world: World
+) -> None:
+    """An ask's history arrives after the person went to the ask: drawing
+    it again keeps the focus on the same control."""
+    world = api_world
+    _, ask_id = await post_ask(world)
+    await world.post_text(world.agent, "meanwhile")
+    await world.store.answer_ask(world.human, ask_id, [Answer("db", ("pg",)), Answer("langs")])
+    held: list[Any] = []
+    released = asyncio.Event()
+
+    async def late(route: Any) -> None:
+        held.append(route)
+        await released.wait()
+        await route.continue_()
+
+    await page.route("**/compass.v1.CommsService/GetAskHistory", late)
+    await sign_in(page, world.tokens[world.human.account_id])
+    form = ask_block(page, ask_id)
+    answer = page.locator(f'.block-ask-answer[data-ask-id="{ask_id}"]')
+    await answer.get_by_role("button", name="Go to the ask").click()
+    toggle = form.get_by_role("button", name="Show the questions")
+    await expect(toggle).to_be_focused()
+    assert held, "the page asked for the ask's history"
+    drawn = page.locator(".message", has=form)
+    await drawn.evaluate("el => { el.dataset.before = 'yes'; }")
+    released.set()
+    # Drawn again with its history: a new element, the focus on its toggle.
+    await expect(drawn).not_to_have_attribute("data-before", "yes")
+    await expect(toggle).to_be_focused()
+
+
 async def test_an_answer_far_from_its_ask_carries_the_answers(page: Any, api_world: World) -> None:
     world = api_world
     _, ask_id = await post_ask(world)

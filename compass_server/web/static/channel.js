@@ -217,7 +217,12 @@ export class ChannelView {
   refreshMessage(messageId) {
     const current = this.elementOf(messageId);
     const message = this.model.findMessage(messageId);
-    if (current && message) current.replaceWith(this.renderMessage(message));
+    if (!current || !message) return;
+    // Drawn again (its history came, an update): the focus goes back to the same control.
+    const focused = current.contains(document.activeElement) ? selectorOf(document.activeElement) : null;
+    const next = this.renderMessage(message);
+    current.replaceWith(next);
+    if (focused) next.querySelector(focused)?.focus({ preventScroll: true });
   }
 
   elementOf(messageId) {
@@ -299,4 +304,11 @@ export class ChannelView {
     // Again once laid out, for what the frame still changes.
     requestAnimationFrame(() => (s.scrollTop = s.scrollHeight));
   }
+}
+
+/** A selector finding the same control in a message drawn again: its id, else its kind and classes. */
+function selectorOf(el) {
+  if (el.id) return `#${CSS.escape(el.id)}`;
+  const classes = [...el.classList].map((c) => `.${CSS.escape(c)}`).join("");
+  return `${el.tagName.toLowerCase()}${classes}`;
 }
