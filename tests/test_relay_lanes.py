@@ -28,6 +28,16 @@ async def caught_up(port: int) -> None:
     raise AssertionError("the lanes did not catch up")
 
 
+async def busy_elsewhere(w: World, other: World, port: int) -> int:
+    """A busy channel the agent is not in, while its lane waits: the log's
+    head once the server's lanes have passed it."""
+    for i in range(30):
+        await w.store.append_message(other.human, other.channel.channel_id, [TextBlock(f"x{i}")])
+    head = await w.store.last_event_id(w.human)
+    await caught_up(port)
+    return head
+
+
 async def test_an_event_wakes_only_the_lanes_that_hear_it_and_each_once(
     server: Any, api_world: World
 ) -> None:
@@ -111,13 +121,7 @@ async def test_a_lane_waiting_when_its_stream_ends_resumes_past_what_it_passed(
     token = await runner_for(w)
     async with relay(server.grpc_port, token) as r:
         await r.bound("s1", w.agent)
-        # A busy channel the agent is not in, while its lane waits.
-        for i in range(30):
-            await w.store.append_message(
-                other.human, other.channel.channel_id, [TextBlock(f"x{i}")]
-            )
-        head = await w.store.last_event_id(w.human)
-        await caught_up(server.http_port)
+        head = await busy_elsewhere(w, other, server.http_port)
         await r.no_delivery("s1")
     # The stream ended with the lane waiting (a stop, a dropped runner): bound
     # again, it does not read those events again.
@@ -141,12 +145,7 @@ async def test_a_server_stopping_with_lanes_waiting_saves_where_they_were(
         r = RelayClient.grpc(first.grpc_port, token)
         try:
             await r.bound("s1", w.agent)
-            for i in range(30):
-                await w.store.append_message(
-                    other.human, other.channel.channel_id, [TextBlock(f"x{i}")]
-                )
-            head = await w.store.last_event_id(w.human)
-            await caught_up(first.http_port)
+            head = await busy_elsewhere(w, other, first.http_port)
             await first.stop(1.0)
             ended = await asyncio.wait_for(r.ended, 10)
             assert ended.code == "unavailable", ended

@@ -63,7 +63,9 @@ def event_keys(event: Event) -> list[uuid.UUID]:
     its channel, the agent whose inbox it changes, the author of an updated
     message (an ask's ending reaches its author), the agent it moves, and
     the members of a channel it changes (a lane follows its chain into
-    channels it joins)."""
+    channels it joins). compass_event_keys (migration 0039) keeps the same
+    keys with each event for lanes' reads; tests/test_lane_reads.py holds
+    the two to each other for every kind of event."""
     keys = []
     if event.channel_id is not None:
         keys.append(event.channel_id)

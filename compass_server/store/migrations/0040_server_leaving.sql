@@ -28,6 +28,19 @@ $$;
 REVOKE ALL ON FUNCTION compass_end_server_sessions(uuid) FROM PUBLIC, compass_app;
 GRANT EXECUTE ON FUNCTION compass_end_server_sessions(uuid) TO compass_maintenance;
 
+-- The reaper ends a silent server's sessions the same way, one server at a time.
+CREATE OR REPLACE FUNCTION compass_reap_stale_sessions(stale interval)
+RETURNS TABLE (workspace_id uuid, agent_id uuid)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public AS $$
+DECLARE
+  dead uuid;
+BEGIN
+  FOR dead IN DELETE FROM servers WHERE heartbeat_at < now() - stale RETURNING id LOOP
+    RETURN QUERY SELECT * FROM compass_end_server_sessions(dead);
+  END LOOP;
+END
+$$;
+
 -- Delivery cursors saved together by a stopping server, across workspaces:
 -- each only moves forward.
 CREATE FUNCTION compass_save_cursors(agent_ids uuid[], event_ids bigint[])
