@@ -35,6 +35,7 @@ from compass_server.inbox import rules
 from compass_server.receipts import RECEIPT_CACHE_BYTES
 from compass_server.relay.gateway import (
     ACK_TIMEOUT_SECONDS,
+    BINDS_AT_ONCE,
     CALL_BYTES,
     OUTBOX_BYTES,
     SESSIONS_PER_STREAM,
@@ -573,6 +574,14 @@ class Settings:
     )
     relay_sessions_per_stream: int = _s(
         SESSIONS_PER_STREAM, "limits", Count(), "sessions bound on one relay stream"
+    )
+    relay_binds_at_once: int = _s(
+        BINDS_AT_ONCE,
+        "limits",
+        Count(),
+        "sessions being bound in the database at once by all relay streams (at most half of "
+        "database.pool_size); the rest wait, so a reconnecting crowd never takes every pooled "
+        "connection from the other calls",
     )
     relay_window: int = _s(WINDOW, "limits", Count(), "deliveries a session has unacked")
     relay_outbox_bytes: int = _s(

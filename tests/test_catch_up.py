@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import pathlib
 
+import psycopg
 import pytest
 
 from compass.v1 import comms_pb2 as pb
@@ -48,3 +49,47 @@ async def test_thirty_lanes_catching_up_through_one_read_at_a_time_all_arrive(
 
         heard = await asyncio.gather(*(lane(i) for i in range(30)))
     assert heard == [[f"{i}-{j}" for j in range(8)] for i in range(30)]
+
+
+async def test_binds_held_up_in_the_database_leave_the_other_calls_their_connections(
+    database_url: str, tmp_path: pathlib.Path, world: World
+) -> None:
+    """Runners reconnecting together whose binds the database holds up (here
+    a lock on their agents' rows) take at most `relay_binds_at_once` of the
+    pool: a write from a session already bound still gets a connection, and
+    every held-up bind completes once the database lets it."""
+    writer = await world.add_pair()
+    pairs = [await world.add_pair() for _ in range(8)]
+    async with running_server(database_url, tmp_path, relay_binds_at_once=2, pool_size=6) as srv:
+        tokens = [await runner_for(pair, pair.agent) for pair in pairs]
+        async with relay(srv.grpc_port, await runner_for(writer, writer.agent)) as w:
+            await w.bound("s", writer.agent)
+            async with await psycopg.AsyncConnection.connect(database_url) as held:
+                await held.execute(
+                    "SELECT 1 FROM accounts WHERE id = ANY(%s) FOR UPDATE",
+                    ([p.agent.account_id for p in pairs],),
+                )
+
+                async def bind(i: int) -> str:
+                    async with relay(srv.grpc_port, tokens[i]) as r:
+                        return (await r.bound("s", pairs[i].agent)).agent_account_id
+
+                binding = [asyncio.ensure_future(bind(i)) for i in range(len(pairs))]
+                await asyncio.sleep(1.0)
+                assert not any(b.done() for b in binding)
+                posted = await asyncio.wait_for(
+                    w.ok(
+                        "s",
+                        "post_message",
+                        pb.PostMessageRequest(
+                            channel_id=str(writer.channel.channel_id),
+                            blocks=[pb.MessageBlock(text=pb.TextBlock(text="still writing"))],
+                        ),
+                    ),
+                    10,
+                )
+                assert posted.message.message_id
+                assert not any(b.done() for b in binding)
+                await held.rollback()
+            bound = await asyncio.wait_for(asyncio.gather(*binding), 60)
+    assert bound == [str(p.agent.account_id) for p in pairs]

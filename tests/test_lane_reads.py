@@ -106,6 +106,31 @@ async def test_a_lane_read_returns_what_read_events_returns(store: Store) -> Non
         assert e.size == by_id[e.event_id].size
 
 
+async def test_lanes_asked_together_are_told_which_have_events_naming_them(
+    store: Store,
+) -> None:
+    w, _, log = await varied_log(store)
+    head = await store.last_event_id(w.human)
+    rng = random.Random(11)
+    every_key = sorted({k for e in log for k in event_keys(e)})
+    ids = [e.event_id for e in log]
+    lanes: list[tuple[int, set[uuid.UUID]]] = []
+    for _ in range(250):
+        keys = set(rng.sample(every_key, rng.randint(0, 4)))
+        if rng.random() < 0.2:
+            keys.add(uuid.uuid4())
+        lanes.append((rng.choice([0, *ids]), keys))
+    found, seen_head = await store.lanes_with_events(w.human, lanes)
+    assert seen_head == head
+    want = {
+        i
+        for i, (after, keys) in enumerate(lanes)
+        if any(e.event_id > after and keys & set(event_keys(e)) for e in log)
+    }
+    assert found == want
+    assert 0 < len(want) < len(lanes)
+
+
 async def heard_by(
     hub: EventHub, actor: Actor, participations: Participations, as_lane: bool
 ) -> list[int]:
@@ -180,6 +205,25 @@ async def test_a_lane_behind_hears_by_keys_what_it_heard_looking_at_every_event(
         keyed = await heard_by(hub, actor, participations, as_lane=True)
         assert keyed == looked, actor
         assert looked
+    await hub.close()
+
+
+async def test_lanes_catching_up_together_hear_what_each_heard_looking_at_every_event(
+    store: Store, database_url: str
+) -> None:
+    """Lanes far behind at once (a restart) ask together whether anything
+    names them; each still hears what it heard looking at every event."""
+    w, pairs, _ = await varied_log(store)
+    more = [await w.add_pair() for _ in range(6)]
+    for i, p in enumerate(more[:3]):
+        await store.append_message(p.human, p.channel.channel_id, [TextBlock(f"late {i}")])
+    actors = [p.agent for p in pairs + more] + [w.agent]
+    hub = EventHub(store, database_url, window_bytes=1, page_bytes=1 << 20)
+    participations = Participations(store)
+    looked = [await heard_by(hub, a, participations, as_lane=False) for a in actors]
+    keyed = await asyncio.gather(*(heard_by(hub, a, participations, as_lane=True) for a in actors))
+    assert keyed == looked
+    assert all(looked[: len(pairs)]) and all(looked[len(pairs) : len(pairs) + 3])
     await hub.close()
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -54,6 +55,8 @@ REPLAY_BYTES_PER_TOKEN = 8 << 20
 # process: when thousands of lanes catch up together (a restart), the rest
 # wait here rather than take every pooled connection from the writes.
 REPLAY_READS = 8
+# Lanes asked about in one read of the log.
+PROBE_BATCH = 200
 # A missed NOTIFY (a dropped listener) is caught up by this re-check.
 RECHECK_SECONDS = 5.0
 
@@ -242,6 +245,10 @@ class Feed:
         # Told each time a waiting stream is woken.
         self.on_wake: Callable[[], None] | None = None
         self._recheck: asyncio.Task[None] | None = None
+        # Lanes behind the window asking whether anything names them, and the
+        # read asking for them.
+        self._probes: list[tuple[int, tuple[uuid.UUID, ...], asyncio.Future[tuple[bool, int]]]] = []
+        self._probing: asyncio.Task[None] | None = None
 
     @property
     def wanted(self) -> int:
@@ -296,6 +303,38 @@ class Feed:
             pass  # no subscriber's token signs in: their streams are ending
         except Exception:
             log.exception("loading events of workspace %s", self.workspace_id)
+
+    async def probe(self, after: int, keys: Iterable[uuid.UUID]) -> tuple[bool, int]:
+        """Whether an event after `after` names one of `keys`, and the head
+        the answer holds up to; asked in one read with every other lane
+        asking meanwhile (a restart rebinds thousands at once)."""
+        done: asyncio.Future[tuple[bool, int]] = asyncio.get_running_loop().create_future()
+        self._probes.append((after, tuple(keys), done))
+        if self._probing is None or self._probing.done():
+            self._probing = asyncio.get_running_loop().create_task(self._run_probes())
+        return await done
+
+    async def _run_probes(self) -> None:
+        while self._probes:
+            batch, self._probes = self._probes[:PROBE_BATCH], self._probes[PROBE_BATCH:]
+            asked = [(after, keys) for after, keys, done in batch if not done.done()]
+            waiting = [done for _, _, done in batch if not done.done()]
+            if not waiting:
+                continue
+            try:
+                hits, head = await self.read(
+                    functools.partial(self.store.lanes_with_events, lanes=asked)
+                )
+            except BaseException as exc:
+                for done in waiting:
+                    if not done.done():
+                        done.set_exception(exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    raise
+                continue
+            for i, done in enumerate(waiting):
+                if not done.done():
+                    done.set_result((i in hits, head))
 
     def _wake(self) -> None:
         self._changed.set()
@@ -621,6 +660,7 @@ class EventHub:
         self.readers.add(reader)
         try:
             cursor = after
+            probed = False
             while True:
                 reader.cursor = cursor
                 event = feed.event(cursor + 1)
@@ -641,12 +681,24 @@ class EventHub:
                         await feed.wait_beyond(cursor)
                         continue
                     skipped_to = await feed.wait_for_lane(reader, cursor)
+                    probed = False
                     if skipped_to > cursor:
                         cursor = skipped_to
                         if passed is not None:
                             passed(cursor)
                     continue
-                # Further behind than the window: a page of the log.
+                # Further behind than the window: a lane first asks (with the
+                # others asking) whether anything there names it at all.
+                if lane is not None and not probed:
+                    probed = True
+                    version = lane.interest.version
+                    found, head = await feed.probe(cursor, lane.interest.keys())
+                    if not found and head > cursor and lane.interest.version == version:
+                        cursor = reader.cursor = head
+                        if passed is not None:
+                            passed(cursor)
+                    continue
+                # A page of the log.
                 limit = BATCH if room is None else max(1, min(BATCH, room()))
                 held = self.page_bytes
                 await self.replay.take(owner, held)

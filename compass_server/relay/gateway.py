@@ -65,6 +65,9 @@ CALL_BYTES = 16 << 20
 # Sessions one stream may bind, and streams one runner may open (per process).
 SESSIONS_PER_STREAM = 100
 STREAMS_PER_RUNNER = 8
+# Binds in the database at once, by all streams of a process: thousands of
+# sessions binding together (a restart) leave the other calls their connections.
+BINDS_AT_ONCE = 8
 # A session whose window stays full this long with no ack is ended.
 ACK_TIMEOUT_SECONDS = 120.0
 # A delivery frame's bytes besides its event's payload.
@@ -642,10 +645,12 @@ class AgentGateway:
         sessions_per_stream: int = SESSIONS_PER_STREAM,
         streams_per_runner: int = STREAMS_PER_RUNNER,
         ack_timeout: float = ACK_TIMEOUT_SECONDS,
+        binds_at_once: int = BINDS_AT_ONCE,
         tracer: trace.Tracer | None = None,
         receipts: Receipts | None = None,
     ) -> None:
         self.store = store
+        self._binds = asyncio.Semaphore(binds_at_once)
         # Deliveries of endings carry their receipts (empty without keys).
         self.receipts = receipts or Receipts(None, "")
         # Deliveries about asks are traced when set.
@@ -692,15 +697,16 @@ class AgentGateway:
             await self.finish(stream.unbind_all())
 
     async def bind(self, runner: RunnerPrincipal, agent_id: uuid.UUID) -> SessionBinding:
-        task = asyncio.get_running_loop().create_task(
-            self.store.bind_session(runner, agent_id, self.server_id)
-        )
-        try:
-            return await asyncio.shield(task)
-        except asyncio.CancelledError:
-            # The stream went away mid-bind: a committed binding must not outlive it.
-            task.add_done_callback(self._undo_bind)
-            raise
+        async with self._binds:
+            task = asyncio.get_running_loop().create_task(
+                self.store.bind_session(runner, agent_id, self.server_id)
+            )
+            try:
+                return await asyncio.shield(task)
+            except asyncio.CancelledError:
+                # The stream went away mid-bind: a committed binding must not outlive it.
+                task.add_done_callback(self._undo_bind)
+                raise
 
     def _undo_bind(self, task: asyncio.Task[SessionBinding]) -> None:
         if not task.cancelled() and task.exception() is None:

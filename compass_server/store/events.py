@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from psycopg.types.json import Jsonb
@@ -247,6 +247,29 @@ class EventLog:
             )
             rows = await cur.fetchall()
         return [event_from_row(r) for r in rows[:-1]], int(rows[-1]["id"])
+
+    async def lanes_with_events(
+        self, scope: Scope, lanes: Sequence[tuple[int, Iterable[uuid.UUID]]]
+    ) -> tuple[set[int], int]:
+        """For lanes given as (cursor, keys): the indexes of those that have an
+        event after their cursor naming one of their keys, and the log's head
+        as the same read saw it (the others have passed every event up to it)."""
+        afters: list[int] = []
+        indexes: list[int] = []
+        keys: list[uuid.UUID] = []
+        for i, (after, lane_keys) in enumerate(lanes, 1):
+            afters.append(after)
+            for key in lane_keys:
+                indexes.append(i)
+                keys.append(key)
+        await self.db.sequencer.flush(scope.workspace_id)
+        async with self.db.tx(scope) as conn:
+            cur = await conn.execute(
+                EVENTS["lanes_with_events"], {"afters": afters, "lanes": indexes, "keys": keys}
+            )
+            rows = await cur.fetchall()
+        head = next((int(r["head"] or 0) for r in rows if r["lane"] == 0), 0)
+        return {int(r["lane"]) - 1 for r in rows if r["lane"] != 0}, head
 
     async def last_event_id(self, scope: Scope) -> int:
         await self.db.sequencer.flush(scope.workspace_id)

@@ -11,3 +11,7 @@ SELECT last_event_id FROM event_counters WHERE workspace_id = compass_workspace(
 -- name: read_lane_events
 SELECT id, kind, channel_id, payload, created_at, size
 FROM compass_read_lane_events(%(after)s, %(keys)s::uuid[], %(limit)s, %(max_bytes)s)
+
+-- name: lanes_with_events
+SELECT lane, head
+FROM compass_lanes_with_events(%(afters)s::bigint[], %(lanes)s::integer[], %(keys)s::uuid[])

@@ -1,0 +1,31 @@
+-- Many lanes behind the log at once (a restart binds every session, each
+-- from its saved cursor) ask together whether anything after their cursors
+-- names them: one statement for a batch of lanes, where each lane's own read
+-- was a transaction of its own. Most lanes have nothing and move to the head;
+-- only those with a match read their events.
+--
+-- Lane i (1-based) is after afters[i] and hears the keys paired with i in
+-- (lanes, lane_keys). Returns a row per lane with a match, and one row with
+-- lane 0 and the log's head as this statement sees it: a lane without a
+-- match has passed every event up to it. Run as the tables' owner for the
+-- keys' index, in the caller's credential's workspace (as
+-- compass_lane_event_ids).
+CREATE FUNCTION compass_lanes_with_events(afters bigint[], lanes integer[], lane_keys uuid[])
+RETURNS TABLE (lane integer, head bigint)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public
+SET enable_indexscan = off
+SET enable_seqscan = off
+AS $$
+  SELECT DISTINCT x.lane, NULL::bigint
+  FROM unnest(lanes, lane_keys) AS x (lane, key)
+  WHERE EXISTS (
+    SELECT 1 FROM events e
+    WHERE e.workspace_id = compass_credential_workspace()
+      AND e.keys && ARRAY[x.key] AND e.id > afters[x.lane]
+  )
+  UNION ALL
+  SELECT 0, c.last_event_id FROM event_counters c
+  WHERE c.workspace_id = compass_credential_workspace()
+$$;
+REVOKE ALL ON FUNCTION compass_lanes_with_events(bigint[], integer[], uuid[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION compass_lanes_with_events(bigint[], integer[], uuid[]) TO compass_app;
