@@ -387,6 +387,7 @@ async def answer_at_rate(
     rate: float,
     *,
     retry: bool = False,
+    committed_at: dict[str, float] | None = None,
 ) -> tuple[list[float], list[float], int]:
     """Answers each (ask_id, person's token) at `rate` a second; the
     latencies send → lane and committed → lane, and the answers that failed."""
@@ -419,6 +420,8 @@ async def answer_at_rate(
                 failed += 1
                 return
         committed = time.perf_counter()
+        if committed_at is not None:
+            committed_at[ask_id] = committed
         at = await asyncio.wait_for(heard, 120)
         sent_to_lane.append(at - sent)
         commit_to_lane.append(max(0.0, at - committed))
@@ -562,8 +565,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 down = time.perf_counter()
                 start_s = await server.start()
                 log(f"server stopped in {down - t0:.1f} s, started again in {start_s:.1f} s")
+                committed_at: dict[str, float] = {}
                 answering = asyncio.ensure_future(
-                    answer_at_rate(server, lanes, asks[:k], args.rate, retry=True)
+                    answer_at_rate(
+                        server, lanes, asks[:k], args.rate, retry=True, committed_at=committed_at
+                    )
                 )
                 await asyncio.wait_for(asyncio.gather(*(s.all_bound.wait() for s in streams)), 600)
                 bound_at = time.perf_counter()
@@ -579,6 +585,22 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     "recovered_after_exit_s": done_at - down,
                     "send_to_lane": _ms(sent),
                 }
+                # Where an answer given meanwhile waited: for its call, for its
+                # agent's rebind, or after both, for its lane's first read.
+                answered = [(a, lanes.ask_of[a]) for a, _ in asks[:k] if a in committed_at]
+                results["restart"]["answer_committed_after_exit"] = _ms(
+                    [committed_at[a] - down for a, _ in answered]
+                )
+                results["restart"]["its_agent_bound_after_exit"] = _ms(
+                    [lanes.bound[g] - down for _, g in answered if g in lanes.bound]
+                )
+                results["restart"]["heard_after_both"] = _ms(
+                    [
+                        max(0.0, lanes.heard[a] - max(committed_at[a], lanes.bound[g]))
+                        for a, g in answered
+                        if a in lanes.heard and g in lanes.bound
+                    ]
+                )
                 log(f"restart: {json.dumps(results['restart'])}")
             # After a restart, deliveries whose acks the old server never stored come again.
             results["deliveries_twice_on_a_lane"] = lanes.twice

@@ -21,9 +21,12 @@ from tests.test_inbox_store import yes_no
 from tests.world import World
 
 
-async def varied_log(store: Store) -> tuple[World, list[World], list[Event]]:
+async def varied_log(
+    store: Store, w: World | None = None
+) -> tuple[World, list[World], list[Event]]:
     """A workspace whose log holds every kind of event, and all of it."""
-    w = await World.create(store)
+    if w is None:
+        w = await World.create(store)
     pairs = [await w.add_pair() for _ in range(3)]
     sub = await w.add_subagent("helper", w.agent)
     inbox = InboxStore(store.db)
@@ -132,7 +135,7 @@ async def test_lanes_asked_together_are_told_which_have_events_naming_them(
 
 
 async def heard_by(
-    hub: EventHub, actor: Actor, participations: Participations, as_lane: bool
+    hub: EventHub, actor: Actor, participations: Participations, as_lane: bool, after: int = 0
 ) -> list[int]:
     """What the agent's delivery lane hears from the start of the log to its
     head, read as a lane (by keys) or as every event looked at, as the relay
@@ -147,7 +150,7 @@ async def heard_by(
 
     stream = hub.stream(
         actor,
-        0,
+        after,
         hears(actor.account_id, reach),
         actor.account_id,
         passed=went,
@@ -224,6 +227,41 @@ async def test_lanes_catching_up_together_hear_what_each_heard_looking_at_every_
     keyed = await asyncio.gather(*(heard_by(hub, a, participations, as_lane=True) for a in actors))
     assert keyed == looked
     assert all(looked[: len(pairs)]) and all(looked[len(pairs) : len(pairs) + 3])
+    await hub.close()
+
+
+async def test_a_lane_inside_the_window_hears_what_it_heard_looking_at_every_event(
+    store: Store, database_url: str
+) -> None:
+    """Events loaded into the feed's window while lanes are behind them: a
+    lane goes from one event naming it to the next, and hears what it heard
+    looking at every event."""
+    w = await World.create(store)
+    hub = EventHub(store, database_url)
+    await hub.start()
+    start = await store.last_event_id(w.human)
+    holder = hub.stream(w.human, start, lambda e: True, w.human.account_id)
+    first = asyncio.ensure_future(anext(holder))
+    await asyncio.sleep(0.2)  # the feed exists; what follows loads into its window
+    _, pairs, _ = await varied_log(store, w)
+    helper = await w.add_subagent("scribe", pairs[0].agent)
+    await w.reparent(helper, pairs[2].agent)
+    for i in range(30):
+        p = pairs[i % 3]
+        await store.append_message(p.human, p.channel.channel_id, [TextBlock(f"m{i}")])
+    head = await store.last_event_id(w.human)
+    await first
+    while (await asyncio.wait_for(anext(holder), 10)).event_id < head:
+        pass
+    feed = hub.feeds[w.human.workspace_id]
+    assert feed.window[0].event_id <= start + 1 and feed.head == head
+    participations = Participations(store)
+    for actor in (pairs[0].agent, helper, pairs[1].agent, pairs[2].agent, w.agent):
+        looked = await heard_by(hub, actor, participations, as_lane=False, after=start)
+        keyed = await heard_by(hub, actor, participations, as_lane=True, after=start)
+        assert keyed == looked, actor
+        assert looked
+    await holder.aclose()
     await hub.close()
 
 

@@ -19,6 +19,7 @@ re-check per feed, not per stream, catches a missed notification.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import collections
 import contextlib
 import functools
@@ -57,6 +58,9 @@ REPLAY_BYTES_PER_TOKEN = 8 << 20
 REPLAY_READS = 8
 # Lanes asked about in one read of the log.
 PROBE_BATCH = 200
+# A lane with more keys than this steps through the window event by event
+# rather than looking each key up.
+JUMP_KEYS = 64
 # A missed NOTIFY (a dropped listener) is caught up by this re-check.
 RECHECK_SECONDS = 5.0
 
@@ -213,6 +217,30 @@ class _Turn:
         self.granted = granted
 
 
+class _Ids:
+    """Ascending event ids, taken from the front as the window lets events go."""
+
+    __slots__ = ("ids", "start")
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.start = 0
+
+    def after(self, event_id: int) -> int | None:
+        i = bisect.bisect_right(self.ids, event_id, self.start)
+        return self.ids[i] if i < len(self.ids) else None
+
+    def drop_first(self) -> bool:
+        """Lets the first id go; True when none is left."""
+        self.start += 1
+        if self.start >= len(self.ids):
+            return True
+        if self.start > 64 and self.start * 2 > len(self.ids):
+            del self.ids[: self.start]
+            self.start = 0
+        return False
+
+
 class Feed:
     """The recent events of one workspace, loaded once for all its subscribers."""
 
@@ -231,6 +259,10 @@ class Feed:
         self._stale: set[Scope] = set()
         self.head = head
         self.window: collections.deque[Event] = collections.deque()
+        # The window's event ids by the keys that name them (event_keys):
+        # a lane catching up inside the window goes from one of its own to
+        # the next, not through everyone's in between.
+        self._named: dict[uuid.UUID, _Ids] = {}
         self.window_bytes = 0
         self.max_window_bytes = window_bytes
         self.page_bytes = page_bytes
@@ -289,13 +321,23 @@ class Feed:
                 )
                 if not batch:
                     break
+                named = self._named
                 for event in batch:
                     self.window.append(event)
                     self.window_bytes += event.size
+                    for key in set(event_keys(event)):
+                        ids = named.get(key)
+                        if ids is None:
+                            ids = named[key] = _Ids()
+                        ids.ids.append(event.event_id)
                 while len(self.window) > WINDOW or (
                     self.window_bytes > self.max_window_bytes and len(self.window) > 1
                 ):
-                    self.window_bytes -= self.window.popleft().size
+                    gone = self.window.popleft()
+                    self.window_bytes -= gone.size
+                    for key in set(event_keys(gone)):
+                        if named[key].drop_first():
+                            del named[key]
                 self.head = batch[-1].event_id
                 self._wake()
                 self._dispatch(batch)
@@ -431,6 +473,19 @@ class Feed:
         for reader in self._lanes:
             if reader.waiter is not None and not reader.waiter.done():
                 reader.waiter.set_result(None)
+
+    def next_naming(self, keys: Iterable[uuid.UUID], cursor: int) -> int | None:
+        """For a cursor inside the window (`event(cursor + 1)` is there): the
+        id of the first event after it naming one of `keys`, None when no
+        event up to the head does."""
+        first: int | None = None
+        for key in keys:
+            ids = self._named.get(key)
+            if ids is not None:
+                found = ids.after(cursor)
+                if found is not None and (first is None or found < first):
+                    first = found
+        return first
 
     def event(self, event_id: int) -> Event | None:
         """The event with this id if the window holds it (ids have no gaps)."""
@@ -661,9 +716,25 @@ class EventHub:
         try:
             cursor = after
             probed = False
+            keys: frozenset[uuid.UUID] = frozenset()
+            keys_version = -1
             while True:
                 reader.cursor = cursor
                 event = feed.event(cursor + 1)
+                if event is not None and lane is not None:
+                    if keys_version != lane.interest.version:
+                        keys_version = lane.interest.version
+                        keys = frozenset(lane.interest.keys())
+                if event is not None and lane is not None and len(keys) <= JUMP_KEYS:
+                    # Inside the window a lane goes straight to the next event
+                    # naming it; those in between are none of its.
+                    named = feed.next_naming(keys, cursor)
+                    skip_to = feed.head if named is None else named - 1
+                    if skip_to > cursor:
+                        cursor = reader.cursor = skip_to
+                        if passed is not None:
+                            passed(cursor)
+                        event = None if named is None else feed.event(named)
                 if event is not None:
                     cursor = event.event_id
                     if visible(event):
