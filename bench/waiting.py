@@ -442,6 +442,7 @@ async def answer_at_rate(
 def _ms(values: list[float]) -> str:
     if not values:
         return "none"
+    values = sorted(values)
     return (
         f"p50 {percentile_ms(values, 50):.1f} ms, p99 {percentile_ms(values, 99):.1f} ms, "
         f"max {values[-1] * 1000:.1f} ms (n={len(values)})"
