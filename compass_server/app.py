@@ -278,7 +278,7 @@ class CompassServer:
             sessions_per_stream=settings.relay_sessions_per_stream,
             streams_per_runner=settings.relay_streams_per_runner,
             ack_timeout=settings.relay_ack_timeout_seconds,
-            binds_at_once=min(settings.relay_binds_at_once, max(1, settings.pool_size // 2)),
+            binds_at_once=max(1, min(settings.relay_binds_at_once, settings.pool_size - 4)),
             tracer=self.tracer,
             receipts=self.receipts,
         )

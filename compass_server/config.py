@@ -579,9 +579,9 @@ class Settings:
         BINDS_AT_ONCE,
         "limits",
         Count(),
-        "sessions being bound in the database at once by all relay streams (at most half of "
-        "database.pool_size); the rest wait, so a reconnecting crowd never takes every pooled "
-        "connection from the other calls",
+        "sessions being bound in the database at once by all relay streams (at most "
+        "database.pool_size less 4); the rest wait, so a reconnecting crowd never takes every "
+        "pooled connection from the other calls",
     )
     relay_window: int = _s(WINDOW, "limits", Count(), "deliveries a session has unacked")
     relay_outbox_bytes: int = _s(

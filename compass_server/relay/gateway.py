@@ -65,9 +65,10 @@ CALL_BYTES = 16 << 20
 # Sessions one stream may bind, and streams one runner may open (per process).
 SESSIONS_PER_STREAM = 100
 STREAMS_PER_RUNNER = 8
-# Binds in the database at once, by all streams of a process: thousands of
-# sessions binding together (a restart) leave the other calls their connections.
-BINDS_AT_ONCE = 8
+# Binds in the database at once, by all streams of a process (at most the
+# pool less 4): thousands of sessions binding together (a restart) leave the
+# other calls connections of their own.
+BINDS_AT_ONCE = 16
 # A session whose window stays full this long with no ack is ended.
 ACK_TIMEOUT_SECONDS = 120.0
 # A delivery frame's bytes besides its event's payload.
