@@ -237,8 +237,8 @@ class Channels:
 
 async def participation_of(conn: Conn, account_id: uuid.UUID) -> Participation:
     """An account's chain and the channels it takes part in, as `conn` sees them."""
-    row = await (await conn.execute(CHANNELS["chain"], {"actor": account_id})).fetchone()
     cur = await conn.execute(CHANNELS["participation"], {"actor": account_id})
-    channels = {r["channel_id"]: r["since"] for r in await cur.fetchall()}
-    chain = tuple(row["chain"]) if row is not None else (account_id,)
+    rows = await cur.fetchall()
+    channels = {r["channel_id"]: r["since"] for r in rows if r["channel_id"] is not None}
+    chain = tuple(rows[0]["chain"]) if rows else (account_id,)
     return Participation(account_id, chain, channels)

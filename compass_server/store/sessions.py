@@ -18,7 +18,6 @@ from compass_server.store.types import (
     SessionBinding,
 )
 
-ACCOUNTS = queries("accounts")
 SESSIONS = queries("sessions")
 
 
@@ -34,12 +33,7 @@ class Sessions:
         session_id = uuid.uuid4()
         async with self.db.tx(runner) as conn:
             cur = await conn.execute(
-                ACCOUNTS["runner_agent"], {"runner_id": runner.runner_id, "agent_id": agent_id}
-            )
-            if await cur.fetchone() is None:
-                raise NotFound(f"agent {agent_id} is not assigned to this runner")
-            await conn.execute(
-                SESSIONS["insert_session"],
+                SESSIONS["bind_session"],
                 {
                     "id": session_id,
                     "agent_id": agent_id,
@@ -47,10 +41,9 @@ class Sessions:
                     "server_id": server_id,
                 },
             )
-            row = await (
-                await conn.execute(SESSIONS["acked_cursor"], {"agent_id": agent_id})
-            ).fetchone()
-            assert row is not None
+            row = await cur.fetchone()
+            if row is None:
+                raise NotFound(f"agent {agent_id} is not assigned to this runner")
             await refresh_presence(conn, agent_id)
             # One transaction less for each of the thousands of binds of a restart.
             participation = await participation_of(conn, agent_id)

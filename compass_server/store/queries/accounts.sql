@@ -9,12 +9,6 @@ SELECT id, workspace_id, handle, kind, owner_id, parent_id FROM accounts WHERE i
 -- name: accounts_by_id
 SELECT id, workspace_id, handle, kind, owner_id, parent_id FROM accounts WHERE id = ANY(%(ids)s::uuid[])
 
--- name: runner_agent
--- Held until the bind commits, so an unassignment waits for it and then
--- removes the session it bound.
-SELECT 1 AS ok FROM runner_agents WHERE runner_id = %(runner_id)s AND agent_id = %(agent_id)s
-FOR KEY SHARE
-
 -- name: runner_agents
 SELECT a.id, a.handle FROM runner_agents ra JOIN accounts a ON a.id = ra.agent_id
 WHERE ra.runner_id = %(runner_id)s ORDER BY a.handle

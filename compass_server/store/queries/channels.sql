@@ -52,12 +52,12 @@ LIMIT %(limit)s
 -- name: update_topic
 UPDATE channels SET topic = %(topic)s WHERE id = %(id)s
 
--- name: chain
-SELECT chain FROM accounts WHERE id = %(actor)s
-
 -- name: participation
--- Every channel the actor takes part in, and since when.
-SELECT channel_id, since FROM compass_participation_of(%(actor)s)
+-- The actor's chain, with every channel it takes part in and since when (one
+-- row with no channel when it takes part in none).
+SELECT a.chain, p.channel_id, p.since
+FROM accounts a LEFT JOIN compass_participation_of(a.id) p ON true
+WHERE a.id = %(actor)s
 
 -- name: lock_memberships
 -- Serialises joins of these accounts, in one order so that two never wait

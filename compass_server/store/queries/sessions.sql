@@ -1,14 +1,24 @@
--- name: insert_session
-INSERT INTO agent_sessions (id, workspace_id, agent_id, runner_id, server_id)
-VALUES (%(id)s, compass_workspace(), %(agent_id)s, %(runner_id)s, %(server_id)s)
+-- name: bind_session
+-- The runner's assignment, held until the bind commits (an unassignment waits
+-- for it, then removes the session it bound); the session; and the agent's
+-- delivery cursor, made on its first bind. No row: the agent is not the
+-- runner's, and nothing was written.
+WITH assigned AS (
+  SELECT ra.agent_id FROM runner_agents ra
+  WHERE ra.runner_id = %(runner_id)s AND ra.agent_id = %(agent_id)s
+  FOR KEY SHARE
+), bound AS (
+  INSERT INTO agent_sessions (id, workspace_id, agent_id, runner_id, server_id)
+  SELECT %(id)s, compass_workspace(), a.agent_id, %(runner_id)s, %(server_id)s FROM assigned a
+  RETURNING agent_id
+)
+INSERT INTO delivery_cursors (agent_id, workspace_id)
+SELECT b.agent_id, compass_workspace() FROM bound b
+ON CONFLICT (agent_id) DO UPDATE SET agent_id = excluded.agent_id
+RETURNING acked_event_id
 
 -- name: end_session
 SELECT compass_end_session(%(server_id)s, %(id)s) AS moved
-
--- name: acked_cursor
-INSERT INTO delivery_cursors (agent_id, workspace_id) VALUES (%(agent_id)s, compass_workspace())
-ON CONFLICT (agent_id) DO UPDATE SET agent_id = excluded.agent_id
-RETURNING acked_event_id
 
 -- name: ack
 UPDATE delivery_cursors SET acked_event_id = greatest(acked_event_id, %(event_id)s)
