@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import gc
 import json
@@ -418,6 +419,7 @@ async def answer_at_rate(
                     await asyncio.sleep(0.05)
                     continue
                 failed += 1
+                FAILED_CODES[f"{exc.code().name}: {exc.details()}"[:160]] += 1
                 return
         committed = time.perf_counter()
         if committed_at is not None:
@@ -437,6 +439,10 @@ async def answer_at_rate(
     for c in channels:
         await c.close()
     return sorted(sent_to_lane), sorted(commit_to_lane), failed
+
+
+# Why answers failed, by status and message.
+FAILED_CODES: collections.Counter[str] = collections.Counter()
 
 
 def _ms(values: list[float]) -> str:
@@ -606,6 +612,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             # After a restart, deliveries whose acks the old server never stored come again.
             results["deliveries_twice_on_a_lane"] = lanes.twice
             results["session_errors_by_code"] = lanes.bind_errors
+            results["answers_failed_by_status"] = dict(FAILED_CODES)
             results["calls_lost_to_dropped_streams"] = lanes.dropped
             for s in streams:
                 await s.close()

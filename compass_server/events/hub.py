@@ -367,12 +367,14 @@ class Feed:
                 hits, head = await self.read(
                     functools.partial(self.store.lanes_with_events, lanes=asked)
                 )
-            except BaseException as exc:
+            except asyncio.CancelledError:
+                for done in waiting:
+                    done.cancel()
+                raise
+            except Exception as exc:
                 for done in waiting:
                     if not done.done():
                         done.set_exception(exc)
-                if isinstance(exc, asyncio.CancelledError):
-                    raise
                 continue
             for i, done in enumerate(waiting):
                 if not done.done():
