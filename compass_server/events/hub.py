@@ -723,10 +723,9 @@ class EventHub:
             while True:
                 reader.cursor = cursor
                 event = feed.event(cursor + 1)
-                if event is not None and lane is not None:
-                    if keys_version != lane.interest.version:
-                        keys_version = lane.interest.version
-                        keys = frozenset(lane.interest.keys())
+                if event is not None and lane is not None and keys_version != lane.interest.version:
+                    keys_version = lane.interest.version
+                    keys = frozenset(lane.interest.keys())
                 if event is not None and lane is not None and len(keys) <= JUMP_KEYS:
                     # Inside the window a lane goes straight to the next event
                     # naming it; those in between are none of its.
