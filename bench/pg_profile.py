@@ -216,7 +216,7 @@ async def _measured(
     t0 = time.perf_counter()
     yield out
     seconds = time.perf_counter() - t0
-    await asyncio.sleep(0.5)  # the server numbers events after commit
+    await asyncio.sleep(0.5)  # a server before 0043 numbers events after commit
     await _quiet(cluster.url)
     cpu = cluster_cpu_s(cluster.postmaster) - cpu0
     srv = process_cpu_s(server_pid) - srv0 if server_pid else 0.0

@@ -588,9 +588,7 @@ class CompassServer:
                 m.pool_waiting.labels(name).set(stats.get("requests_waiting", 0))
 
         async def database() -> None:
-            open_asks, unnumbered = await self.store.counts()
-            m.open_asks.set(open_asks)
-            m.numbering_lag.set(unnumbered)
+            m.open_asks.set(await self.store.open_asks())
             pending, oldest = await self.webhooks.pending()
             m.webhook_pending.set(pending)
             m.webhook_oldest.set(oldest)

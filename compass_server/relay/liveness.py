@@ -1,7 +1,6 @@
 """Server liveness: each process keeps its row in `servers` fresh; sessions of
 a process that died without unbinding (kill -9, power loss) are removed once
-its heartbeat is older than STALE_AFTER, so their agents go OFFLINE, and the
-events it committed but did not live to number are numbered."""
+its heartbeat is older than STALE_AFTER, so their agents go OFFLINE."""
 
 from __future__ import annotations
 
@@ -51,8 +50,6 @@ class Heartbeat:
         reaped = await self.store.reap_stale_servers(self.stale_after)
         if reaped:
             log.info("removed %d session(s) of servers that stopped heartbeating", len(reaped))
-        if await self.store.number_leftover_events():
-            log.info("numbered events a stopped server left unnumbered")
 
     async def beat(self) -> None:
         if not await self.store.heartbeat(self.server_id):

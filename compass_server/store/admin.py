@@ -384,7 +384,7 @@ class AdminStore:
             if parent_id is not None:
                 await self._agent(conn, parent_id)
             try:
-                cur = await conn.execute(
+                await conn.execute(
                     ADMIN["reparent_agent"], {"agent_id": agent_id, "parent_id": parent_id}
                 )
             except psycopg.Error as exc:
@@ -392,10 +392,6 @@ class AdminStore:
                 if refusal is None:
                     raise
                 raise refusal from None
-            row = await cur.fetchone()
-            assert row is not None
-            if row["result"]["status"] == "moved" and not row["result"]["numbered"]:
-                Database.appended()
             return await self._get_account(conn, agent_id)
 
     async def set_role(self, by: Asker, account_id: uuid.UUID, role: Role) -> Account:
@@ -480,8 +476,6 @@ class AdminStore:
             )
             row = await cur.fetchone()
             assert row is not None
-            if row["presence_changed"]:
-                Database.appended()
             return await self._get_runner(conn, runner_id), int(row["sessions"])
 
     # --- tokens ---------------------------------------------------------------------

@@ -384,8 +384,6 @@ class AskEndings(StandingAnswers):
         if result["status"] not in ("taken", "recorded"):
             self._expired_instead(actor, result)
             raise refusal(result["status"], ask_id)
-        if not result["numbered"]:
-            self.db.sequencer.committed(actor.workspace_id)
         ask_message = blockrules.message_from_json(result["ask_message"])
         answer_message = None
         if result["status"] == "taken":
@@ -455,8 +453,6 @@ class AskEndings(StandingAnswers):
             self._expired_instead(actor, result)
             raise refusal(status, ask_id)
         message = blockrules.message_from_json(result["ask_message"])
-        if status != "unchanged" and not result["numbered"]:
-            self.db.sequencer.committed(actor.workspace_id)
         if status == "changed":
             self._ended(kind.value, 1, message)
         return message, status != "unchanged"
@@ -466,8 +462,6 @@ class AskEndings(StandingAnswers):
         events and listeners are the expiry's, and its caller is refused."""
         if result["status"] != EndingKind.EXPIRED or "ask_message" not in result:
             return
-        if not result["numbered"]:
-            self.db.sequencer.committed(actor.workspace_id)
         self._ended(
             EndingKind.EXPIRED.value, 1, blockrules.message_from_json(result["ask_message"])
         )
@@ -482,8 +476,6 @@ class AskEndings(StandingAnswers):
             row = await cur.fetchone()
         assert row is not None
         result: dict[str, Any] = row["result"]
-        for workspace_id in result["unnumbered"]:
-            self.db.sequencer.committed(uuid.UUID(workspace_id))
         if result["expired"]:
             self._ended(EndingKind.EXPIRED.value, int(result["expired"]), None)
         return int(result["expired"])
@@ -509,8 +501,6 @@ class AskEndings(StandingAnswers):
             row = await cur.fetchone()
         assert row is not None
         result: dict[str, Any] = row["result"]
-        for workspace_id in result["unnumbered"]:
-            self.db.sequencer.committed(uuid.UUID(workspace_id))
         return int(result["steps"])
 
     async def next_follow_up(self) -> datetime.datetime | None:

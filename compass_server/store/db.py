@@ -19,17 +19,11 @@ import psycopg_pool
 from psycopg.rows import dict_row
 
 from compass_server.store.errors import ResourceExhausted, Unauthenticated, Unavailable
-from compass_server.store.sequencer import Sequencer
 from compass_server.store.types import Actor, Operator, Scope
 
 log = logging.getLogger(__name__)
 
 Conn = psycopg.AsyncConnection[dict[str, Any]]
-
-# Set while a workspace transaction runs: whether it appended events.
-_APPENDED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar(
-    "compass_appended", default=None
-)
 
 # Connections of the maintenance pool: the heartbeat, the expiry sweep and a
 # revocation's wait for every server can run at once.
@@ -244,7 +238,6 @@ class Database:
             url, "compass_maintenance", 1, MAINTENANCE_POOL, cursor_factory
         )
         self.delivery_pool = _pool(url, "compass_maintenance", 0, DELIVERY_POOL, cursor_factory)
-        self.sequencer = Sequencer(self._number_events)
 
     async def open(self) -> None:
         await migrate(self.url)
@@ -253,7 +246,6 @@ class Database:
         await self.delivery_pool.open()
 
     async def close(self) -> None:
-        await self.sequencer.idle()
         await self.pool.close()
         await self.maintenance_pool.close()
         await self.delivery_pool.close()
@@ -300,26 +292,6 @@ class Database:
         the operator's are."""
         async with self._tx(Operator(workspace_id), self.delivery_pool) as conn:
             yield conn
-
-    @staticmethod
-    def appended() -> None:
-        """The current workspace transaction appended events: they are numbered
-        once it commits."""
-        flag = _APPENDED.get()
-        if flag is None:
-            raise RuntimeError("events are appended inside Database.tx")
-        flag[0] = True
-
-    async def _number_events(self, workspace_id: uuid.UUID) -> None:
-        async with self.connection() as conn:
-            await conn.execute("SELECT compass_number_events(%s)", (workspace_id,))
-
-    async def number_leftovers(self) -> int:
-        """Numbers events any server left unnumbered (it died between a write's
-        commit and its numbering). Returns how many workspaces it numbered."""
-        async with self.maintenance() as conn:
-            row = await (await conn.execute("SELECT compass_sequence_leftovers() AS n")).fetchone()
-        return int(row["n"]) if row else 0
 
     @contextlib.asynccontextmanager
     async def tx(self, scope: Scope | Operator) -> AsyncIterator[Conn]:
@@ -373,8 +345,6 @@ class Database:
                         if scoped is None or scoped["ws"] is None:
                             await conn.execute("ROLLBACK")
                             raise signed_out()
-                        appended = [False]
-                        token = _APPENDED.set(appended)
                         try:
                             yield conn
                         except BaseException:
@@ -382,11 +352,7 @@ class Database:
                                 with contextlib.suppress(psycopg.Error):
                                     await conn.execute("ROLLBACK")
                             raise
-                        finally:
-                            _APPENDED.reset(token)
                         await conn.execute("COMMIT")
-                        if appended[0]:
-                            self.sequencer.committed(workspace_id)
                         return
                 # The others idle beside it died with it too: the pool checks
                 # each and drops the dead, and the call takes a live one.

@@ -2,9 +2,8 @@
 events, and how they are read.
 
 Each write appends its events in its own transaction, so an event exists if
-and only if its change committed; events get their ids just after the commit
-(see sequencer.py), and reads of the log first wait for this process's own
-writes."""
+and only if its change committed; events are written and get their ids as
+the transaction commits (migration 0043), so a read after a write sees it."""
 
 from __future__ import annotations
 
@@ -183,17 +182,13 @@ class PendingEvents:
             self.payloads.append(Jsonb(row["change"]))
 
     async def append(self, conn: Conn) -> None:
-        """Appends every event; call it last, so the event counter's lock is the
-        last lock the transaction takes (no lock-order deadlocks). Events it
-        could not number (the counter was busy) are numbered after commit."""
+        """Appends every event: they are written, numbered, as the transaction
+        commits."""
         if self.kinds:
-            cur = await conn.execute(
+            await conn.execute(
                 EVENTS["append_events"],
                 {"kinds": self.kinds, "channel_ids": self.channel_ids, "payloads": self.payloads},
             )
-            row = await cur.fetchone()
-            if row is None or row["last_id"] is None:
-                Database.appended()
 
 
 class EventLog:
@@ -201,21 +196,17 @@ class EventLog:
 
     db: Database
 
-    async def number_leftover_events(self) -> int:
-        return await self.db.number_leftovers()
-
-    async def counts(self) -> tuple[int, int]:
-        """Asks open in the database, and events committed but not yet numbered."""
+    async def open_asks(self) -> int:
+        """Asks open in the database."""
         async with self.db.maintenance() as conn:
             row = await (await conn.execute("SELECT * FROM compass_metrics()")).fetchone()
-        return (int(row["open_asks"]), int(row["unnumbered_events"])) if row else (0, 0)
+        return int(row["open_asks"]) if row else 0
 
     async def read_events(
         self, scope: Scope, after: int, limit: int, max_bytes: int = EVENT_PAGE_BYTES
     ) -> list[Event]:
         """Events after `after`, oldest first: at most `limit`, and no more than
         `max_bytes` of payload unless the first alone weighs more."""
-        await self.db.sequencer.flush(scope.workspace_id)
         async with self.db.tx(scope) as conn:
             cur = await conn.execute(
                 EVENTS["read_events"], {"after": after, "limit": limit, "max_bytes": max_bytes}
@@ -234,7 +225,6 @@ class EventLog:
         """The events after `after` that name one of `keys` (as `event_keys`
         of events.hub does), as `read_events` pages them; and the id up to
         which every event was either returned or named none of the keys."""
-        await self.db.sequencer.flush(scope.workspace_id)
         async with self.db.tx(scope) as conn:
             cur = await conn.execute(
                 EVENTS["read_lane_events"],
@@ -262,7 +252,6 @@ class EventLog:
             for key in lane_keys:
                 indexes.append(i)
                 keys.append(key)
-        await self.db.sequencer.flush(scope.workspace_id)
         async with self.db.tx(scope) as conn:
             cur = await conn.execute(
                 EVENTS["lanes_with_events"], {"afters": afters, "lanes": indexes, "keys": keys}
@@ -272,7 +261,6 @@ class EventLog:
         return {int(r["lane"]) - 1 for r in rows if r["lane"] != 0}, head
 
     async def last_event_id(self, scope: Scope) -> int:
-        await self.db.sequencer.flush(scope.workspace_id)
         async with self.db.tx(scope) as conn:
             row = await (await conn.execute(EVENTS["last_event_id"])).fetchone()
         return int(row["last_event_id"]) if row else 0

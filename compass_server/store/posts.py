@@ -264,8 +264,6 @@ class Posts:
                 message, blocks=blockrules.blocks_as_of(message.blocks, read_at)
             )
             return Posted(message, outcome)
-        if not result["numbered"]:
-            self.db.sequencer.committed(actor.workspace_id)
         self._posted(message, sizes)
         return Posted(message, outcome)
 

@@ -23,11 +23,7 @@ MAX_STATUS_CHARS = 200
 
 async def refresh_presence(conn: Conn, agent_id: uuid.UUID) -> None:
     """Recomputes an agent's presence, appending its change when it moved."""
-    row = await (
-        await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": agent_id})
-    ).fetchone()
-    if row is not None and row["changed"]:
-        Database.appended()
+    await conn.execute(ACCOUNTS["refresh_presence"], {"agent_id": agent_id})
 
 
 class PresenceStore:

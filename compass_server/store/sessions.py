@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from compass_server.store.channels import participation_of
 from compass_server.store.db import Conn, Database, queries
@@ -54,13 +54,7 @@ class Sessions:
         maintenance: it runs when the session's stream ends, also after the
         runner's token stopped signing in."""
         async with self.db.maintenance() as conn:
-            row = await (
-                await conn.execute(
-                    SESSIONS["end_session"], {"server_id": server_id, "id": session_id}
-                )
-            ).fetchone()
-        if row is not None and row["moved"] is not None:
-            self.db.sequencer.committed(row["moved"])
+            await conn.execute(SESSIONS["end_session"], {"server_id": server_id, "id": session_id})
 
     async def ack_delivery(self, scope: Scope, agent_id: uuid.UUID, event_id: int) -> int:
         async with self.db.tx(scope) as conn:
@@ -81,16 +75,13 @@ class Sessions:
     async def remove_server(self, server_id: uuid.UUID) -> None:
         """Removes the server's row and ends every session it still holds."""
         async with self.db.maintenance() as conn:
-            ended = await self._end_server_sessions(conn, server_id)
+            await self._end_server_sessions(conn, server_id)
             await conn.execute(SESSIONS["remove_server"], {"id": server_id})
-        self._moved(ended)
 
     async def end_server_sessions(self, server_id: uuid.UUID) -> int:
         """Ends every session the server holds, at once; how many agents'."""
         async with self.db.maintenance() as conn:
-            ended = await self._end_server_sessions(conn, server_id)
-        self._moved(ended)
-        return len(ended)
+            return await self._end_server_sessions(conn, server_id)
 
     async def save_cursors(self, cursors: Mapping[uuid.UUID, int]) -> None:
         """Moves agents' delivery cursors forward (never back), in any workspace."""
@@ -103,13 +94,10 @@ class Sessions:
             )
 
     @staticmethod
-    async def _end_server_sessions(conn: Conn, server_id: uuid.UUID) -> list[uuid.UUID]:
+    async def _end_server_sessions(conn: Conn, server_id: uuid.UUID) -> int:
+        """Ends them; how many agents' sessions it ended."""
         cur = await conn.execute(SESSIONS["end_server_sessions"], {"id": server_id})
-        return [r["workspace_id"] for r in await cur.fetchall()]
-
-    def _moved(self, workspaces: Iterable[uuid.UUID]) -> None:
-        for workspace_id in set(workspaces):
-            self.db.sequencer.committed(workspace_id)
+        return len(await cur.fetchall())
 
     async def reap_stale_servers(
         self, stale_after: datetime.timedelta
@@ -118,7 +106,4 @@ class Sessions:
         and recomputes those agents' presence, in one transaction."""
         async with self.db.maintenance() as conn:
             cur = await conn.execute(SESSIONS["reap_stale_sessions"], {"stale": stale_after})
-            reaped = [(r["workspace_id"], r["agent_id"]) for r in await cur.fetchall()]
-        for workspace_id in {ws for ws, _ in reaped}:
-            self.db.sequencer.committed(workspace_id)
-        return reaped
+            return [(r["workspace_id"], r["agent_id"]) for r in await cur.fetchall()]

@@ -3,7 +3,7 @@
 Counters and histograms move as the work happens; gauges are sampled when
 /metrics is scraped, each sampler bounded in time so a slow database can't
 hold a scrape. Every process reports its own; the database-wide gauges (open
-asks, events not yet numbered) are the same on every process.
+asks, webhook deliveries owed) are the same on every process.
 """
 
 from __future__ import annotations
@@ -60,11 +60,6 @@ class Metrics:
             "compass_delivery_wakeups",
             "Times a waiting stream (a relay lane, a Subscribe stream) was woken to read new "
             "events: a relay lane only by an event that may be its own.",
-            registry=r,
-        )
-        self.numbering_lag = Gauge(
-            "compass_event_numbering_lag_events",
-            "Events committed and not yet numbered, in the database.",
             registry=r,
         )
         self.webhook_pending = Gauge(
