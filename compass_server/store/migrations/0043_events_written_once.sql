@@ -32,7 +32,7 @@ ALTER TABLE event_flushes ENABLE ROW LEVEL SECURITY;
 CREATE POLICY workspace_only ON event_flushes TO compass_app, compass_maintenance, compass_writer
   USING (workspace_id = (SELECT compass_workspace()))
   WITH CHECK (workspace_id = (SELECT compass_workspace()));
-GRANT INSERT ON event_flushes TO compass_app, compass_maintenance, compass_writer;
+GRANT SELECT, INSERT, DELETE ON event_flushes TO compass_app, compass_maintenance, compass_writer;
 
 -- Returns 0 once staged (NULL for nothing): the events are numbered by the
 -- time anyone sees the commit, so nothing is left to number after it.
@@ -46,6 +46,7 @@ DECLARE
   staged text := coalesce(current_setting('compass.staged_workspaces', true), '');
   doc text;
   chunk text;
+  marker tid;
 BEGIN
   IF coalesce(array_length(kinds, 1), 0) = 0 THEN
     RETURN NULL;
@@ -55,16 +56,17 @@ BEGIN
     chunk := current_setting('compass.staged_' || chunks);
   END IF;
   IF chunks = 0 OR length(chunk) >= 65536 THEN
-    chunks := chunks + 1;
-    PERFORM set_config('compass.staged_chunks', chunks::text, true);
-    PERFORM set_config('compass.staged_' || chunks, doc, true);
+    PERFORM set_config('compass.staged_chunks', (chunks + 1)::text, true),
+      set_config('compass.staged_' || (chunks + 1), doc, true);
   ELSE
     PERFORM set_config('compass.staged_' || chunks, chunk || E'\n' || doc, true);
   END IF;
   -- After staging: a trigger made immediate (SET CONSTRAINTS) finds them.
   IF strpos(staged, ws::text) = 0 THEN
     PERFORM set_config('compass.staged_workspaces', staged || ws::text || ' ', true);
-    INSERT INTO event_flushes (workspace_id) VALUES (ws);
+    -- The trigger fires at commit all the same; the row would only be in the way.
+    INSERT INTO event_flushes (workspace_id) VALUES (ws) RETURNING ctid INTO marker;
+    DELETE FROM event_flushes WHERE ctid = marker;
   END IF;
   RETURN 0;
 END
@@ -76,6 +78,7 @@ CREATE FUNCTION compass_flush_events() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public AS $$
 DECLARE
   chunks int := coalesce(nullif(current_setting('compass.staged_chunks', true), ''), '0')::int;
+  texts text := current_setting('compass.staged_1', true);
   docs jsonb[];
   ws uuid;
   last_id bigint;
@@ -84,18 +87,20 @@ BEGIN
   IF chunks = 0 THEN
     RETURN NULL;
   END IF;
-  SELECT array_agg(d.doc::jsonb ORDER BY c.i, d.j) INTO docs
-    FROM generate_series(1, chunks) AS c (i),
-      string_to_table(current_setting('compass.staged_' || c.i), E'\n')
-        WITH ORDINALITY AS d (doc, j);
-  FOR i IN 1 .. chunks LOOP
-    PERFORM set_config('compass.staged_' || i, '', true);
+  PERFORM set_config('compass.staged_chunks', '', true),
+    set_config('compass.staged_workspaces', '', true);
+  FOR i IN 2 .. chunks LOOP
+    texts := texts || E'\n' || current_setting('compass.staged_' || i);
   END LOOP;
-  PERFORM set_config('compass.staged_chunks', '', true);
-  PERFORM set_config('compass.staged_workspaces', '', true);
-  FOR ws IN SELECT DISTINCT (x ->> 'w')::uuid FROM unnest(docs) AS x ORDER BY 1 LOOP
-    SELECT c.last_event_id INTO last_id FROM event_counters c
-      WHERE c.workspace_id = ws FOR NO KEY UPDATE;
+  docs := ARRAY(SELECT d::jsonb FROM string_to_table(texts, E'\n') WITH ORDINALITY AS t (d, j)
+                ORDER BY j);
+  -- Workspaces in one order, so two transactions can't deadlock over them.
+  FOR ws, n IN
+    SELECT (x ->> 'w')::uuid, sum(jsonb_array_length(x -> 'p')) FROM unnest(docs) AS x
+    GROUP BY 1 ORDER BY 1
+  LOOP
+    UPDATE event_counters SET last_event_id = last_event_id + n WHERE workspace_id = ws
+      RETURNING last_event_id - n INTO last_id;
     IF NOT FOUND THEN
       RAISE EXCEPTION 'workspace % has no event counter', ws;
     END IF;
@@ -104,14 +109,9 @@ BEGIN
         s.x -> 'k' ->> (e.k - 1)::int, (s.x -> 'c' ->> (e.k - 1)::int)::uuid, e.p
       FROM unnest(docs) WITH ORDINALITY AS s (x, i),
         jsonb_array_elements(s.x -> 'p') WITH ORDINALITY AS e (p, k)
-      WHERE (s.x ->> 'w')::uuid = ws;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    last_id := last_id + n;
-    UPDATE event_counters SET last_event_id = last_id WHERE workspace_id = ws;
-    PERFORM pg_notify('compass_events', ws::text || ':' || last_id::text);
+      WHERE s.x ->> 'w' = ws::text;
+    PERFORM pg_notify('compass_events', ws::text || ':' || (last_id + n)::text);
   END LOOP;
-  -- Only this transaction's rows are visible: every other's are deleted as it commits.
-  DELETE FROM event_flushes;
   RETURN NULL;
 END
 $$;
