@@ -219,3 +219,25 @@ async def test_appenders_waiting_on_each_others_rows_are_each_numbered_at_commit
         await asyncio.wait_for(waiting, timeout=5)
         await asyncio.wait_for(two.commit(), timeout=5)
     assert await texts_after(world, start) == [(start + 1, "one"), (start + 2, "two")]
+
+
+async def test_events_staged_by_hand_for_another_workspace_are_refused_at_commit(
+    db: Database, store: Store
+) -> None:
+    """A caller that writes the staged events' settings itself, naming a
+    workspace it can't write to, has its transaction refused."""
+    a, b = await World.create(store), await World.create(store)
+    start = await store.last_event_id(b.human)
+    async with as_app(db, a) as conn:
+        await append(conn, a, ["own"])
+        forged = Jsonb(
+            {"w": str(b.workspace_id), "k": ["presence_changed"], "c": [None], "p": [{}]}
+        )
+        await conn.execute(
+            "SELECT set_config('compass.staged_1',"
+            " current_setting('compass.staged_1') || E'\\n' || %s::text, true)",
+            (forged,),
+        )
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            await conn.commit()
+    assert await store.last_event_id(b.human) == start

@@ -21,9 +21,10 @@
 -- chunks of one JSON document per append), so they touch no table before
 -- their one insert, vanish with a rolled-back savepoint, and a transaction of
 -- thousands of appends copies at most a chunk per append. A row per staged
--- workspace in event_flushes fires the trigger at commit; its row-level
+-- workspace in event_flushes fires the trigger at commit, and the trigger
+-- appends only to the workspaces of this transaction's rows: their row-level
 -- security holds a caller to its own workspace, as the insert into events
--- did.
+-- did, however it wrote the settings.
 
 CREATE UNLOGGED TABLE event_flushes (
   workspace_id uuid NOT NULL
@@ -32,7 +33,8 @@ ALTER TABLE event_flushes ENABLE ROW LEVEL SECURITY;
 CREATE POLICY workspace_only ON event_flushes TO compass_app, compass_maintenance, compass_writer
   USING (workspace_id = (SELECT compass_workspace()))
   WITH CHECK (workspace_id = (SELECT compass_workspace()));
-GRANT SELECT, INSERT, DELETE ON event_flushes TO compass_app, compass_maintenance, compass_writer;
+CREATE INDEX event_flushes_workspace ON event_flushes (workspace_id);
+GRANT INSERT ON event_flushes TO compass_app, compass_maintenance, compass_writer;
 
 -- Returns 0 once staged (NULL for nothing): the events are numbered by the
 -- time anyone sees the commit, so nothing is left to number after it.
@@ -46,7 +48,6 @@ DECLARE
   staged text := coalesce(current_setting('compass.staged_workspaces', true), '');
   doc text;
   chunk text;
-  marker tid;
 BEGIN
   IF coalesce(array_length(kinds, 1), 0) = 0 THEN
     RETURN NULL;
@@ -64,9 +65,7 @@ BEGIN
   -- After staging: a trigger made immediate (SET CONSTRAINTS) finds them.
   IF strpos(staged, ws::text) = 0 THEN
     PERFORM set_config('compass.staged_workspaces', staged || ws::text || ' ', true);
-    -- The trigger fires at commit all the same; the row would only be in the way.
-    INSERT INTO event_flushes (workspace_id) VALUES (ws) RETURNING ctid INTO marker;
-    DELETE FROM event_flushes WHERE ctid = marker;
+    INSERT INTO event_flushes (workspace_id) VALUES (ws);
   END IF;
   RETURN 0;
 END
@@ -99,6 +98,13 @@ BEGIN
     SELECT (x ->> 'w')::uuid, sum(jsonb_array_length(x -> 'p')) FROM unnest(docs) AS x
     GROUP BY 1 ORDER BY 1
   LOOP
+    -- Settings are the caller's to write: only a workspace its row was
+    -- allowed for has its events appended.
+    DELETE FROM event_flushes f WHERE f.workspace_id = ws;
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'events staged for workspace % without its row', ws
+        USING ERRCODE = 'insufficient_privilege';
+    END IF;
     UPDATE event_counters SET last_event_id = last_event_id + n WHERE workspace_id = ws
       RETURNING last_event_id - n INTO last_id;
     IF NOT FOUND THEN
