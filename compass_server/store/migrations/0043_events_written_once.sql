@@ -27,13 +27,16 @@
 -- did, however it wrote the settings.
 
 CREATE UNLOGGED TABLE event_flushes (
+  -- The transaction's own rows are found by it, not among every dead row
+  -- of a busy workspace.
+  xact xid8 NOT NULL DEFAULT pg_current_xact_id(),
   workspace_id uuid NOT NULL
 );
 ALTER TABLE event_flushes ENABLE ROW LEVEL SECURITY;
 CREATE POLICY workspace_only ON event_flushes TO compass_app, compass_maintenance, compass_writer
   USING (workspace_id = (SELECT compass_workspace()))
   WITH CHECK (workspace_id = (SELECT compass_workspace()));
-CREATE INDEX event_flushes_workspace ON event_flushes (workspace_id);
+CREATE INDEX event_flushes_xact ON event_flushes (xact, workspace_id);
 GRANT INSERT ON event_flushes TO compass_app, compass_maintenance, compass_writer;
 
 -- Returns 0 once staged (NULL for nothing): the events are numbered by the
@@ -100,7 +103,7 @@ BEGIN
   LOOP
     -- Settings are the caller's to write: only a workspace its row was
     -- allowed for has its events appended.
-    DELETE FROM event_flushes f WHERE f.workspace_id = ws;
+    DELETE FROM event_flushes f WHERE f.xact = pg_current_xact_id() AND f.workspace_id = ws;
     IF NOT FOUND THEN
       RAISE EXCEPTION 'events staged for workspace % without its row', ws
         USING ERRCODE = 'insufficient_privilege';
