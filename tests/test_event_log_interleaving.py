@@ -1,6 +1,6 @@
 """A property of the event log under interleaved transactions: writers on
-their own connections append, commit and roll back in any order, and a
-reader pages through the log from its
+their own connections append (also in savepoints they roll back), commit and
+roll back in any order, and a reader pages through the log from its
 cursor, alternating between two processes' stores. Whatever the order, the
 reader sees only committed events, each once, in a dense run of ids, each
 transaction's in the order it appended them, all of them by the end; and a
@@ -25,6 +25,8 @@ WRITERS = 3
 
 step = st.one_of(
     st.tuples(st.just("append"), st.integers(0, WRITERS - 1), st.integers(1, 3)),
+    # Appended in a savepoint that is rolled back.
+    st.tuples(st.just("undone"), st.integers(0, WRITERS - 1), st.integers(1, 2)),
     st.tuples(st.just("commit"), st.integers(0, WRITERS - 1)),
     st.tuples(st.just("rollback"), st.integers(0, WRITERS - 1)),
     st.tuples(st.just("read"), st.integers(0, 1), st.integers(1, 4)),
@@ -101,10 +103,12 @@ async def test_interleaved_transactions_are_read_once_each_in_a_dense_committed_
     try:
         async with writers(db, world) as ws:
             for op in schedule:
-                if op[0] == "append":
+                if op[0] in ("append", "undone"):
                     w, count = ws[int(str(op[1]))], int(str(op[2]))
                     tags = [f"t{n + i}" for i in range(count)]
                     n += count
+                    if op[0] == "undone":
+                        await w.conn.execute("SAVEPOINT undone")
                     payloads = [
                         Jsonb(
                             {
@@ -119,7 +123,11 @@ async def test_interleaved_transactions_are_read_once_each_in_a_dense_committed_
                         "SELECT compass_append_events(%s, %s::uuid[], %s)",
                         (["presence_changed"] * count, [None] * count, payloads),
                     )
-                    w.open_tags += tags
+                    if op[0] == "undone":
+                        await w.conn.execute("ROLLBACK TO SAVEPOINT undone")
+                        rolled_back.update(tags)
+                    else:
+                        w.open_tags += tags
                 elif op[0] in ("commit", "rollback"):
                     await settle(ws[int(str(op[1]))], op[0] == "commit")
                 else:
