@@ -9,7 +9,8 @@ server can't be given without a restart. Against it, the real compass-server
 one-question ask by an agent, RespondToAsk by a person) from K workers, each
 a fresh pair in one shared workspace, for a fixed number of lifecycles after
 a warm-up; the counters are reset after the warm-up and read once the
-server's after-commit numbering has gone idle. The ceiling's lifecycle
+database is idle (a server before migration 0043 numbered events after
+commit). The ceiling's lifecycle
 (bench/ceiling.py) then runs the same way for its CPU per lifecycle.
 
 Everything is divided by the number of lifecycles. Statement times are wall
