@@ -87,6 +87,8 @@ DECLARE
   n bigint;
 BEGIN
   IF chunks = 0 THEN
+    -- A later firing, or a row written with nothing staged: it goes too.
+    DELETE FROM event_flushes f WHERE f.xact = pg_current_xact_id();
     RETURN NULL;
   END IF;
   PERFORM set_config('compass.staged_chunks', '', true),
