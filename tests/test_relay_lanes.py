@@ -9,6 +9,8 @@ import contextlib
 import pathlib
 from typing import Any
 
+import psycopg
+
 from compass.v1 import agent_gateway_pb2 as gw
 from compass_server.store.types import Answer, PresenceState, TextBlock
 from tests.conftest import running_server
@@ -26,6 +28,21 @@ async def caught_up(port: int) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError("the lanes did not catch up")
+
+
+async def unbound(w: World) -> None:
+    """Until the server has ended the agent's session: its cursor is saved first."""
+    async with await psycopg.AsyncConnection.connect(w.store.db.url) as conn:
+        for _ in range(200):
+            cur = await conn.execute(
+                "SELECT count(*) FROM agent_sessions WHERE agent_id = %s", (w.agent.account_id,)
+            )
+            row = await cur.fetchone()
+            await conn.rollback()
+            if row is not None and row[0] == 0:
+                return
+            await asyncio.sleep(0.05)
+    raise AssertionError("the session was not ended")
 
 
 async def busy_elsewhere(w: World, other: World, port: int) -> int:
@@ -124,7 +141,9 @@ async def test_a_lane_waiting_when_its_stream_ends_resumes_past_what_it_passed(
         head = await busy_elsewhere(w, other, server.http_port)
         await r.no_delivery("s1")
     # The stream ended with the lane waiting (a stop, a dropped runner): bound
-    # again, it does not read those events again.
+    # again once the server has ended that session, it does not read those
+    # events again.
+    await unbound(w)
     async with relay(server.grpc_port, token) as r:
         again = await r.bound("s1", w.agent)
         assert again.acked_event_id >= head
