@@ -241,6 +241,7 @@ class CompassServer:
         hub.on_wake = self.metrics.delivery_wakeups.inc
         hub.watch(ACCESS_CHANNEL, self.auth.on_access)
         hub.on_lost.append(self._database_lost)
+        self.db.outage.listeners.append(self._outage)
         keys = receipt_keys(settings, embedded=self.embedded is not None)
         if keys is None:
             log.info(
@@ -520,10 +521,22 @@ class CompassServer:
 
     @property
     def ready(self) -> bool:
-        """Serving calls: started, the database answered its last beat, not draining."""
-        return self.started and self.database_answers and not self.draining
+        """Serving calls: started, the database answered its last beat and is
+        not known to be down since, not draining."""
+        return (
+            self.started and self.database_answers and not self.db.outage.down and not self.draining
+        )
+
+    def _outage(self, answering: bool) -> None:
+        self.metrics.database_up.set(int(answering))
+        if answering:
+            # The probe just saw it answer; the next beat says otherwise if not.
+            self.database_answers = True
+        asyncio.get_running_loop().create_task(self._health())
 
     def _database_answered(self, answered: bool) -> None:
+        if not answered:
+            self.db.outage.suspect()
         if answered != self.database_answers:
             log.warning(
                 "the database answers again; ready"
@@ -535,7 +548,11 @@ class CompassServer:
 
     def _database_lost(self) -> None:
         """The database may have restarted: pooled connections that died with
-        it go now, before a call is handed one."""
+        it go now, before a call is handed one. While it is known to be down,
+        the probe does that once it answers."""
+        if self.db.outage.down:
+            return
+        self.db.outage.suspect()
         task = asyncio.get_running_loop().create_task(self.db.drop_dead())
         self._checks.add(task)
         task.add_done_callback(self._checks.discard)

@@ -59,6 +59,7 @@ from compass_server.store.channels import CHANNELS_PER_ACCOUNT
 from compass_server.store.coalesce import WRITE_BATCH
 from compass_server.store.db import CONNECTIONS_PER_TOKEN, redacted_url
 from compass_server.store.links import LINK_LIFETIME
+from compass_server.store.outage import PROBE_SECONDS, WAIT_SECONDS
 from compass_server.store.standing import STANDING_ANSWER_MAX, STANDING_ANSWERS_PER_PERSON
 from compass_server.transport import tls
 from compass_server.transport.limits import (
@@ -508,6 +509,20 @@ class Settings:
         "database",
         Count(),
         "connections of that pool one token (a runner's for all its sessions) holds at once",
+    )
+    database_wait_seconds: float = _s(
+        WAIT_SECONDS,
+        "database",
+        Seconds(),
+        "the longest one transaction waits on the database (for a connection, a lock or an "
+        "answer, connecting included); past it the call fails UNAVAILABLE",
+    )
+    database_probe_seconds: float = _s(
+        PROBE_SECONDS,
+        "database",
+        Seconds(),
+        "how long a check that the database answers waits; while checks fail, calls fail "
+        "UNAVAILABLE at once, and the check runs again this often",
     )
     # --- logs ---
     log_level: str = _s(

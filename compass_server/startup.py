@@ -154,6 +154,8 @@ async def open_database(
         max_size=max_size,
         cursor_factory=cursor_factory,
         per_token=per_token,
+        wait_seconds=settings.database_wait_seconds,
+        probe_seconds=settings.database_probe_seconds,
     )
     try:
         await db.open()

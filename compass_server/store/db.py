@@ -8,6 +8,7 @@ import contextvars
 import functools
 import importlib.resources
 import logging
+import math
 import re
 import urllib.parse
 import uuid
@@ -19,6 +20,13 @@ import psycopg_pool
 from psycopg.rows import dict_row
 
 from compass_server.store.errors import ResourceExhausted, Unauthenticated, Unavailable
+from compass_server.store.outage import (
+    PROBE_SECONDS,
+    WAIT_SECONDS,
+    Connection,
+    Outage,
+    connect_options,
+)
 from compass_server.store.types import Actor, Operator, Scope
 
 log = logging.getLogger(__name__)
@@ -36,8 +44,7 @@ DELIVERY_POOL = 4
 # token for all its sessions), so a flood of one client's calls leaves the
 # rest of the pool to everyone else.
 CONNECTIONS_PER_TOKEN = 5
-# How long a call waits for its token's share before UNAVAILABLE, as for the
-# pool itself.
+# How long a call waits for its token's share before RESOURCE_EXHAUSTED.
 POOL_TIMEOUT_SECONDS = 10.0
 
 # The tokens whose share the current task holds: a transaction opened inside
@@ -143,17 +150,36 @@ async def migrate(url: str) -> list[int]:
     return applied
 
 
-def _as(role: str) -> Callable[[psycopg.AsyncConnection[Any]], Awaitable[None]]:
+def _as(
+    role: str, statement_seconds: float | None = None
+) -> Callable[[psycopg.AsyncConnection[Any]], Awaitable[None]]:
+    setup = f"SET ROLE {role}"
+    if statement_seconds is not None:
+        # The server ends a statement the caller stopped waiting for, rather
+        # than keep its locks.
+        setup += f"; SET statement_timeout = {math.ceil(statement_seconds * 1000)}"
+
     async def configure(conn: psycopg.AsyncConnection[Any]) -> None:
-        await conn.execute(f"SET ROLE {role}".encode())
+        await conn.execute(setup.encode())
 
     return configure
 
 
 def _pool(
-    url: str, role: str, min_size: int, max_size: int, cursor_factory: Any = None
+    url: str,
+    role: str,
+    min_size: int,
+    max_size: int,
+    *,
+    wait_seconds: float,
+    cursor_factory: Any = None,
+    statement_seconds: float | None = None,
 ) -> psycopg_pool.AsyncConnectionPool[Conn]:
-    kwargs: dict[str, Any] = {"autocommit": True, "row_factory": dict_row}
+    kwargs: dict[str, Any] = {
+        "autocommit": True,
+        "row_factory": dict_row,
+        **connect_options(wait_seconds),
+    }
     if cursor_factory is not None:
         kwargs["cursor_factory"] = cursor_factory
     return psycopg_pool.AsyncConnectionPool(
@@ -161,9 +187,10 @@ def _pool(
         min_size=min_size,
         max_size=max_size,
         open=False,
-        configure=_as(role),
+        connection_class=Connection,
+        configure=_as(role, statement_seconds),
         kwargs=kwargs,
-        timeout=POOL_TIMEOUT_SECONDS,
+        timeout=wait_seconds,
         reconnect_timeout=0,
     )
 
@@ -229,15 +256,22 @@ class Database:
         max_size: int = 20,
         cursor_factory: Any = None,
         per_token: int = CONNECTIONS_PER_TOKEN,
+        wait_seconds: float = WAIT_SECONDS,
+        probe_seconds: float = PROBE_SECONDS,
     ) -> None:
-        """`cursor_factory`, when given, runs every statement (a traced cursor)."""
+        """`cursor_factory`, when given, runs every statement (a traced cursor).
+        No transaction waits on the database longer than `wait_seconds`; see
+        Outage for what happens while it doesn't answer."""
         self.url = url
         self.shares = Shares(per_token)
-        self.pool = _pool(url, "compass_app", min_size, max_size, cursor_factory)
-        self.maintenance_pool = _pool(
-            url, "compass_maintenance", 1, MAINTENANCE_POOL, cursor_factory
+        self.outage = Outage(url, wait_seconds=wait_seconds, probe_seconds=probe_seconds)
+        self.outage.before_up.append(self.drop_dead)
+        common: dict[str, Any] = {"wait_seconds": wait_seconds, "cursor_factory": cursor_factory}
+        self.pool = _pool(
+            url, "compass_app", min_size, max_size, statement_seconds=wait_seconds, **common
         )
-        self.delivery_pool = _pool(url, "compass_maintenance", 0, DELIVERY_POOL, cursor_factory)
+        self.maintenance_pool = _pool(url, "compass_maintenance", 1, MAINTENANCE_POOL, **common)
+        self.delivery_pool = _pool(url, "compass_maintenance", 0, DELIVERY_POOL, **common)
 
     async def open(self) -> None:
         await migrate(self.url)
@@ -246,13 +280,14 @@ class Database:
         await self.delivery_pool.open()
 
     async def close(self) -> None:
+        await self.outage.close()
         await self.pool.close()
         await self.maintenance_pool.close()
         await self.delivery_pool.close()
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[Conn]:
-        async with _available(self.pool) as conn:
+        async with self._available(self.pool) as conn:
             yield conn
 
     async def drop_dead(self) -> None:
@@ -260,16 +295,19 @@ class Database:
         died: for when the database is seen to restart."""
         for pool in (self.pool, self.maintenance_pool, self.delivery_pool):
             try:
-                await pool.check()
+                async with asyncio.timeout(self.outage.wait_seconds):
+                    await pool.check()
             except Exception as exc:  # a pool closing, or the database still down
-                log.info("checking pooled connections: %s", exc)
+                log.info("checking pooled connections: %s", exc or "timed out")
 
     async def check(self) -> None:
         """Drops the request pool's idle connections that died (with a
         database restart); never waits for a busy one."""
         try:
-            await self.pool.check()
+            async with self.outage.wait():
+                await self.pool.check()
         except psycopg.Error as exc:
+            self.outage.suspect()
             raise Unavailable("the database is unavailable; retry shortly") from exc
 
     @contextlib.asynccontextmanager
@@ -277,13 +315,13 @@ class Database:
         """A connection as compass_maintenance, for the functions that work
         across workspaces; its own reads see only the workspace an operator's
         transaction names (see tx)."""
-        async with _available(self.maintenance_pool) as conn:
+        async with self._available(self.maintenance_pool) as conn:
             yield conn
 
     @contextlib.asynccontextmanager
     async def deliveries(self) -> AsyncIterator[Conn]:
         """A connection of the webhook senders' pool, as compass_maintenance."""
-        async with _available(self.delivery_pool) as conn:
+        async with self._available(self.delivery_pool) as conn:
             yield conn
 
     @contextlib.asynccontextmanager
@@ -308,6 +346,7 @@ class Database:
             async with self._tx(scope, self.maintenance_pool) as conn:
                 yield conn
             return
+        await self.outage.admit()
         async with self.shares.hold(scope.credential), self._tx(scope, self.pool) as conn:
             yield conn
 
@@ -329,44 +368,53 @@ class Database:
                 f"BEGIN; SELECT compass_scope('\\x{scope.credential.hex()}', {actor}::uuid) AS ws"
             ).encode()
         try:
-            for attempt in (1, 2):
-                # Connections aren't checked on checkout (a round trip per call);
-                # one that died with a database restart fails at BEGIN, before
-                # anything was sent.
-                async with pool.connection() as conn:
-                    try:
-                        cur = await conn.execute(begin)
-                    except psycopg.OperationalError:
-                        if attempt == 2 or not conn.closed:
-                            raise
-                    else:
-                        cur.nextset()
-                        scoped = await cur.fetchone()
-                        if scoped is None or scoped["ws"] is None:
-                            await conn.execute("ROLLBACK")
-                            raise signed_out()
+            async with self.outage.wait() as wait:
+                for attempt in (1, 2):
+                    # Connections aren't checked on checkout (a round trip per call);
+                    # one that died with a database restart fails at BEGIN, before
+                    # anything was sent.
+                    async with pool.connection() as conn:
+                        wait.hold(conn)
                         try:
-                            yield conn
-                        except BaseException:
-                            if not conn.closed:
-                                with contextlib.suppress(psycopg.Error):
-                                    await conn.execute("ROLLBACK")
-                            raise
-                        await conn.execute("COMMIT")
-                        return
-                # The others idle beside it died with it too: the pool checks
-                # each and drops the dead, and the call takes a live one.
-                await pool.check()
+                            cur = await conn.execute(begin)
+                        except psycopg.OperationalError:
+                            if attempt == 2 or not conn.closed:
+                                raise
+                        else:
+                            cur.nextset()
+                            scoped = await cur.fetchone()
+                            if scoped is None or scoped["ws"] is None:
+                                await conn.execute("ROLLBACK")
+                                raise signed_out()
+                            try:
+                                yield conn
+                            except BaseException:
+                                if wait.ended is not None:
+                                    # A server that doesn't answer won't answer a
+                                    # rollback either; closing rolls back.
+                                    await conn.close()
+                                elif not conn.closed:
+                                    with contextlib.suppress(psycopg.Error):
+                                        await conn.execute("ROLLBACK")
+                                raise
+                            await conn.execute("COMMIT")
+                            return
+                    # The others idle beside it died with it too: the pool checks
+                    # each and drops the dead, and the call takes a live one.
+                    await pool.check()
         except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
-            log.warning("database unavailable: %s", exc)
-            raise Unavailable("the database is unavailable; retry shortly") from exc
+            raise self._lost(exc) from exc
 
+    @contextlib.asynccontextmanager
+    async def _available(self, pool: psycopg_pool.AsyncConnectionPool[Conn]) -> AsyncIterator[Conn]:
+        try:
+            async with self.outage.wait() as wait, pool.connection() as conn:
+                wait.hold(conn)
+                yield conn
+        except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+            raise self._lost(exc) from exc
 
-@contextlib.asynccontextmanager
-async def _available(pool: psycopg_pool.AsyncConnectionPool[Conn]) -> AsyncIterator[Conn]:
-    try:
-        async with pool.connection() as conn:
-            yield conn
-    except (psycopg.OperationalError, psycopg_pool.PoolTimeout) as exc:
+    def _lost(self, exc: Exception) -> Unavailable:
         log.warning("database unavailable: %s", exc)
-        raise Unavailable("the database is unavailable; retry shortly") from exc
+        self.outage.suspect()
+        return Unavailable("the database is unavailable; retry shortly")

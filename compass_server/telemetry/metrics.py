@@ -82,6 +82,13 @@ class Metrics:
             ["pool"],
             registry=r,
         )
+        self.database_up = Gauge(
+            "compass_database_up",
+            "1 while this process finds the database answering; 0 while it doesn't, and "
+            "calls fail at once with UNAVAILABLE.",
+            registry=r,
+        )
+        self.database_up.set(1)
         self.writes = Histogram(
             "compass_write_batch_writes",
             "Statements that wrote posts or ask endings (kind: post, ending), by how many "
