@@ -6,7 +6,8 @@ that passes `slow_seconds`, starts a probe: a fresh connection that must
 answer `SELECT 1` within `probe_seconds`. While probes fail the database is
 down: the waits in flight end now, and a call is refused with UNAVAILABLE
 as soon as a probe made after it arrived fails (at most ADMIT_SECONDS
-later), so the first call after the database is back is served. Probes run
+later; at once while probes go unanswered), so the first call after a
+stopped database is back is served. Probes run
 when calls want them, at most one per PACE_SECONDS, and every
 `probe_seconds` without calls, until one answers.
 """
@@ -137,6 +138,8 @@ class Outage:
         # Resolved when the next probe to start has its answer.
         self._next: asyncio.Future[None] | None = None
         self._wanted = asyncio.Event()
+        # How long the last probe took to fail; 0 after one answered.
+        self._failing_for = 0.0
         self._closed = False
 
     async def admit(self) -> None:
@@ -149,6 +152,9 @@ class Outage:
         if self._next is None:
             self._next = asyncio.get_running_loop().create_future()
         self._wanted.set()
+        if self._failing_for >= ADMIT_SECONDS:
+            # Probes go unanswered (a frozen server): not worth waiting for.
+            raise Unavailable(DOWN)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(ADMIT_SECONDS):
                 await asyncio.shield(self._next)
@@ -190,7 +196,9 @@ class Outage:
                 started = loop.time()
                 answered, self._next = self._next, None
                 self._wanted.clear()
-                if await self._answers():
+                answers = await self._answers()
+                self._failing_for = 0.0 if answers else loop.time() - started
+                if answers:
                     if self.down:
                         for step in self.before_up:
                             await step()
