@@ -5,6 +5,11 @@ usage: python3 dev.py COMMAND [ARGS]
 
 commands:
   test [PYTEST_ARGS]   set up .venv, run every gate, then pytest with PYTEST_ARGS
+  test --repeat N [--load K] [PYTEST_ARGS]
+                       only pytest: each chosen test N times, the copies spread over
+                       the parallel processes so they run side by side, with K
+                       processes keeping the cores busy meanwhile (default: none):
+                       `python3 dev.py test --repeat 20 --load 2 -k shutdown`
   serve [ARGS]         set up .venv and run `compass-server serve ARGS`
   gen                  regenerate gen/ from proto/ with buf
   check-contract       buf lint, the gen/ drift check and buf breaking
@@ -236,6 +241,53 @@ def check_contract() -> None:
     check_breaking()
 
 
+def _repeat(extra: list[str]) -> tuple[int, int, list[str]]:
+    """(--repeat N, --load K, the rest) of the test command's arguments."""
+    counts = {"--repeat": 0, "--load": 0}
+    rest: list[str] = []
+    args = iter(extra)
+    for arg in args:
+        name, eq, value = arg.partition("=")
+        if name in counts:
+            value = value if eq else next(args, "")
+            if not value.isdigit() or (name == "--repeat" and int(value) < 1):
+                _usage(f"{name} takes a whole number, not {value!r}")
+            counts[name] = int(value)
+        else:
+            rest.append(arg)
+    if counts["--load"] and not counts["--repeat"]:
+        _usage("--load goes with --repeat N")
+    return counts["--repeat"], counts["--load"], rest
+
+
+_BURN = "import time\nwhile True:\n    time.perf_counter()\n"
+
+
+def repeat(times: int, load: int, extra: list[str]) -> None:
+    """The chosen tests, each `times` times side by side, while `load`
+    processes keep the cores busy: a test that waits on a wall clock or a
+    fixed sleep fails here first."""
+    workers = _workers(extra)
+    if workers:
+        workers[workers.index("loadfile")] = "load"
+    burners = [subprocess.Popen([sys.executable, "-c", _BURN]) for _ in range(load)]
+    try:
+        code = run(
+            BIN / "python",
+            "-m",
+            "pytest",
+            *workers,
+            f"--count={times}",
+            *extra,
+            check=False,
+        )
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+    sys.exit(1 if code == 5 else code)
+
+
 def _workers(extra: list[str]) -> list[str]:
     """Tests run in parallel processes, a test file per process at a time, unless
     the arguments say otherwise (`-n 0` runs them in this one). Most tests wait on
@@ -261,7 +313,10 @@ def gates(extra: list[str]) -> None:
 
 def test(extra: list[str]) -> None:
     ensure_venv()
-    gates(extra)
+    times, load, rest = _repeat(extra)
+    if times:
+        repeat(times, load, rest)
+    gates(rest)
 
 
 def _in_venv(step: Callable[[], None]) -> None:
