@@ -21,7 +21,8 @@ def free_port() -> int:
 
 class Mailbox:
     """Mail received, parsed; `refuse` (an SMTP code) answers DATA with it
-    instead; `delay` holds each DATA that long before answering."""
+    instead; `delay` holds each DATA that long before answering, `holding`
+    until it is set False again (`held` counts the DATAs waiting so)."""
 
     def __init__(self, port: int | None = None, **smtp: Any) -> None:
         """`smtp`: aiosmtpd's SMTP options (tls_context, require_starttls,
@@ -32,6 +33,8 @@ class Mailbox:
         self.envelopes: list[tuple[str, list[str]]] = []
         self.refuse: int | None = None
         self.delay = 0.0
+        self.holding = False
+        self.held = 0
         self._lock = threading.Lock()
         self._controller: Controller | None = None
 
@@ -54,6 +57,10 @@ class Mailbox:
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         if self.delay:
             await asyncio.sleep(self.delay)
+        if self.holding:
+            self.held += 1
+            while self.holding:
+                await asyncio.sleep(0.01)
         if self.refuse is not None:
             return f"{self.refuse} not now"
         parsed = email.message_from_bytes(envelope.content, policy=email.policy.default)

@@ -76,7 +76,15 @@ async def test_a_server_killed_while_mailing_loses_no_mail(database_url: str, st
             m = await w.post_ask(w.agent, ask)
             asks.append(m.blocks[0].ask_id)  # type: ignore[union-attr]
         await box.wait_for(to, 2)
+        # The next mail is held mid-DATA: the kill lands while one is under way.
+        box.holding = True
+        for _ in range(600):
+            if box.held:
+                break
+            await asyncio.sleep(0.05)
+        assert box.held, "no mail went out after the first two"
         a.kill9()
+        box.holding = False
         box.delay = 0.0
         b = ServerProcess(database_url, env=env(box.port)).start()
         for _ in range(300):

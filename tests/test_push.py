@@ -487,13 +487,14 @@ async def test_the_service_worker_shows_a_delivered_push(
             lambda e: registrations.extend(e["registrations"]),
         )
         await cdp.send("ServiceWorker.enable")
-        for _ in range(100):
-            if registrations:
-                break
-            await asyncio.sleep(0.05)
         # The browser may list this origin's registrations of the module's other tests
-        # (other contexts): the push goes to each, and only this page's can show it.
-        ours = {r["registrationId"] for r in registrations if r["scopeURL"] == origin + "/"}
+        # (other contexts), and ours later: the push goes to each of this origin's, and
+        # only this page's can show it.
+        ours: set[str] = set()
+        deadline = time.monotonic() + 30
+        while not ours and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            ours = {r["registrationId"] for r in registrations if r["scopeURL"] == origin + "/"}
         assert ours
         data = {
             "title": "scout asks",
@@ -514,7 +515,8 @@ async def test_the_service_worker_shows_a_delivered_push(
         # Starting the worker and showing the notification can take seconds on a
         # machine busy with other browsers.
         shown: list[dict[str, Any]] = []
-        for _ in range(400):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
             shown = await page.evaluate(
                 """navigator.serviceWorker.ready
                      .then((r) => r.getNotifications())

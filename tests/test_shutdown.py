@@ -26,8 +26,9 @@ from tests.world import World
 pytestmark = pytest.mark.timeout(120)
 
 DRAIN = 0.2
-# What stopping may take after the drain: streams end, pools close.
-STOP = 3.0
+# What stopping may take after the drain (streams end, pools close) on a
+# loaded machine: the point is that it ends; bench.shutdown measures how soon.
+STOP = 30.0
 RUNS = 6
 
 
@@ -44,7 +45,9 @@ async def test_sigterm_at_a_wake_up_always_stops_the_process(
         await db.close()
 
 
-async def stop_at_a_wake_up(url: str, w: World, after: float, run: int) -> None:
+async def stop_at_a_wake_up(url: str, w: World, after: float, run: int) -> float:
+    """SIGTERM `after` seconds into a burst of deadlines and streams: the
+    seconds from the signal to the process's exit."""
     env = {
         "COMPASS_ASK_DEADLINE_MIN_SECONDS": "0.01",
         "COMPASS_DRAIN_SECONDS": str(DRAIN),
@@ -89,6 +92,7 @@ async def stop_at_a_wake_up(url: str, w: World, after: float, run: int) -> None:
             server.log
         )
         assert server.stop() == 0, "".join(server.log)
+        return took
     finally:
         await client.close()
         if server.proc is not None:

@@ -44,7 +44,7 @@ async def test_a_backlog_held_back_by_the_per_endpoint_limit_goes_on_without_the
                 )
                 for _ in range(5):
                     await world.post_ask()
-                got = await slow.wait_for(5, wait=10.0)
+                got = await slow.wait_for(5, wait=30.0)
                 assert len({r.webhook_id for r in got}) == 5
                 assert slow.max_in_flight == 1
             finally:
