@@ -33,10 +33,22 @@ class Mailbox:
         self.envelopes: list[tuple[str, list[str]]] = []
         self.refuse: int | None = None
         self.delay = 0.0
-        self.holding = False
         self.held = 0
+        self._released = threading.Event()
+        self._released.set()
         self._lock = threading.Lock()
         self._controller: Controller | None = None
+
+    @property
+    def holding(self) -> bool:
+        return not self._released.is_set()
+
+    @holding.setter
+    def holding(self, hold: bool) -> None:
+        if hold:
+            self._released.clear()
+        else:
+            self._released.set()
 
     @property
     def running(self) -> bool:
@@ -59,8 +71,7 @@ class Mailbox:
             await asyncio.sleep(self.delay)
         if self.holding:
             self.held += 1
-            while self.holding:
-                await asyncio.sleep(0.01)
+            await asyncio.to_thread(self._released.wait)
         if self.refuse is not None:
             return f"{self.refuse} not now"
         parsed = email.message_from_bytes(envelope.content, policy=email.policy.default)
