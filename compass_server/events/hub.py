@@ -25,7 +25,7 @@ import contextlib
 import functools
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from typing import Protocol, TypeVar
 
 import psycopg
@@ -697,7 +697,7 @@ class EventHub:
         room: Callable[[], int] | None = None,
         passed: Callable[[int], None] | None = None,
         lane: Lane | None = None,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event]:
         """Every event of the scope's workspace after `after` that `visible`
         admits, in order, then live ones as they commit; ends with Closed when
         the hub shuts down. Pages of the log are paid from `owner`'s share of
