@@ -36,6 +36,7 @@ from compass_server.relay.dispatch import Dispatcher, answer_bytes, error_result
 from compass_server.store import InvalidArgument, NotFound, Store
 from compass_server.store.errors import StoreError, quoted
 from compass_server.store.ids import parse_id
+from compass_server.store.inbox import InboxStore
 from compass_server.store.types import (
     AccountKind,
     Actor,
@@ -562,7 +563,12 @@ class RelayStream:
                         event, self.gateway.receipts.stamp(actor.workspace_id)
                     )
                     if answered:
-                        for block in wired.message_posted.message.blocks:
+                        told = (
+                            wired.inbox_item_changed.message
+                            if event.inbox is not None
+                            else wired.message_posted.message
+                        )
+                        for block in told.blocks:
                             if block.HasField("ask_answer"):
                                 block.ask_answer.receipt = answered.get(block.ask_answer.ask_id, "")
                     return gw.HubFrame(delivery=gw.Delivery(session_id=session.name, event=wired))
@@ -586,9 +592,14 @@ class RelayStream:
     async def _answer_receipts(self, session: Session, event: Event) -> dict[str, str]:
         """The receipts of the asks an answer message answered, by ask id,
         when the session's agent asked them: the answer reaches the agent
-        that asked as this message, and its receipt with it."""
+        that asked as this message (in a channel, or in its inbox item's
+        change), and its receipt with it."""
+        if not self.gateway.receipts.on:
+            return {}
+        if event.inbox is not None:
+            return await self._inbox_answer_receipts(session, event)
         message = event.message
-        if not self.gateway.receipts.on or message is None:
+        if message is None:
             return {}
         out = {}
         for block in message.blocks:
@@ -601,6 +612,26 @@ class RelayStream:
             if asked_in.author_id == session.actor.account_id:
                 out[block.ask_id] = self.gateway.receipts.sign(
                     session.actor.workspace_id, asked_in.author_id, ask
+                )
+        return out
+
+    async def _inbox_answer_receipts(self, session: Session, event: Event) -> dict[str, str]:
+        change = event.inbox
+        inbox = self.gateway.inbox
+        if change is None or change.message is None or inbox is None:
+            return {}
+        out = {}
+        for block in change.message.blocks:
+            if not isinstance(block, AskAnswerBlock):
+                continue
+            try:
+                asked = await inbox.ask_message(session.actor, block.ask_message_id)
+            except StoreError:
+                continue  # taken back since: the answer goes without
+            ask = asked.ask
+            if ask is not None and asked.author_id == session.actor.account_id:
+                out[block.ask_id] = self.gateway.receipts.sign(
+                    session.actor.workspace_id, asked.author_id, ask
                 )
         return out
 
@@ -673,8 +704,11 @@ class AgentGateway:
         binds_at_once: int = BINDS_AT_ONCE,
         tracer: trace.Tracer | None = None,
         receipts: Receipts | None = None,
+        inbox: InboxStore | None = None,
     ) -> None:
         self.store = store
+        # Where an inbox answer's ask is read, for its receipt.
+        self.inbox = inbox
         self._binds = asyncio.Semaphore(binds_at_once)
         # Deliveries of endings carry their receipts (empty without keys).
         self.receipts = receipts or Receipts(None, "")
