@@ -627,9 +627,16 @@ class RelayStream:
             try:
                 asked = await inbox.ask_message(session.actor, block.ask_message_id)
             except StoreError:
-                continue  # taken back since: the answer goes without
+                continue  # no longer the agent's to read: the answer goes without
             ask = asked.ask
-            if ask is not None and asked.author_id == session.actor.account_id:
+            # Still this answer's ending (written in the answer message's
+            # transaction, at its time), not a later one after a take-back.
+            if (
+                ask is not None
+                and ask.ending is not None
+                and ask.ending.at == change.message.created_at
+                and asked.author_id == session.actor.account_id
+            ):
                 out[block.ask_id] = self.gateway.receipts.sign(
                     session.actor.workspace_id, asked.author_id, ask
                 )
