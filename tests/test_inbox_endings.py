@@ -10,6 +10,8 @@ import uuid
 from typing import Any
 
 import psycopg
+import psycopg.types.json
+import pytest
 from psycopg.rows import dict_row
 
 from compass.v1 import agent_gateway_pb2 as gw
@@ -166,7 +168,23 @@ async def test_every_ended_inbox_ask_reads_how_it_ended(
     assert items["ping"].status == pb.INBOX_ITEM_STATUS_CLOSED and not items["ping"].close_reason
     assert items["ping"].closed_by_account_id == str(w.human.account_id)
 
-    # As stored.
+    # As stored; the database holds an ending to its standing, whoever writes it.
+    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
+        for ask_id, ending in (
+            (first.item.ask_id, {"kind": "withdrawn_by_person"}),
+            (second.item.ask_id, {"kind": "declined"}),
+            (ping.item.ask_id, {"kind": "replaced"}),
+        ):
+            with pytest.raises(psycopg.errors.CheckViolation):
+                await conn.execute(
+                    "UPDATE inbox_messages SET ending = %s WHERE ask_id = %s",
+                    (psycopg.types.json.Jsonb(ending), ask_id),
+                )
+        with pytest.raises(psycopg.errors.CheckViolation):
+            await conn.execute(
+                "UPDATE inbox_messages SET ask_status = 'open' WHERE ask_id = %s",
+                (declined.item.ask_id,),
+            )
     async with await psycopg.AsyncConnection.connect(database_url, row_factory=dict_row) as conn:
         cur = await conn.execute(
             "SELECT m.ask_id, m.ask_status, m.ending->>'kind' AS kind,"

@@ -89,8 +89,8 @@ async def test_clients_that_hang_up_are_no_server_errors(database_url: str, stor
         # Subscribe streams replaying the backlog that never read, too.
         for _ in range(4):
             stalled.subscribe(w.tokens[w.human.account_id], start)
-        settled = await _gauges_settle(server, compass_relay_sessions=80.0)
-        assert settled["compass_relay_sessions"] == 80.0, settled
+        settled = await _gauges_settle(server, compass_relay_sessions=80.0, compass_subscribers=4.0)
+        assert settled == {"compass_relay_sessions": 80.0, "compass_subscribers": 4.0}
         await asyncio.sleep(2.0)  # the answers and deliveries fill what the streams hold
         await stalled.close()
 

@@ -5,15 +5,19 @@
 -- (a person closed the item); the agent's close is 'withdrawn_by_agent' with
 -- its reason. The standing (ask_status, withdrawn_reason) says what it said.
 --
--- An open ask has no ending. An ended one may lack it: one an older server
--- ends while this one runs beside it; it reads the kind its standing gives.
--- The file can be applied again: it only fills endings that are missing.
+-- An open ask has no ending, and an ended one's agrees with its standing.
+-- An ended one may lack it: one an older server ends while this one runs
+-- beside it; it reads the kind its standing gives. The file can be applied
+-- again: it only fills endings that are missing.
 ALTER TABLE inbox_messages DROP CONSTRAINT IF EXISTS inbox_messages_ending_check;
 ALTER TABLE inbox_messages ADD CONSTRAINT inbox_messages_ending_check
   CHECK (CASE
-           WHEN ask_status = 'declined' THEN ending IS NOT NULL
-           WHEN ask_status IN ('replaced', 'answered', 'withdrawn') THEN true
-           ELSE ending IS NULL
+           WHEN ask_status IS NULL OR ask_status = 'open' THEN ending IS NULL
+           WHEN ending IS NULL THEN ask_status <> 'declined'
+           ELSE (ask_status, ending ->> 'kind') IN (
+             ('replaced', 'replaced'), ('answered', 'answered'),
+             ('withdrawn', 'withdrawn_by_agent'), ('withdrawn', 'withdrawn_by_person'),
+             ('declined', 'declined'))
          END);
 
 -- The asks that ended before: answered by the answering message's author
