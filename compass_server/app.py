@@ -263,6 +263,7 @@ class CompassServer:
             reading_bytes=settings.inbox_reading_bytes,
             reading_bytes_per_account=settings.inbox_reading_bytes_per_account,
             read_wait_seconds=settings.inbox_read_wait_seconds,
+            receipts=self.receipts,
         )
         inbox = ServiceBinding.of(inbox_pb2, "InboxService", inbox_api, "account")
         self.agent_api = AgentApi(self.store, self.comms)
@@ -282,6 +283,7 @@ class CompassServer:
             binds_at_once=max(1, min(settings.relay_binds_at_once, settings.pool_size - 4)),
             tracer=self.tracer,
             receipts=self.receipts,
+            inbox=self.inbox,
         )
         heartbeat = Heartbeat(
             self.store,

@@ -55,6 +55,8 @@ def _answered(custom: str = "and some Rust") -> pb.Ask:
 def test_every_ending_kind_is_a_row() -> None:
     assert [kind.name for kind in ENDINGS] == [
         "withdrawn_by_owner",
+        "withdrawn_by_person",
+        "replaced",
         "withdrawn",
         "declined",
         "expired",
@@ -67,7 +69,12 @@ def _ended(kind: int, **ending: Any) -> pb.Ask:
     """An ask as the server writes it after an ending of this kind."""
     ask = _ask(
         cancelled=kind
-        in (pb.ASK_ENDING_KIND_WITHDRAWN_BY_AGENT, pb.ASK_ENDING_KIND_WITHDRAWN_BY_OWNER)
+        in (
+            pb.ASK_ENDING_KIND_WITHDRAWN_BY_AGENT,
+            pb.ASK_ENDING_KIND_WITHDRAWN_BY_OWNER,
+            pb.ASK_ENDING_KIND_WITHDRAWN_BY_PERSON,
+            pb.ASK_ENDING_KIND_REPLACED,
+        )
     )
     ask.ending.CopyFrom(pb.AskEnding(kind=kind, **ending))
     if kind == pb.ASK_ENDING_KIND_EXPIRED:
@@ -114,6 +121,37 @@ def test_the_owners_withdrawal_is_not_the_agents_own() -> None:
     own = ending_of(_ended(pb.ASK_ENDING_KIND_WITHDRAWN_BY_AGENT, actor_handle="scout"))
     assert own is not None and own.name == "withdrawn"
     assert own.text == "Ask ask_1 was withdrawn; it takes no answer."
+
+
+def test_an_inbox_asks_endings_read_who_and_how() -> None:
+    closed = ending_of(
+        _ended(
+            pb.ASK_ENDING_KIND_WITHDRAWN_BY_PERSON, actor_account_id="acc-ada", actor_handle="ada"
+        )
+    )
+    assert closed is not None and closed.name == "withdrawn_by_person"
+    assert closed.text == (
+        "Ask ask_1 was withdrawn by @ada, who closed its inbox item without answering; it "
+        "takes no answer."
+    )
+    replaced = _ended(pb.ASK_ENDING_KIND_REPLACED, actor_handle="scout")
+    replaced.ending.ended_at.CopyFrom(AT)
+    ending = ending_of(replaced)
+    assert ending is not None and ending.name == "replaced"
+    assert ending.text == (
+        "Ask ask_1 was replaced by a newer ask in its inbox item at 2026-01-01T10:00:00Z; it "
+        "takes no answer."
+    )
+    assert ask_state(replaced) == {
+        "ask_id": "ask_1",
+        "state": "replaced",
+        "ended_by": "scout",
+        "ended_at": "2026-01-01T10:00:00Z",
+    }
+    # The agent's own close of its inbox item says why.
+    own = ending_of(_ended(pb.ASK_ENDING_KIND_WITHDRAWN_BY_AGENT, reason="moot\nnow"))
+    assert own is not None and own.name == "withdrawn"
+    assert own.text == 'Ask ask_1 was withdrawn: "moot now"; it takes no answer.'
 
 
 def test_an_expiry_reads_when_and_that_nobody_answered() -> None:
@@ -313,6 +351,32 @@ def test_a_standing_answers_name_heard_after_its_answer_message_is_kept() -> Non
     got = endings.get("ask_1")
     assert got is not None and got.name == "answered"
     assert got.ask.ending.standing_answer_id == "rule-1"
+
+
+def test_the_lane_ends_an_inbox_ask_by_its_items_change() -> None:
+    endings = AskEndings()
+    answer = pb.AskAnswerBlock(ask_id="ask_1", questions=_answered().questions, receipt="r1")
+    answered = pb.Event(event_id=3)
+    answered.inbox_item_changed.agent_account_id = SCOUT
+    answered.inbox_item_changed.message.author_account_id = "acc-ada"
+    answered.inbox_item_changed.message.blocks.add(ask_answer=answer)
+    heard = endings.hear(answered, SCOUT)
+    assert [(e.name, e.ask.ask_id, e.ask.ending.receipt) for e in heard] == [
+        ("answered", "ask_1", "r1")
+    ]
+    closed = _ended(pb.ASK_ENDING_KIND_WITHDRAWN_BY_PERSON, actor_handle="ada")
+    closed.ask_id = "ask_2"
+    event = pb.Event(event_id=4)
+    event.inbox_item_changed.agent_account_id = SCOUT
+    event.inbox_item_changed.message.author_account_id = SCOUT
+    event.inbox_item_changed.message.blocks.add(ask=closed)
+    heard = endings.hear(event, SCOUT)
+    assert [(e.name, e.ask.ask_id) for e in heard] == [("withdrawn_by_person", "ask_2")]
+    # Another agent's inbox: not this agent's to hear.
+    event.inbox_item_changed.agent_account_id = "acc-other"
+    closed.ask_id = "ask_3"
+    event.inbox_item_changed.message.blocks[0].ask.CopyFrom(closed)
+    assert endings.hear(event, SCOUT) == []
 
 
 def test_the_lane_ignores_what_ends_no_ask_of_this_agent() -> None:

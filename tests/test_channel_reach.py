@@ -15,6 +15,7 @@ from compass_server.store import Store
 from compass_server.store.types import TextBlock
 from tests.conftest import running_server
 from tests.procs import ServerProcess
+from tests.relay_client import RelayClient, runner_for
 from tests.servers import CallError, GrpcClient
 from tests.world import World
 
@@ -110,9 +111,11 @@ async def test_concurrent_joins_never_pass_the_bound(
             await client.close()
 
 
-async def _join_many(database_url: str, w: World, n: int) -> uuid.UUID:
-    """Puts the world's person in n more channels, directly in the database;
-    the last one's id."""
+async def _join_many(
+    database_url: str, w: World, n: int, who: uuid.UUID | None = None
+) -> uuid.UUID:
+    """Puts the world's person (or `who`) in n more channels, directly in the
+    database; the last one's id."""
     async with await psycopg.AsyncConnection.connect(database_url) as conn:
         cur = await conn.execute(
             """
@@ -126,7 +129,7 @@ async def _join_many(database_url: str, w: World, n: int) -> uuid.UUID:
             SELECT id, %(who)s, %(ws)s FROM c
             RETURNING channel_id
             """,
-            {"ws": w.workspace_id, "who": w.human.account_id, "n": n},
+            {"ws": w.workspace_id, "who": who or w.human.account_id, "n": n},
         )
         rows = await cur.fetchall()
     return uuid.UUID(str(rows[-1][0]))
@@ -161,6 +164,59 @@ async def test_streams_of_one_account_share_its_channels(database_url: str, stor
         for s in streams[:5]:
             event = await asyncio.wait_for(anext(s), 10)
             assert event.HasField("message_posted"), event
+    finally:
+        await client.close()
+        assert server.stop() == 0
+
+
+async def _join(database_url: str, w: World, channel_id: uuid.UUID, who: uuid.UUID) -> None:
+    async with await psycopg.AsyncConnection.connect(database_url) as conn:
+        await conn.execute(
+            "INSERT INTO channel_members (channel_id, account_id, workspace_id)"
+            " VALUES (%s, %s, %s)",
+            (channel_id, who, w.workspace_id),
+        )
+
+
+async def test_relay_sessions_of_one_agent_share_its_channels(
+    database_url: str, store: Store
+) -> None:
+    """200 relay sessions of one agent in 2,000 channels: the server holds
+    the channels it hears them by once, not once per session (that grew it
+    by ~50 MB)."""
+    w = await World.create(store)
+    bulk = await _join_many(database_url, w, 2_000, w.agent.account_id)
+    runner = await runner_for(w)
+    server = ServerProcess(database_url, env={"COMPASS_RELAY_SESSIONS_PER_STREAM": "201"}).start()
+    client = RelayClient.grpc(server.grpc_port, runner)
+    try:
+        # One session first: what any session costs once (the agent's
+        # channels read, the workspace's feed) is in the baseline.
+        await client.bound("first", w.agent)
+        await w.post_text(w.human, "warm")
+        warm = await client.delivery("first")
+        await client.ack("first", warm.event_id)  # the sessions bound next start after it
+        await asyncio.sleep(1.0)
+        base = server.rss_kib()
+        for start in range(0, 200, 20):
+            await asyncio.gather(
+                *(client.bound(f"s{i}", w.agent) for i in range(start, start + 20))
+            )
+        # Every session is waiting on its lane.
+        await w.post_text(w.human, "all here")
+        for i in range(200):
+            event = await client.delivery(f"s{i}", wait=30)
+            assert event.message_posted.message.blocks[0].text.text == "all here"
+        await asyncio.sleep(2.0)
+        grown = (server.rss_kib() - base) / 1024
+        print(f"200 relay sessions grew RSS by {grown:.1f} MB")
+        assert grown < 25, f"RSS grew {grown:.0f} MB"
+        # Each still hears a channel of the 2,000.
+        await _join(database_url, w, bulk, w.other_human.account_id)
+        await store.append_message(w.other_human, bulk, [TextBlock("in bulk")])
+        for i in range(0, 200, 20):
+            event = await client.delivery(f"s{i}", wait=30)
+            assert event.message_posted.message.blocks[0].text.text == "in bulk"
     finally:
         await client.close()
         assert server.stop() == 0

@@ -71,14 +71,18 @@ async def test_people_answers_replies_and_closes_reach_the_agent(
         assert answered.message.message_id == str(taken.message.message_id)
         await r.ack("scout", heard.event_id)
 
-        # A member's close writes no message; the agent still hears it.
+        # A member's close writes no message; the agent hears it with the
+        # withdrawn ask, whose ending names the member.
         second = await r.ok(
             "scout", "inbox_post", gw.InboxPostRequest(key="second", body="Again?", ask=ask_pb())
         )
         await inbox.close(w.human, uuid.UUID(second.item.item_id))
         closed = (await r.delivery("scout")).inbox_item_changed
-        assert closed.status == pb.INBOX_ITEM_STATUS_CLOSED and not closed.HasField("message")
+        assert closed.status == pb.INBOX_ITEM_STATUS_CLOSED
         assert closed.actor_account_id == str(w.human.account_id)
+        assert closed.message.message_id == second.message.message.message_id
+        ask = closed.message.blocks[-1].ask
+        assert ask.ending.kind == pb.ASK_ENDING_KIND_WITHDRAWN_BY_PERSON and ask.cancelled
 
         # The agent's own close is its act: nothing comes back.
         third = await r.ok(

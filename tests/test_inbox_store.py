@@ -21,6 +21,7 @@ from compass_server.store.types import (
     AskOption,
     AskQuestion,
     AskStatus,
+    EndingKind,
     Event,
     EventKind,
     InboxStatus,
@@ -313,7 +314,13 @@ async def test_a_member_close_withdraws_without_a_reason_and_taking_it_back_reop
     assert thread.messages[0].ask_status is AskStatus.WITHDRAWN
     assert thread.messages[0].withdrawn_reason == ""
     event, settled = await events_since(world, start)
-    assert event.inbox is not None and event.inbox.message is None
+    # The change carries the withdrawn ask's message, whose ending names the member.
+    assert event.inbox is not None and event.inbox.message is not None
+    ask = event.inbox.message.ask
+    assert event.inbox.message.message_id == thread.messages[0].message_id
+    assert ask is not None and ask.cancelled and ask.ending is not None
+    assert ask.ending.kind is EndingKind.WITHDRAWN_BY_PERSON
+    assert ask.ending.actor_id == world.human.account_id and ask.ending.reason == ""
     assert settled.presence is not None and settled.presence.state is PresenceState.OFFLINE
     again, changed = await inbox.close(world.human, item.item_id)
     assert not changed and again == closed

@@ -21,6 +21,7 @@ from standardwebhooks.webhooks import WebhookVerificationError
 
 from compass.v1 import admin_pb2 as ad
 from compass.v1 import comms_pb2 as pb
+from compass_agentkit.receipts import fetch_jwks, verify_receipt
 from compass_server.api.admin import AdminApi
 from compass_server.store.inbox import AnswerOutcome
 from compass_server.store.types import (
@@ -255,8 +256,10 @@ async def test_inbox_items_opened_answered_and_closed(
     await inbox.reopen(w.human, item.item_id)
     await inbox.close_as_agent(w.agent, "deploy", "done by hand")
     await inbox.post(w.agent, "note", "FYI", "A note asks nothing")
+    ping, _ = await inbox.post(w.agent, "ping", "Still there?", "", yes_no())
+    await inbox.close(w.human, ping.item_id)
 
-    got = await receiver.wait_for(6)
+    got = await receiver.wait_for(8)
     # Ordering is not promised; the sequence says what came first.
     seen = sorted((verified(made.secret, r) for r in got), key=lambda p: p["data"]["sequence"])
     types = [p["type"] for p in seen]
@@ -267,8 +270,10 @@ async def test_inbox_items_opened_answered_and_closed(
         "inbox.item.closed",
         "inbox.item.opened",
         "inbox.item.closed",
+        "inbox.item.opened",
+        "inbox.item.closed",
     ]
-    opened, answer, again, declined, reopened, closed = (p["data"] for p in seen)
+    opened, answer, again, declined, reopened, closed, _, dropped = (p["data"] for p in seen)
     assert opened["item"]["title"] == "Deploy to prod?"
     assert opened["item"]["url"] == f"{PUBLIC_URL}/#/inbox/{item.item_id}"
     assert opened["agent"]["handle"] == "scout" and opened["actor"]["handle"] == "scout"
@@ -286,9 +291,20 @@ async def test_inbox_items_opened_answered_and_closed(
     assert reopened["ask"]["ask_id"] == again["ask"]["ask_id"]
     assert closed["ask"]["state"] == "withdrawn_by_agent"
     assert closed["ask"]["ending"]["reason"] == "done by hand"
+    assert dropped["ask"]["state"] == "withdrawn_by_person"
+    assert dropped["ask"]["ending"]["by"]["handle"] == "ada"
+    # A close's ending is the ask's own, with its receipt.
+    keys = await asyncio.to_thread(fetch_jwks, f"http://127.0.0.1:{hooks.http_port}")
+    for data, kind in (
+        (declined, "declined"),
+        (closed, "withdrawn_by_agent"),
+        (dropped, "withdrawn_by_person"),
+    ):
+        proof = verify_receipt(data["ask"]["ending"]["receipt"], keys)
+        assert (proof.ending, proof.ask_id) == (kind, data["ask"]["ask_id"])
     assert all(p["data"]["sequence"] > 0 for p in seen)
     await asyncio.sleep(0.5)
-    assert len(receiver.received) == 6, "the note made a delivery"
+    assert len(receiver.received) == 8, "the note made a delivery"
 
 
 async def test_an_endpoint_takes_only_the_types_it_names(

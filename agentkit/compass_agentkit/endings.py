@@ -4,8 +4,10 @@ has heard of.
 An ask ends once. Each kind of ending is one row of ENDINGS: its name, how
 to tell it from the ask's server-owned state (`Ask.ending`, or the older
 flags), and its words: answered, declined (by whom, and why), withdrawn by
-its agent, withdrawn by the agent's owner, or expired at its deadline. Every
-reader (the MCP `ask` and `check_ask` tools, `comms_get_ask`) knows them all.
+its agent, withdrawn by the agent's owner, or expired at its deadline; an
+inbox ask also replaced by the agent's newer ask, or withdrawn by a person
+who closed its item. Every reader (the MCP `ask` and `check_ask` tools,
+`comms_get_ask`) knows them all.
 A quorum ask's answer lists each person's answers, and while it is open
 its readers say how many of the answers it needs it has (k of K). An answer
 a person's standing answer gave says so.
@@ -13,8 +15,9 @@ a person's standing answer gave says so.
 `AskEndings` keeps the endings one agent session has heard of, by ask id,
 and wakes whoever waits on them. It is fed from the delivery lane (`hear`:
 an answer arrives as the answer message, any other ending by someone else as
-the update of the agent's own ask) and in process (the agent's own
-withdrawal, which the lane does not carry back to it).
+the update of the agent's own ask; in its inbox, both as the item's change)
+and in process (the agent's own withdrawal, which the lane does not carry
+back to it).
 """
 
 from __future__ import annotations
@@ -140,7 +143,28 @@ def _answered(ask: pb.Ask) -> str:
 
 
 def _withdrawn(ask: pb.Ask) -> str:
-    return f"Ask {ask.ask_id} was withdrawn; it takes no answer."
+    reason = _one_line(ask.ending.reason)
+    why = f': "{reason}"' if reason else ""
+    return f"Ask {ask.ask_id} was withdrawn{why}; it takes no answer."
+
+
+def _by_person(ask: pb.Ask) -> str:
+    return f"withdrawn by {actor(ask.ending)}, who closed its inbox item without answering"
+
+
+def _withdrawn_by_person(ask: pb.Ask) -> str:
+    return f"Ask {ask.ask_id} was {_by_person(ask)}; it takes no answer."
+
+
+def _replaced_note(ask: pb.Ask) -> str:
+    return "replaced by a newer ask"
+
+
+def _replaced(ask: pb.Ask) -> str:
+    at = f" at {rfc3339(ask.ending.ended_at)}" if ask.ending.HasField("ended_at") else ""
+    return (
+        f"Ask {ask.ask_id} was replaced by a newer ask in its inbox item{at}; it takes no answer."
+    )
 
 
 def _by_owner(ask: pb.Ask) -> str:
@@ -203,9 +227,9 @@ class EndingKind:
     note: Callable[[pb.Ask], str] = _no_note
 
 
-# Checked in order. Both withdrawals set `cancelled` (the owner's is told
-# apart by its ending), and a withdrawn ask takes no answer, whatever else
-# it says.
+# Checked in order. Every withdrawal, and an inbox ask's replacement, sets
+# `cancelled` (all but the agent's own are told apart by their ending), and
+# a withdrawn ask takes no answer, whatever else it says.
 ENDINGS: tuple[EndingKind, ...] = (
     EndingKind(
         "withdrawn_by_owner",
@@ -213,6 +237,20 @@ ENDINGS: tuple[EndingKind, ...] = (
         lambda ask: _kind(ask) == pb.ASK_ENDING_KIND_WITHDRAWN_BY_OWNER,
         _withdrawn_by_owner,
         _by_owner,
+    ),
+    EndingKind(
+        "withdrawn_by_person",
+        "withdrawn-by-person",
+        lambda ask: _kind(ask) == pb.ASK_ENDING_KIND_WITHDRAWN_BY_PERSON,
+        _withdrawn_by_person,
+        _by_person,
+    ),
+    EndingKind(
+        "replaced",
+        "replaced",
+        lambda ask: _kind(ask) == pb.ASK_ENDING_KIND_REPLACED,
+        _replaced,
+        _replaced_note,
     ),
     EndingKind("withdrawn", "withdrawn", lambda ask: ask.cancelled, _withdrawn),
     EndingKind(
@@ -450,28 +488,37 @@ class AskEndings:
         """Records what a delivery ends of this agent's asks; returns it. An
         answer arrives as the answer message; any other ending by someone
         else as the update of the agent's own ask (declined, withdrawn by its
-        owner, expired). Everything else on the lane ends nothing."""
+        owner, expired); in the agent's inbox, each as the item's change,
+        carrying the answer message or the ask. Everything else on the lane
+        ends nothing."""
         asks: list[pb.Ask] = []
         kind = event.WhichOneof("kind")
+        blocks: list[pb.MessageBlock] = []
         if kind == "message_posted":
-            for block in event.message_posted.message.blocks:
-                if block.HasField("ask_answer"):
-                    answer = block.ask_answer
-                    ask = pb.Ask(
-                        ask_id=answer.ask_id,
-                        questions=answer.questions,
-                        answered=True,
-                        quorum=len(answer.quorum_votes),
-                        quorum_votes=answer.quorum_votes,
-                    )
-                    if answer.receipt:
-                        ask.ending.kind = pb.ASK_ENDING_KIND_ANSWERED
-                        ask.ending.receipt = answer.receipt
-                    asks.append(ask)
+            blocks += event.message_posted.message.blocks
         elif kind == "message_updated":
             message = event.message_updated.message
             if message.author_account_id == agent_id:
                 asks += [block.ask for block in message.blocks if block.HasField("ask")]
+        elif kind == "inbox_item_changed":
+            change = event.inbox_item_changed
+            if change.agent_account_id == agent_id:
+                blocks += change.message.blocks
+                asks += [block.ask for block in change.message.blocks if block.HasField("ask")]
+        for block in blocks:
+            if block.HasField("ask_answer"):
+                answer = block.ask_answer
+                ask = pb.Ask(
+                    ask_id=answer.ask_id,
+                    questions=answer.questions,
+                    answered=True,
+                    quorum=len(answer.quorum_votes),
+                    quorum_votes=answer.quorum_votes,
+                )
+                if answer.receipt:
+                    ask.ending.kind = pb.ASK_ENDING_KIND_ANSWERED
+                    ask.ending.receipt = answer.receipt
+                asks.append(ask)
         heard = [self.heard(ask) for ask in asks]
         return [ending for ending in heard if ending is not None]
 

@@ -77,6 +77,8 @@ _KINDS = {
     pb.ASK_ENDING_KIND_WITHDRAWN_BY_OWNER: "withdrawn_by_owner",
     pb.ASK_ENDING_KIND_DECLINED: "declined",
     pb.ASK_ENDING_KIND_EXPIRED: "expired",
+    pb.ASK_ENDING_KIND_REPLACED: "replaced",
+    pb.ASK_ENDING_KIND_WITHDRAWN_BY_PERSON: "withdrawn_by_person",
 }
 
 

@@ -14,7 +14,8 @@ picks reading order):
 
 An ask renders one entry per question, its marker saying how it ended (the
 rows of endings.py: `withdrawn` is its agent's own withdrawal,
-`withdrawn-by-owner` the agent's owner's); `answer` is the ask_answer
+`withdrawn-by-owner` the agent's owner's; an inbox ask's may also be
+`withdrawn-by-person` or `replaced`); `answer` is the ask_answer
 snapshot a person's reply posts. The ask's first entry ends with a note in
 parentheses, said once for the whole ask: `(declined by @ada: <reason>)`,
 `(withdrawn by @ada, the owner of the agent that asked)`, `(nobody answered

@@ -18,7 +18,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Iterator
 from typing import Literal, TypeVar
 
 from compass_server.api.errors import ApiError, Status
@@ -78,26 +78,32 @@ class StreamGuard:
             self._expiry.cancel()
         self.auth._forget_guard(self)
 
-    async def watch(self, items: AsyncIterator[T]) -> AsyncIterator[T]:
-        """The stream's items until the token stops signing in."""
+    async def watch(self, items: AsyncIterator[T]) -> AsyncGenerator[T]:
+        """The stream's items until the token stops signing in; `items` is
+        closed with it."""
         task = asyncio.current_task()
-        while True:
-            if self.error is not None:
-                raise self.error
-            self._waiting = task
-            try:
-                item = await anext(items)
-            except StopAsyncIteration:
-                return
-            except asyncio.CancelledError:
-                if not self._cancelled or task is None:
-                    raise
-                task.uncancel()
-                assert self.error is not None
-                raise self.error from None
-            finally:
-                self._waiting = None
-            yield item
+        try:
+            while True:
+                if self.error is not None:
+                    raise self.error
+                self._waiting = task
+                try:
+                    item = await anext(items)
+                except StopAsyncIteration:
+                    return
+                except asyncio.CancelledError:
+                    if not self._cancelled or task is None:
+                        raise
+                    task.uncancel()
+                    assert self.error is not None
+                    raise self.error from None
+                finally:
+                    self._waiting = None
+                yield item
+        finally:
+            aclose = getattr(items, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
 
 class Authenticator:

@@ -293,10 +293,12 @@ class CommsApi:
             return reach.hears(event)
 
         yield pb.Event(event_id=cursor, ready=pb.Ready())
-        async for event in self.hub.stream(actor, cursor, visible, actor.account_id):
-            if event.moved is not None:
-                await reach.reload()
-                continue
-            wired = self._wire_event(actor.workspace_id, event)
-            del event  # a client that stops reading holds the wire event alone
-            yield wired
+        events = self.hub.stream(actor, cursor, visible, actor.account_id)
+        async with contextlib.aclosing(events):
+            async for event in events:
+                if event.moved is not None:
+                    await reach.reload()
+                    continue
+                wired = self._wire_event(actor.workspace_id, event)
+                del event  # a client that stops reading holds the wire event alone
+                yield wired

@@ -11,11 +11,13 @@ from collections.abc import AsyncIterator, Iterable
 from compass.v1 import agent_gateway_pb2 as gw
 from compass.v1 import inbox_pb2 as ib
 from compass_server.api import mapping as wire
+from compass_server.api import surface
 from compass_server.api.auth import Authenticator
 from compass_server.events.hub import Budget
 from compass_server.inbox import pictures as inbox_pictures
 from compass_server.inbox import rules
 from compass_server.inbox.pictures import Picture
+from compass_server.receipts import Receipts
 from compass_server.store import InvalidArgument, PermissionDenied, ResourceExhausted
 from compass_server.store.ids import parse_id
 from compass_server.store.inbox import AnswerOutcome, AnswerResult, InboxItem, InboxStore
@@ -79,9 +81,10 @@ def attachment_to_wire(item_id: uuid.UUID, a: Attachment) -> ib.InboxAttachment:
     )
 
 
-def message_to_wire(m: InboxMessage) -> ib.InboxMessage:
+def message_to_wire(m: InboxMessage, stamp: wire.Stamp | None = None) -> ib.InboxMessage:
+    """With `stamp`, an ended ask carries its receipt."""
     return ib.InboxMessage(
-        message=wire.inbox_message_to_message(m),
+        message=wire.inbox_message_to_message(m, stamp),
         ask_status=_ASK_STATUS_TO_WIRE[m.ask_status]
         if m.ask_status
         else ib.INBOX_ASK_STATUS_UNSPECIFIED,
@@ -129,8 +132,11 @@ class InboxApi:
         reading_bytes: int = rules.READING_BYTES,
         reading_bytes_per_account: int = rules.READING_BYTES_PER_ACCOUNT,
         read_wait_seconds: float = rules.READ_WAIT_SECONDS,
+        receipts: Receipts | None = None,
     ) -> None:
         self.inbox = inbox
+        # Ended asks of a thread carry their receipts (empty without keys).
+        self.receipts = receipts or Receipts(None, "")
         # The pages of thread reads held at once, in bytes as stored, so many
         # reads of long threads can't take the process's memory.
         self.reading = Budget(reading_bytes, reading_bytes_per_account)
@@ -174,9 +180,10 @@ class InboxApi:
         # The page's bytes are held from its read until its answer is built.
         async with self._reading(person.account_id, max(1, plan.bytes)):
             thread = await self.inbox.read_page(person, plan)
+            stamp = self.receipts.stamp(person.workspace_id)
             return ib.GetInboxItemResponse(
                 item=item_to_wire(thread.item),
-                thread=[message_to_wire(m) for m in thread.messages],
+                thread=[message_to_wire(m, stamp) for m in thread.messages],
                 total_messages=thread.total,
                 next_page_token=thread.next_page_token,
                 pinned_messages=thread.pinned,
@@ -194,6 +201,7 @@ class InboxApi:
             files_from_wire(req.files),
             req.expected_revision if req.HasField("expected_revision") else None,
             req.ask_id,
+            surface=Surface.INBOX,
         )
         return answer_to_wire(result)
 
@@ -208,7 +216,9 @@ class InboxApi:
     async def close_inbox_item(
         self, actor: Actor, req: ib.CloseInboxItemRequest
     ) -> ib.CloseInboxItemResponse:
-        item, _ = await self.inbox.close(_person(actor), parse_id(req.item_id, "item_id"))
+        item, _ = await self.inbox.close(
+            _person(actor), parse_id(req.item_id, "item_id"), surface=Surface.INBOX
+        )
         return ib.CloseInboxItemResponse(item=item_to_wire(item))
 
     async def decline_inbox_ask(
@@ -278,6 +288,7 @@ class AgentInboxApi:
             req.body,
             wire.ask_from_wire(req.ask) if req.HasField("ask") else None,
             files_from_wire(req.pictures),
+            surface=surface.current(),
         )
         return gw.InboxPostResponse(item=item_to_wire(item), message=message_to_wire(message))
 
@@ -288,5 +299,7 @@ class AgentInboxApi:
         return gw.InboxReplyResponse(item=item_to_wire(item), message=message_to_wire(message))
 
     async def inbox_close(self, actor: Actor, req: gw.InboxCloseRequest) -> gw.InboxCloseResponse:
-        item, _ = await self.inbox.close_as_agent(actor, req.key, req.reason)
+        item, _ = await self.inbox.close_as_agent(
+            actor, req.key, req.reason, surface=surface.current()
+        )
         return gw.InboxCloseResponse(item=item_to_wire(item))

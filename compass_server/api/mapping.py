@@ -71,9 +71,9 @@ POST_OUTCOME_TO_WIRE = {
     PostOutcome.REPEATED: pb.POST_OUTCOME_REPEATED,
     PostOutcome.ALREADY_OPEN: pb.POST_OUTCOME_ALREADY_OPEN,
 }
-# The receipt of an ended ask of a message ("" for none): how the surfaces
-# that carry receipts stamp what they send.
-Stamp = Callable[[st.Message, st.Ask], str]
+# The receipt of an ended ask of a message, a channel's or an inbox thread's
+# ("" for none): how the surfaces that carry receipts stamp what they send.
+Stamp = Callable[[st.Message | st.InboxMessage, st.Ask], str]
 
 
 def optional_id(value: str, what: str) -> uuid.UUID | None:
@@ -267,6 +267,8 @@ _ENDING_TO_WIRE = {
     st.EndingKind.WITHDRAWN_BY_OWNER: pb.ASK_ENDING_KIND_WITHDRAWN_BY_OWNER,
     st.EndingKind.DECLINED: pb.ASK_ENDING_KIND_DECLINED,
     st.EndingKind.EXPIRED: pb.ASK_ENDING_KIND_EXPIRED,
+    st.EndingKind.REPLACED: pb.ASK_ENDING_KIND_REPLACED,
+    st.EndingKind.WITHDRAWN_BY_PERSON: pb.ASK_ENDING_KIND_WITHDRAWN_BY_PERSON,
 }
 _CHANGE_TO_WIRE = {
     st.AskChange.POSTED: pb.ASK_HISTORY_KIND_POSTED,
@@ -422,13 +424,17 @@ def message_to_wire(m: st.Message, stamp: Stamp | None = None) -> pb.Message:
     )
 
 
-def inbox_message_to_message(m: st.InboxMessage) -> pb.Message:
-    """A thread message as a compass.v1.Message; it belongs to no channel."""
+def inbox_message_to_message(m: st.InboxMessage, stamp: Stamp | None = None) -> pb.Message:
+    """A thread message as a compass.v1.Message; it belongs to no channel.
+    With `stamp`, each ended ask carries its receipt."""
     return pb.Message(
         message_id=str(m.message_id),
         author_account_id=str(m.author_id),
         author_handle=m.author_handle,
-        blocks=[block_to_wire(b) for b in m.blocks],
+        blocks=[
+            block_to_wire(b, stamp(m, b) if stamp and isinstance(b, st.Ask) and b.ending else "")
+            for b in m.blocks
+        ],
         created_at=timestamp(m.created_at),
     )
 
@@ -441,7 +447,7 @@ INBOX_STATUS_TO_WIRE = {
 }
 
 
-def inbox_change_to_wire(c: st.InboxChange) -> pb.InboxItemChanged:
+def inbox_change_to_wire(c: st.InboxChange, stamp: Stamp | None = None) -> pb.InboxItemChanged:
     out = pb.InboxItemChanged(
         item_id=str(c.item_id),
         agent_account_id=str(c.agent_id),
@@ -451,7 +457,7 @@ def inbox_change_to_wire(c: st.InboxChange) -> pb.InboxItemChanged:
         actor_account_id=str(c.actor_id),
     )
     if c.message is not None:
-        out.message.CopyFrom(inbox_message_to_message(c.message))
+        out.message.CopyFrom(inbox_message_to_message(c.message, stamp))
     return out
 
 
@@ -494,7 +500,9 @@ def event_to_wire(e: st.Event, stamp: Stamp | None = None) -> pb.Event:
             return pb.Event(event_id=e.event_id, message_posted=pb.MessagePosted(message=msg))
         return pb.Event(event_id=e.event_id, message_updated=pb.MessageUpdated(message=msg))
     if e.inbox is not None:
-        return pb.Event(event_id=e.event_id, inbox_item_changed=inbox_change_to_wire(e.inbox))
+        return pb.Event(
+            event_id=e.event_id, inbox_item_changed=inbox_change_to_wire(e.inbox, stamp)
+        )
     if e.presence is not None:
         return pb.Event(
             event_id=e.event_id,

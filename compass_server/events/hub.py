@@ -25,7 +25,7 @@ import contextlib
 import functools
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from typing import Protocol, TypeVar
 
 import psycopg
@@ -89,12 +89,14 @@ def event_keys(event: Event) -> list[uuid.UUID]:
 
 class Interest(Protocol):
     """What a lane may hear, by the keys of `event_keys`: its channels and
-    the accounts of its chain. `version` changes whenever `keys` would."""
+    the accounts of its chain. `version` changes whenever `keys` would.
+    Lanes that hear the same keys hold one set of them (events.reach), and
+    the feed files them under it once."""
 
     @property
     def version(self) -> int: ...
 
-    def keys(self) -> Iterable[uuid.UUID]: ...
+    def keys(self) -> frozenset[uuid.UUID]: ...
 
 
 class Lane:
@@ -271,15 +273,20 @@ class Feed:
         self._loading: asyncio.Task[None] | None = None
         self._wanted = head
         self.closed = False
-        # Waiting lanes by the keys they hear by, and every lane registered.
-        self._index: dict[uuid.UUID, set[Reader]] = {}
+        # Waiting lanes in groups by the set of keys they hear by (one group
+        # for the sessions of an agent, however many), the groups by each of
+        # their keys, and every lane registered.
+        self._groups: dict[frozenset[uuid.UUID], _Group] = {}
+        self._index: dict[uuid.UUID, set[_Group]] = {}
         self._lanes: set[Reader] = set()
         # Told each time a waiting stream is woken.
         self.on_wake: Callable[[], None] | None = None
         self._recheck: asyncio.Task[None] | None = None
         # Lanes behind the window asking whether anything names them, and the
         # read asking for them.
-        self._probes: list[tuple[int, tuple[uuid.UUID, ...], asyncio.Future[tuple[bool, int]]]] = []
+        self._probes: collections.deque[
+            tuple[int, frozenset[uuid.UUID], asyncio.Future[tuple[bool, int]]]
+        ] = collections.deque()
         self._probing: asyncio.Task[None] | None = None
 
     @property
@@ -346,39 +353,48 @@ class Feed:
         except Exception:
             log.exception("loading events of workspace %s", self.workspace_id)
 
-    async def probe(self, after: int, keys: Iterable[uuid.UUID]) -> tuple[bool, int]:
+    async def probe(self, after: int, keys: frozenset[uuid.UUID]) -> tuple[bool, int]:
         """Whether an event after `after` names one of `keys`, and the head
         the answer holds up to; asked in one read with every other lane
         asking meanwhile (a restart rebinds thousands at once)."""
         done: asyncio.Future[tuple[bool, int]] = asyncio.get_running_loop().create_future()
-        self._probes.append((after, tuple(keys), done))
+        self._probes.append((after, keys, done))
         if self._probing is None or self._probing.done():
             self._probing = asyncio.get_running_loop().create_task(self._run_probes())
         return await done
 
     async def _run_probes(self) -> None:
         while self._probes:
-            batch, self._probes = self._probes[:PROBE_BATCH], self._probes[PROBE_BATCH:]
-            asked = [(after, keys) for after, keys, done in batch if not done.done()]
-            waiting = [done for _, _, done in batch if not done.done()]
-            if not waiting:
+            # Lanes asking the same (sessions of one agent at one cursor) are
+            # asked about once.
+            asking: dict[tuple[int, frozenset[uuid.UUID]], list[asyncio.Future[tuple[bool, int]]]]
+            asking = {}
+            while self._probes and len(asking) < PROBE_BATCH:
+                after, keys, done = self._probes.popleft()
+                if not done.done():
+                    asking.setdefault((after, keys), []).append(done)
+            if not asking:
                 continue
+            asked = list(asking)
             try:
                 hits, head = await self.read(
                     functools.partial(self.store.lanes_with_events, lanes=asked)
                 )
             except asyncio.CancelledError:
-                for done in waiting:
-                    done.cancel()
+                for waiting in asking.values():
+                    for done in waiting:
+                        done.cancel()
                 raise
             except Exception as exc:
+                for waiting in asking.values():
+                    for done in waiting:
+                        if not done.done():
+                            done.set_exception(exc)
+                continue
+            for i, waiting in enumerate(asking.values()):
                 for done in waiting:
                     if not done.done():
-                        done.set_exception(exc)
-                continue
-            for i, done in enumerate(waiting):
-                if not done.done():
-                    done.set_result((i in hits, head))
+                        done.set_result((i in hits, head))
 
     def _wake(self) -> None:
         self._changed.set()
@@ -392,35 +408,46 @@ class Feed:
             return
         for event in batch:
             for key in event_keys(event):
-                for reader in index.get(key, ()):
-                    if reader.parked and not reader.woken_at and event.event_id > reader.cursor:
-                        reader.woken_at = event.event_id
-                        if reader.waiter is not None and not reader.waiter.done():
-                            reader.waiter.set_result(None)
+                for group in index.get(key, ()):
+                    for reader in group.readers:
+                        if reader.parked and not reader.woken_at and event.event_id > reader.cursor:
+                            reader.woken_at = event.event_id
+                            if reader.waiter is not None and not reader.waiter.done():
+                                reader.waiter.set_result(None)
 
     def register(self, reader: Reader) -> None:
-        """Files the lane under its interest's keys, again when they changed."""
+        """Files the lane in the group of its interest's keys, again when
+        they changed."""
         assert reader.lane is not None
         interest = reader.lane.interest
         version = interest.version
-        if reader.keys is not None and reader.version == version:
+        if reader.group is not None and reader.version == version:
             return
         self.unregister(reader)
-        keys = frozenset(interest.keys())
-        for key in keys:
-            self._index.setdefault(key, set()).add(reader)
-        reader.keys = keys
+        keys = interest.keys()
+        group = self._groups.get(keys)
+        if group is None:
+            group = self._groups[keys] = _Group(keys)
+            for key in keys:
+                self._index.setdefault(key, set()).add(group)
+        group.readers.add(reader)
+        reader.group = group
         reader.version = version
         self._lanes.add(reader)
 
     def unregister(self, reader: Reader) -> None:
-        for key in reader.keys or ():
-            readers = self._index.get(key)
-            if readers is not None:
-                readers.discard(reader)
-                if not readers:
-                    del self._index[key]
-        reader.keys = None
+        group = reader.group
+        if group is not None:
+            group.readers.discard(reader)
+            if not group.readers:
+                del self._groups[group.keys]
+                for key in group.keys:
+                    groups = self._index.get(key)
+                    if groups is not None:
+                        groups.discard(group)
+                        if not groups:
+                            del self._index[key]
+        reader.group = None
         self._lanes.discard(reader)
 
     def start_rechecks(self) -> None:
@@ -528,17 +555,27 @@ class Feed:
         return max(cursor, reader.woken_at - 1)
 
 
+class _Group:
+    """Lanes filed under one set of keys."""
+
+    __slots__ = ("keys", "readers")
+
+    def __init__(self, keys: frozenset[uuid.UUID]) -> None:
+        self.keys = keys
+        self.readers: set[Reader] = set()
+
+
 class Reader:
     """Where one stream is in its workspace's log, for the delivery lag; a
     lane's place in the feed's index while it waits."""
 
-    __slots__ = ("cursor", "feed", "keys", "lane", "parked", "version", "waiter", "woken_at")
+    __slots__ = ("cursor", "feed", "group", "lane", "parked", "version", "waiter", "woken_at")
 
     def __init__(self, feed: Feed, cursor: int, lane: Lane | None = None) -> None:
         self.feed = feed
         self.cursor = cursor
         self.lane = lane
-        self.keys: frozenset[uuid.UUID] | None = None
+        self.group: _Group | None = None
         self.version = 0
         self.parked = False
         self.woken_at = 0
@@ -697,7 +734,7 @@ class EventHub:
         room: Callable[[], int] | None = None,
         passed: Callable[[int], None] | None = None,
         lane: Lane | None = None,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event]:
         """Every event of the scope's workspace after `after` that `visible`
         admits, in order, then live ones as they commit; ends with Closed when
         the hub shuts down. Pages of the log are paid from `owner`'s share of
@@ -725,7 +762,7 @@ class EventHub:
                 event = feed.event(cursor + 1)
                 if event is not None and lane is not None and keys_version != lane.interest.version:
                     keys_version = lane.interest.version
-                    keys = frozenset(lane.interest.keys())
+                    keys = lane.interest.keys()
                 if event is not None and lane is not None and len(keys) <= JUMP_KEYS:
                     # Inside the window a lane goes straight to the next event
                     # naming it; those in between are none of its.

@@ -7,9 +7,12 @@ again when the log shows its account, or an agent above it, moving to
 another parent: from that event on it hears the new chain's channels, and
 no longer the old one's.
 
-What the store reads is held once per account however many streams and
-relay sessions it has open (an account may be in thousands of channels):
-each stream keeps only the channels it saw joined since.
+What a stream hears by (its chain and channels, and the set of keys the
+event hub files a waiting lane under) is held once per distinct set however
+many streams and relay sessions hold it (an account may be in thousands of
+channels, and a runner may bind hundreds of sessions of one agent): the
+streams of an account share what the store read, and streams that saw the
+same channel joined share what that made.
 """
 
 from __future__ import annotations
@@ -17,21 +20,49 @@ from __future__ import annotations
 import datetime
 import uuid
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 from compass_server.store import Store
 from compass_server.store.types import Actor, Event, EventKind, Participation
 
 
 class Shared:
-    """One account's participation as read, shared by its streams; never
-    changed once made."""
+    """One account's participation, shared by its streams; never changed
+    once made."""
 
-    __slots__ = ("__weakref__", "chain", "channels")
+    __slots__ = ("__weakref__", "_joins", "_keys", "chain", "channels")
 
-    def __init__(self, participation: Participation) -> None:
-        self.chain = participation.chain
-        self.channels: Mapping[uuid.UUID, datetime.datetime | None] = participation.channels
+    def __init__(
+        self,
+        chain: tuple[uuid.UUID, ...],
+        channels: Mapping[uuid.UUID, datetime.datetime | None],
+    ) -> None:
+        self.chain = chain
+        self.channels = channels
+        self._keys: frozenset[uuid.UUID] | None = None
+        # What joining one more channel made of this, for the streams that
+        # see the same join: (channel, since) → the participation with it.
+        self._joins: weakref.WeakValueDictionary[
+            tuple[uuid.UUID, datetime.datetime | None], Shared
+        ] = weakref.WeakValueDictionary()
+
+    @property
+    def keys(self) -> frozenset[uuid.UUID]:
+        """What an event must name to be heard (see events.hub.event_keys):
+        a channel in reach, or an account of the chain."""
+        if self._keys is None:
+            self._keys = frozenset((*self.chain, *self.channels))
+        return self._keys
+
+    def joined(self, channel_id: uuid.UUID, since: datetime.datetime | None) -> Shared:
+        """This and one more channel, in reach from `since`; made once for
+        every stream that sees the same join."""
+        join = (channel_id, since)
+        found = self._joins.get(join)
+        if found is None:
+            found = Shared(self.chain, {**self.channels, channel_id: since})
+            self._joins[join] = found
+        return found
 
 
 class Participations:
@@ -57,7 +88,7 @@ class Participations:
             and held.channels == participation.channels
         ):
             return held
-        shared = Shared(participation)
+        shared = Shared(participation.chain, participation.channels)
         self._held[participation.account_id] = shared
         return shared
 
@@ -67,8 +98,6 @@ class Reach:
         self.participations = participations
         self.actor = actor
         self._shared = shared
-        # Channels joined since the shared set was read, and since when.
-        self._joined: dict[uuid.UUID, datetime.datetime | None] = {}
         # Moves on whenever `keys` would answer differently.
         self.version = 0
 
@@ -91,23 +120,12 @@ class Reach:
 
     async def reload(self) -> None:
         self._shared = await self.participations.read(self.actor)
-        self._joined = {}
         self.version += 1
 
-    def keys(self) -> Iterator[uuid.UUID]:
-        """What an event must name to be heard (see events.hub.event_keys):
-        a channel in reach, or an account of the chain."""
-        yield from self.chain
-        yield from self._shared.channels
-        yield from self._joined
-
-    def _since(self, channel_id: uuid.UUID) -> tuple[bool, datetime.datetime | None]:
-        channels = self._shared.channels
-        if channel_id in channels:
-            return True, channels[channel_id]
-        if channel_id in self._joined:
-            return True, self._joined[channel_id]
-        return False, None
+    def keys(self) -> frozenset[uuid.UUID]:
+        """What an event must name to be heard (see events.hub.event_keys),
+        as one set shared with every stream that hears the same."""
+        return self._shared.keys
 
     def follow(self, event: Event) -> None:
         """A channel change naming one of the chain as a member: it is in reach
@@ -115,10 +133,10 @@ class Reach:
         if event.kind is not EventKind.CHANNEL_CHANGED or event.channel is None:
             return
         channel = event.channel
-        if not self._since(channel.channel_id)[0] and any(
+        if channel.channel_id not in self._shared.channels and any(
             member in channel.member_ids for member in self.chain
         ):
-            self._joined[channel.channel_id] = event.created_at
+            self._shared = self._shared.joined(channel.channel_id, event.created_at)
             self.version += 1
 
     def hears(self, event: Event) -> bool:
@@ -132,7 +150,8 @@ class Reach:
 
     def heard_since(self, channel_id: uuid.UUID, at: datetime.datetime | None) -> bool:
         """In reach at `at` (None: whenever): the account took part by then."""
-        known, since = self._since(channel_id)
-        if not known:
+        channels = self._shared.channels
+        if channel_id not in channels:
             return False
+        since = channels[channel_id]
         return at is None or since is None or at >= since

@@ -25,7 +25,15 @@ from joserfc import jws
 
 from compass_server.receipts.keys import ALG, ReceiptKeys, rfc3339
 from compass_server.store.cache import SizedCache
-from compass_server.store.types import Answer, Ask, AskQuestion, EndingKind, Message, VoteKind
+from compass_server.store.types import (
+    Answer,
+    Ask,
+    AskQuestion,
+    EndingKind,
+    InboxMessage,
+    Message,
+    VoteKind,
+)
 
 # The receipt's JWS `typ`.
 TYP = "compass-receipt+jws"
@@ -160,10 +168,11 @@ class Receipts:
         self._signed.put(cached, receipt, sys.getsizeof(receipt))
         return receipt
 
-    def stamp(self, workspace_id: uuid.UUID) -> Callable[[Message, Ask], str]:
-        """The receipt of an ask of a message of this workspace."""
+    def stamp(self, workspace_id: uuid.UUID) -> Callable[[Message | InboxMessage, Ask], str]:
+        """The receipt of an ask of a message of this workspace (a channel's,
+        or an inbox thread's, whose asker is its agent)."""
 
-        def receipt(message: Message, ask: Ask) -> str:
+        def receipt(message: Message | InboxMessage, ask: Ask) -> str:
             return self.sign(workspace_id, message.author_id, ask)
 
         return receipt

@@ -19,7 +19,7 @@ import dataclasses
 import logging
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from opentelemetry import trace
@@ -36,6 +36,7 @@ from compass_server.relay.dispatch import Dispatcher, answer_bytes, error_result
 from compass_server.store import InvalidArgument, NotFound, Store
 from compass_server.store.errors import StoreError, quoted
 from compass_server.store.ids import parse_id
+from compass_server.store.inbox import InboxStore
 from compass_server.store.types import (
     AccountKind,
     Actor,
@@ -195,6 +196,7 @@ class Outbox:
         self.bytes = 0
         self._frames: collections.deque[tuple[bytes | None, int, Sent | None]] = collections.deque()
         self._changed = asyncio.Event()
+        self.ended = False
 
     def _wake(self) -> None:
         self._changed.set()
@@ -204,9 +206,14 @@ class Outbox:
         self, size: int, build: Callable[[], gw.HubFrame | bytes], sent: Sent | None = None
     ) -> None:
         """Waits for `size` bytes of room (at least what the frame will
-        weigh), then keeps the frame `build` makes, or the frame it encoded."""
-        while self.bytes and self.bytes + size > self.max_bytes:
+        weigh), then keeps the frame `build` makes, or the frame it encoded.
+        Once the stream has ended the frame goes nowhere: nobody reads."""
+        while self.bytes and self.bytes + size > self.max_bytes and not self.ended:
             await self._changed.wait()
+        if self.ended:
+            if sent is not None:
+                sent()
+            return
         frame = build()
         encoded = frame if isinstance(frame, bytes) else frame.SerializeToString()
         del frame
@@ -223,11 +230,20 @@ class Outbox:
         self._wake()
         return (gw.HubFrame.FromString(encoded) if encoded is not None else None), sent
 
-    def end(self) -> None:
-        """Drops what waits and ends the stream next."""
-        dropped, self._frames = self._frames, collections.deque()
-        self.bytes = 0
+    def finish(self) -> None:
+        """Ends the stream after what waits: the runner reads every frame
+        already kept, and nothing is kept from now on."""
+        if self.ended:
+            return
+        self.ended = True
         self._frames.append((None, 0, None))
+        self._wake()
+
+    def end(self) -> None:
+        """Drops what waits (a finished stream's too) and ends the stream next."""
+        self.ended = True
+        dropped, self._frames = self._frames, collections.deque([(None, 0, None)])
+        self.bytes = 0
         self._wake()
         for _, _, sent in dropped:
             if sent is not None:
@@ -249,7 +265,7 @@ class RelayStream:
 
     # --- the stream's lifetime ------------------------------------------------
 
-    async def run(self, frames: AsyncIterator[gw.RunnerFrame]) -> AsyncIterator[gw.HubFrame]:
+    async def run(self, frames: AsyncIterator[gw.RunnerFrame]) -> AsyncGenerator[gw.HubFrame]:
         self._reader = asyncio.get_running_loop().create_task(self._read(frames))
         try:
             while True:
@@ -292,7 +308,7 @@ class RelayStream:
             # The runner half-closed: finish the calls it made, then end.
             while self.calls:
                 await asyncio.gather(*self.calls, return_exceptions=True)
-            self.outbox.end()
+            self.outbox.finish()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -509,6 +525,7 @@ class RelayStream:
 
     async def _deliver(self, session: Session) -> None:
         actor = session.actor
+        stack = contextlib.AsyncExitStack()
         try:
             binding = session.binding
             reach = await Reach.of(self.gateway.hub.participations, actor, binding.participation)
@@ -516,14 +533,20 @@ class RelayStream:
             session.binding = dataclasses.replace(binding, participation=None)
             del binding
             session.lane = lane = Lane(reach)
-            events = self.gateway.hub.stream(
-                actor,
-                session.binding.acked_event_id,
-                hears(actor.account_id, reach),
-                self.runner.runner_id,
-                room=session.free,
-                passed=session.went_past,
-                lane=lane,
+            # Closed as the session ends: its place in the log (and the lag it
+            # shows) goes with it, not whenever a collection finds it.
+            events = await stack.enter_async_context(
+                contextlib.aclosing(
+                    self.gateway.hub.stream(
+                        actor,
+                        session.binding.acked_event_id,
+                        hears(actor.account_id, reach),
+                        self.runner.runner_id,
+                        room=session.free,
+                        passed=session.went_past,
+                        lane=lane,
+                    )
+                )
             )
             while True:
                 # Room first: a session waiting on acks holds no event.
@@ -540,7 +563,12 @@ class RelayStream:
                         event, self.gateway.receipts.stamp(actor.workspace_id)
                     )
                     if answered:
-                        for block in wired.message_posted.message.blocks:
+                        told = (
+                            wired.inbox_item_changed.message
+                            if event.inbox is not None
+                            else wired.message_posted.message
+                        )
+                        for block in told.blocks:
                             if block.HasField("ask_answer"):
                                 block.ask_answer.receipt = answered.get(block.ask_answer.ask_id, "")
                     return gw.HubFrame(delivery=gw.Delivery(session_id=session.name, event=wired))
@@ -558,13 +586,20 @@ class RelayStream:
             # The log can't be read (or the hub is closing): end the stream so
             # the runner reconnects and resumes from its acked cursor.
             self.end(exc)
+        finally:
+            await stack.aclose()
 
     async def _answer_receipts(self, session: Session, event: Event) -> dict[str, str]:
         """The receipts of the asks an answer message answered, by ask id,
         when the session's agent asked them: the answer reaches the agent
-        that asked as this message, and its receipt with it."""
+        that asked as this message (in a channel, or in its inbox item's
+        change), and its receipt with it."""
+        if not self.gateway.receipts.on:
+            return {}
+        if event.inbox is not None:
+            return await self._inbox_answer_receipts(session, event)
         message = event.message
-        if not self.gateway.receipts.on or message is None:
+        if message is None:
             return {}
         out = {}
         for block in message.blocks:
@@ -577,6 +612,33 @@ class RelayStream:
             if asked_in.author_id == session.actor.account_id:
                 out[block.ask_id] = self.gateway.receipts.sign(
                     session.actor.workspace_id, asked_in.author_id, ask
+                )
+        return out
+
+    async def _inbox_answer_receipts(self, session: Session, event: Event) -> dict[str, str]:
+        change = event.inbox
+        inbox = self.gateway.inbox
+        if change is None or change.message is None or inbox is None:
+            return {}
+        out = {}
+        for block in change.message.blocks:
+            if not isinstance(block, AskAnswerBlock):
+                continue
+            try:
+                asked = await inbox.ask_message(session.actor, block.ask_message_id)
+            except StoreError:
+                continue  # no longer the agent's to read: the answer goes without
+            ask = asked.ask
+            # Still this answer's ending (written in the answer message's
+            # transaction, at its time), not a later one after a take-back.
+            if (
+                ask is not None
+                and ask.ending is not None
+                and ask.ending.at == change.message.created_at
+                and asked.author_id == session.actor.account_id
+            ):
+                out[block.ask_id] = self.gateway.receipts.sign(
+                    session.actor.workspace_id, asked.author_id, ask
                 )
         return out
 
@@ -649,8 +711,11 @@ class AgentGateway:
         binds_at_once: int = BINDS_AT_ONCE,
         tracer: trace.Tracer | None = None,
         receipts: Receipts | None = None,
+        inbox: InboxStore | None = None,
     ) -> None:
         self.store = store
+        # Where an inbox answer's ask is read, for its receipt.
+        self.inbox = inbox
         self._binds = asyncio.Semaphore(binds_at_once)
         # Deliveries of endings carry their receipts (empty without keys).
         self.receipts = receipts or Receipts(None, "")
@@ -687,8 +752,9 @@ class AgentGateway:
         self.streams.add(stream)
         self._per_runner[runner.runner_id] += 1
         try:
-            async for frame in stream.run(frames):
-                yield frame
+            async with contextlib.aclosing(stream.run(frames)) as hub_frames:
+                async for frame in hub_frames:
+                    yield frame
         finally:
             self.streams.discard(stream)
             self._per_runner[runner.runner_id] -= 1

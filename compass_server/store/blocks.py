@@ -35,6 +35,17 @@ from compass_server.store.types import (
     VoteKind,
 )
 
+# The endings an ask reads `cancelled` after: it was withdrawn, or (in an
+# inbox) the agent's newer ask took its place.
+CANCELLING = frozenset(
+    {
+        EndingKind.WITHDRAWN_BY_AGENT,
+        EndingKind.WITHDRAWN_BY_OWNER,
+        EndingKind.WITHDRAWN_BY_PERSON,
+        EndingKind.REPLACED,
+    }
+)
+
 MAX_BLOCKS = 20
 MAX_TEXT_CHARS = 32_000
 MAX_QUESTIONS = 20
@@ -566,7 +577,7 @@ def block_from_json(raw: dict[str, Any], where: str = "block") -> Block:
                 )
             kind = ask.ending.kind if ask.ending is not None else None
             if ask.answered != (kind is EndingKind.ANSWERED) or ask.cancelled != (
-                kind in (EndingKind.WITHDRAWN_BY_AGENT, EndingKind.WITHDRAWN_BY_OWNER)
+                kind in CANCELLING
             ):
                 raise Corrupt(
                     f"stored {where} ask {quoted(ask.ask_id)} has flags its ending denies"

@@ -42,9 +42,11 @@ from compass_server.store.types import (
     Answer,
     Ask,
     AskAnswerBlock,
+    AskEnding,
     AskStatus,
     Attachment,
     Block,
+    EndingKind,
     InboxChange,
     InboxMessage,
     InboxStatus,
@@ -176,21 +178,51 @@ def _item(row: dict[str, Any]) -> InboxItem:
     )
 
 
+# The kind of ending each standing gives an ask an older server ended
+# without writing one (who and when unknown); a withdrawal with the agent's
+# reason is the agent's.
+_KIND_OF_STANDING = {
+    AskStatus.REPLACED: EndingKind.REPLACED,
+    AskStatus.ANSWERED: EndingKind.ANSWERED,
+    AskStatus.WITHDRAWN: EndingKind.WITHDRAWN_BY_PERSON,
+    AskStatus.DECLINED: EndingKind.DECLINED,
+}
+
+
+def _ending(
+    status: AskStatus, ending: dict[str, Any] | None, withdrawn_reason: str
+) -> AskEnding | None:
+    if ending:
+        return blockrules.ending_from_json({"ending": ending})
+    if status is AskStatus.OPEN:
+        return None
+    if status is AskStatus.WITHDRAWN and withdrawn_reason:
+        return AskEnding(EndingKind.WITHDRAWN_BY_AGENT, reason=withdrawn_reason)
+    return AskEnding(_KIND_OF_STANDING[status])
+
+
 def blocks_as_read(
-    blocks: Sequence[Block], status: AskStatus | None, ending: dict[str, Any] | None = None
+    blocks: Sequence[Block],
+    status: AskStatus | None,
+    ending: dict[str, Any] | None = None,
+    withdrawn_reason: str = "",
+    answer: AskAnswerBlock | None = None,
 ) -> tuple[Block, ...]:
-    """Blocks as read: an ask's answered/cancelled follow its standing, and a
-    declined ask carries its ending. A replaced ask reads cancelled: the
-    agent's newer ask took it back."""
+    """Blocks as read: an ask's answered/cancelled follow its standing, an
+    ended ask carries its ending, and an answered one its answer (`answer`,
+    the answering message's snapshot), as a channel ask does. A replaced ask
+    reads cancelled: the agent's newer ask took it back."""
     if status is None:
         return tuple(blocks)
     return tuple(
         Ask(
-            questions=b.questions,
+            questions=answer.questions
+            if answer is not None and status is AskStatus.ANSWERED
+            else b.questions,
             ask_id=b.ask_id,
             answered=status is AskStatus.ANSWERED,
             cancelled=status in (AskStatus.WITHDRAWN, AskStatus.REPLACED),
-            ending=blockrules.ending_from_json({"ending": ending}) if ending else None,
+            ending=_ending(status, ending, withdrawn_reason),
         )
         if isinstance(b, Ask)
         else b
@@ -200,13 +232,27 @@ def blocks_as_read(
 
 def _message(row: dict[str, Any]) -> InboxMessage:
     status = AskStatus(row["ask_status"]) if row["ask_status"] else None
+    answer = None
+    if status is AskStatus.ANSWERED and row.get("answer_blocks"):
+        answer = next(
+            (
+                b
+                for b in blockrules.blocks_from_json(row["answer_blocks"])
+                if isinstance(b, AskAnswerBlock)
+            ),
+            None,
+        )
     return InboxMessage(
         message_id=row["id"],
         item_id=row["item_id"],
         author_id=row["author_id"],
         author_handle=row["author_handle"],
         blocks=blocks_as_read(
-            blockrules.blocks_from_json(row["blocks"]), status, row.get("ending")
+            blockrules.blocks_from_json(row["blocks"]),
+            status,
+            row.get("ending"),
+            row["withdrawn_reason"],
+            answer,
         ),
         created_at=row["created_at"],
         position=row["position"],
@@ -365,23 +411,58 @@ class InboxStore:
         return await self._item(conn, item.item_id)
 
     async def _close(
-        self, conn: Conn, item: InboxItem, by: Actor, reason: str | None
+        self, conn: Conn, item: InboxItem, by: Actor, reason: str | None, surface: Surface | None
     ) -> tuple[InboxItem, bool]:
         """Withdraws the open ask. The agent's close keeps its reason and moves
         the revision; a member's has no reason. A repeat changes nothing."""
         if item.status is InboxStatus.CLOSED:
             return item, False
         _require_open(item, "close")
-        assert item.ask_message_id is not None
-        await conn.execute(
-            INBOX["set_ask_status"],
-            {"id": item.ask_message_id, "status": AskStatus.WITHDRAWN.value, "reason": reason},
+        asked = item.ask_message_id
+        assert asked is not None
+        by_agent = reason is not None
+        await self._end_ask(
+            conn,
+            asked,
+            AskStatus.WITHDRAWN,
+            EndingKind.WITHDRAWN_BY_AGENT if by_agent else EndingKind.WITHDRAWN_BY_PERSON,
+            by,
+            surface,
+            reason or "",
         )
         item = await self._set_item(
-            conn, item, rules.closed(item.state, by.account_id, by_agent=reason is not None)
+            conn, item, rules.closed(item.state, by.account_id, by_agent=by_agent)
         )
-        await self._publish(conn, item, by, settled=True)
+        # Those who hear of it read the withdrawn ask's message: its ending
+        # says who and why.
+        await self._publish(conn, item, by, await self._message(conn, asked), settled=True)
         return item, True
+
+    async def _end_ask(
+        self,
+        conn: Conn,
+        message_id: uuid.UUID,
+        status: AskStatus,
+        kind: EndingKind,
+        by: Actor,
+        surface: Surface | None,
+        reason: str = "",
+    ) -> None:
+        """Ends the ask of a message: its standing and its ending, who, when,
+        through which surface and why."""
+        await conn.execute(
+            INBOX["end_ask"],
+            {
+                "id": message_id,
+                "status": status.value,
+                # The inbox's own field keeps only the agent's reason, as before.
+                "withdrawn_reason": reason if kind is EndingKind.WITHDRAWN_BY_AGENT else None,
+                "kind": kind.value,
+                "actor": by.account_id,
+                "surface": surface.value if surface else None,
+                "reason": reason,
+            },
+        )
 
     async def _publish(
         self,
@@ -423,11 +504,14 @@ class InboxStore:
         body: str,
         ask: Ask | None = None,
         pictures: Sequence[Picture] = (),
+        *,
+        surface: Surface | None = None,
     ) -> tuple[InboxItem, InboxMessage]:
         """The agent's message under its key, creating the item if new. With an
-        ask, every ask the thread held open is replaced, the item points at
-        the new one and its revision moves; without one it only appends, and
-        under a new key it is a settled note that waits on nobody."""
+        ask, every ask the thread held open is replaced (ending replaced, by
+        the agent through `surface`), the item points at the new one and its
+        revision moves; without one it only appends, and under a new key it
+        is a settled note that waits on nobody."""
         _agent(agent)
         rules.check_key(key)
         rules.check_title(title)
@@ -465,7 +549,14 @@ class InboxStore:
             if opens:
                 await self._check_open_bound(conn, agent.account_id, item.item_id)
             if ask is not None:
-                await conn.execute(INBOX["replace_open_asks"], {"item_id": item.item_id})
+                await conn.execute(
+                    INBOX["replace_open_asks"],
+                    {
+                        "item_id": item.item_id,
+                        "actor": agent.account_id,
+                        "surface": surface.value if surface else None,
+                    },
+                )
             message = await self._insert_message(conn, item.item_id, agent, blocks, checked)
             if ask is not None:
                 state = rules.asked(state, message.message_id)
@@ -495,14 +586,16 @@ class InboxStore:
             item = await self._lock_by_key(conn, agent, key)
             return await self._append_reply(conn, item, agent, blocks, checked)
 
-    async def close_as_agent(self, agent: Actor, key: str, reason: str) -> tuple[InboxItem, bool]:
+    async def close_as_agent(
+        self, agent: Actor, key: str, reason: str, *, surface: Surface | None = None
+    ) -> tuple[InboxItem, bool]:
         """Withdraws the open ask, keeping the reason, and moves the revision.
         A repeat close changes nothing and returns changed=False."""
         _agent(agent)
         rules.check_reason(reason)
         async with self.db.tx(agent) as conn:
             item = await self._lock_by_key(conn, agent, key)
-            return await self._close(conn, item, agent, reason)
+            return await self._close(conn, item, agent, reason, surface)
 
     # --- people's side ------------------------------------------------------------
 
@@ -640,6 +733,8 @@ class InboxStore:
         files: Sequence[Picture] = (),
         expected_revision: int | None = None,
         ask_id: str = "",
+        *,
+        surface: Surface | None = None,
     ) -> AnswerResult:
         """Answers the item's open ask, checked by the ask's rules. The outcome
         is TAKEN, REPEATED (this client key answered already), NOT_OPEN or
@@ -683,9 +778,13 @@ class InboxStore:
                 answers=ask_message.message_id,
                 client_key=client_key,
             )
-            await conn.execute(
-                INBOX["set_ask_status"],
-                {"id": ask_message.message_id, "status": AskStatus.ANSWERED.value, "reason": None},
+            await self._end_ask(
+                conn,
+                ask_message.message_id,
+                AskStatus.ANSWERED,
+                EndingKind.ANSWERED,
+                actor,
+                surface,
             )
             item = await self._set_item(conn, item, rules.answered(item.state, actor.account_id))
             await self._publish(conn, item, actor, message, settled=True)
@@ -741,14 +840,17 @@ class InboxStore:
         await self._publish(conn, item, author, message)
         return item, message
 
-    async def close(self, actor: Actor, item_id: uuid.UUID) -> tuple[InboxItem, bool]:
-        """A member's close: withdraws the open ask with no reason, writes no
-        message, moves no revision and names the member as the closer. A
-        repeat close changes nothing and returns changed=False."""
+    async def close(
+        self, actor: Actor, item_id: uuid.UUID, *, surface: Surface | None = None
+    ) -> tuple[InboxItem, bool]:
+        """A member's close: withdraws the open ask with no reason (ending
+        withdrawn_by_person), writes no message, moves no revision and names
+        the member as the closer. A repeat close changes nothing and returns
+        changed=False."""
         _member(actor)
         async with self.db.tx(actor) as conn:
             item = await self._lock_as_viewer(conn, actor, item_id)
-            return await self._close(conn, item, actor, None)
+            return await self._close(conn, item, actor, None, surface)
 
     async def decline(
         self, actor: Actor, item_id: uuid.UUID, reason: str = "", *, surface: Surface | None = None
@@ -767,14 +869,8 @@ class InboxStore:
             blockrules.check_reason(reason)
             asked = item.ask_message_id
             assert asked is not None
-            await conn.execute(
-                INBOX["decline_ask"],
-                {
-                    "id": asked,
-                    "actor": actor.account_id,
-                    "surface": surface.value if surface else None,
-                    "reason": reason,
-                },
+            await self._end_ask(
+                conn, asked, AskStatus.DECLINED, EndingKind.DECLINED, actor, surface, reason
             )
             item = await self._set_item(
                 conn, item, rules.closed(item.state, actor.account_id, by_agent=False)
@@ -801,10 +897,7 @@ class InboxStore:
             if answer is None:
                 raise Corrupt(f"answered inbox item {item_id} has no answering message")
             await conn.execute(INBOX["delete_message"], {"id": answer["id"]})
-            await conn.execute(
-                INBOX["set_ask_status"],
-                {"id": item.ask_message_id, "status": AskStatus.OPEN.value, "reason": None},
-            )
+            await conn.execute(INBOX["reopen_ask"], {"id": item.ask_message_id})
             item = await self._set_item(conn, item, rules.reopened(item.state))
             await self._publish(conn, item, actor, settled=True)
         return item
@@ -821,13 +914,22 @@ class InboxStore:
                 raise PermissionDenied("only the person who closed the item can reopen it")
             await self._check_open_bound(conn, item.agent_id, item.item_id)
             assert item.ask_message_id is not None
-            await conn.execute(
-                INBOX["set_ask_status"],
-                {"id": item.ask_message_id, "status": AskStatus.OPEN.value, "reason": None},
-            )
+            await conn.execute(INBOX["reopen_ask"], {"id": item.ask_message_id})
             item = await self._set_item(conn, item, rules.reopened(item.state))
             await self._publish(conn, item, actor, settled=True)
         return item
+
+    async def ask_message(self, actor: Actor, message_id: uuid.UUID) -> InboxMessage:
+        """A thread message that holds an ask, as it stands, for someone who
+        reads its item."""
+        async with self.db.tx(actor) as conn:
+            cur = await conn.execute(
+                INBOX["ask_message_as_viewer"], {"id": message_id, "viewer": actor.account_id}
+            )
+            row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"no inbox ask message {message_id}")
+        return _message(row)
 
     async def get_attachment(
         self, actor: Actor, item_id: uuid.UUID, attachment_id: uuid.UUID

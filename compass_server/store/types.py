@@ -209,6 +209,10 @@ class EndingKind(enum.StrEnum):
     WITHDRAWN_BY_OWNER = "withdrawn_by_owner"
     DECLINED = "declined"
     EXPIRED = "expired"
+    # Inbox asks only: the agent's newer ask in the same item took its place.
+    REPLACED = "replaced"
+    # Inbox asks only: a person who reads the agent's inbox closed the item.
+    WITHDRAWN_BY_PERSON = "withdrawn_by_person"
 
 
 class AskChange(enum.StrEnum):

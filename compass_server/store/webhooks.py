@@ -137,7 +137,9 @@ def _item_view(row: Mapping[str, Any]) -> InboxItemView:
     status = AskStatus(row["ask_status"]) if row["ask_status"] else None
     ask: Ask | None = None
     if row["blocks"] is not None:
-        blocks = blocks_as_read(blockrules.blocks_from_json(row["blocks"]), status, row["ending"])
+        blocks = blocks_as_read(
+            blockrules.blocks_from_json(row["blocks"]), status, row["ending"], row["reason"]
+        )
         ask = next((b for b in blocks if isinstance(b, Ask)), None)
     return InboxItemView(row["id"], row["key"], row["title"], ask, status, row["reason"])
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError
+from grpc._cython import cygrpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
@@ -33,6 +35,9 @@ FELL_BEHIND = ApiError(
 SHUTTING_DOWN = ApiError(
     Status.UNAVAILABLE, "the server is shutting down; reconnect and resume from your cursor"
 )
+# How grpc.aio fails a write once the call is over on the client's side (it
+# hung up, or cancelled): grpc.aio's own stream handlers take it so too.
+CLIENT_GONE: type[Exception] = cygrpc.ExecuteBatchError
 
 
 def _error(exc: BaseException) -> ApiError:
@@ -131,17 +136,24 @@ def _handler(
                 call.signed_in(signed.principal)
                 arg = _parsed(request, parse) if method.client_streaming else parse(request)
                 with auth.guard(signed) as guard:
-                    async for item in guard.watch(fn(binding.caller(signed), arg)):
-                        # A client that stops reading holds a write here; past the
-                        # limit its stream is closed, so it can't pin server memory.
-                        try:
-                            async with asyncio.timeout(slow_stream_seconds):
-                                await context.write(item)
-                        except TimeoutError:
-                            err = FELL_BEHIND
-                            break
-                    else:
-                        return
+                    # Closed here, whichever way the call ends: what the stream
+                    # holds is let go now, not when a collection finds it.
+                    items = guard.watch(fn(binding.caller(signed), arg))
+                    async with contextlib.aclosing(items):
+                        async for item in items:
+                            # A client that stops reading holds a write here; past the
+                            # limit its stream is closed, so it can't pin server memory.
+                            try:
+                                async with asyncio.timeout(slow_stream_seconds):
+                                    await context.write(item)
+                            except TimeoutError:
+                                err = FELL_BEHIND
+                                break
+                            except CLIENT_GONE:
+                                call.status = "cancelled"
+                                return
+                        else:
+                            return
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

@@ -322,7 +322,7 @@ def _answered(block: AskAnswerBlock) -> Ask:
 
 
 def _inbox_notice(
-    event: Event, change: InboxChange, d: Directory, public_url: str
+    event: Event, change: InboxChange, d: Directory, public_url: str, receipts: Receipts
 ) -> Notice | None:
     message = change.message
     item = d.items.get(change.item_id)
@@ -348,9 +348,16 @@ def _inbox_notice(
         kind = T.INBOX_ITEM_ANSWERED
     elif change.status is InboxStatus.CLOSED:
         if message is not None and message.ask is not None and message.ask.ending is not None:
-            ask, state = message.ask, "declined"
-            ending = _ending(message.ask.ending)
+            # Declined, or withdrawn by the agent or a person: the ask's own
+            # ending says which, who and why, with its receipt.
+            ask = message.ask
+            assert ask.ending is not None
+            state = ask.ending.kind.value
+            ending = _ending(ask.ending)
+            assert ending is not None
+            ending["receipt"] = receipts.sign(d.workspace_id, message.author_id, ask)
         elif message is None:
+            # An event from before closes carried the ask.
             ask = item.ask if item is not None else None
             by_agent = change.actor_id == change.agent_id
             state = "withdrawn_by_agent" if by_agent else "withdrawn_by_person"
@@ -392,7 +399,7 @@ def notices(
     ):
         return _channel_notices(event, event.message, d, public_url, receipts or Receipts(None, ""))
     if event.inbox is not None:
-        notice = _inbox_notice(event, event.inbox, d, public_url)
+        notice = _inbox_notice(event, event.inbox, d, public_url, receipts or Receipts(None, ""))
         return [notice] if notice is not None else []
     return []
 

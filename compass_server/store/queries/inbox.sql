@@ -61,8 +61,13 @@ SELECT count(*) AS n FROM inbox_items
 WHERE agent_id = %(agent_id)s AND status = 'open' AND id <> %(item_id)s
 
 -- name: replace_open_asks
--- Only the standing changes; the ask's content is never rewritten.
-UPDATE inbox_messages SET ask_status = 'replaced'
+-- Only the standing and the ending change; the ask's content is never
+-- rewritten. The agent's newer ask takes their place.
+UPDATE inbox_messages SET ask_status = 'replaced',
+  ending = jsonb_strip_nulls(jsonb_build_object(
+    'kind', 'replaced', 'actor_id', %(actor)s::uuid,
+    'actor_handle', (SELECT handle FROM accounts WHERE id = %(actor)s::uuid),
+    'at', now(), 'surface', %(surface)s::text))
 WHERE item_id = %(item_id)s AND ask_status = 'open'
 
 -- name: insert_message
@@ -82,18 +87,19 @@ SELECT f.id, compass_workspace(), %(item_id)s, %(message_id)s, f.ordinal, f.name
 FROM unnest(%(ids)s::uuid[], %(names)s::text[], %(types)s::text[], %(data)s::bytea[])
   WITH ORDINALITY AS f (id, name, content_type, data, ordinal)
 
--- name: set_ask_status
--- Every standing but a decline has no ending of its own.
-UPDATE inbox_messages SET ask_status = %(status)s, withdrawn_reason = %(reason)s, ending = NULL
-WHERE id = %(id)s
-
--- name: decline_ask
--- The ending in the shape compass_write_ending (migration 0009) gives Ask.ending.
-UPDATE inbox_messages SET ask_status = 'declined', withdrawn_reason = NULL,
+-- name: end_ask
+-- The ask's standing, the agent's close reason (the inbox's own field), and
+-- its ending in the shape compass_write_ending (migration 0009) gives Ask.ending.
+UPDATE inbox_messages SET ask_status = %(status)s, withdrawn_reason = %(withdrawn_reason)s,
   ending = jsonb_strip_nulls(jsonb_build_object(
-    'kind', 'declined', 'actor_id', %(actor)s::uuid,
+    'kind', %(kind)s::text, 'actor_id', %(actor)s::uuid,
     'actor_handle', (SELECT handle FROM accounts WHERE id = %(actor)s::uuid),
     'at', now(), 'surface', %(surface)s::text, 'reason', nullif(%(reason)s::text, '')))
+WHERE id = %(id)s
+
+-- name: reopen_ask
+-- A take-back or a reopen: the same ask waits again, with no ending.
+UPDATE inbox_messages SET ask_status = 'open', withdrawn_reason = NULL, ending = NULL
 WHERE id = %(id)s
 
 -- name: set_item
@@ -146,6 +152,7 @@ SELECT count(*) AS total FROM inbox_messages WHERE item_id = %(item_id)s
 -- The messages of a page, oldest first.
 SELECT m.id, m.item_id, m.author_id, acc.handle AS author_handle, m.blocks, m.created_at,
        m.position, m.ask_status, coalesce(m.withdrawn_reason, '') AS withdrawn_reason, m.ending,
+       (SELECT a.blocks FROM inbox_messages a WHERE a.answers_message_id = m.id) AS answer_blocks,
        coalesce((SELECT jsonb_agg(jsonb_build_array(f.id, f.name, f.content_type, f.size_bytes)
                                   ORDER BY f.ordinal)
                  FROM inbox_files f WHERE f.message_id = m.id), '[]'::jsonb) AS attachments,
@@ -158,6 +165,7 @@ ORDER BY m.position
 -- name: message
 SELECT m.id, m.item_id, m.author_id, acc.handle AS author_handle, m.blocks, m.created_at,
        m.position, m.ask_status, coalesce(m.withdrawn_reason, '') AS withdrawn_reason, m.ending,
+       (SELECT a.blocks FROM inbox_messages a WHERE a.answers_message_id = m.id) AS answer_blocks,
        coalesce((SELECT jsonb_agg(jsonb_build_array(f.id, f.name, f.content_type, f.size_bytes)
                                   ORDER BY f.ordinal)
                  FROM inbox_files f WHERE f.message_id = m.id), '[]'::jsonb) AS attachments,
@@ -165,6 +173,18 @@ SELECT m.id, m.item_id, m.author_id, acc.handle AS author_handle, m.blocks, m.cr
 FROM inbox_messages m
 JOIN accounts acc ON acc.id = m.author_id
 WHERE m.id = %(id)s
+
+-- name: ask_message_as_viewer
+-- A message holding an ask, if the viewer sees its agent's inbox.
+SELECT m.id, m.item_id, m.author_id, acc.handle AS author_handle, m.blocks, m.created_at,
+       m.position, m.ask_status, coalesce(m.withdrawn_reason, '') AS withdrawn_reason, m.ending,
+       (SELECT a.blocks FROM inbox_messages a WHERE a.answers_message_id = m.id) AS answer_blocks,
+       '[]'::jsonb AS attachments, 0 AS total
+FROM inbox_messages m
+JOIN inbox_items i ON i.id = m.item_id
+JOIN accounts acc ON acc.id = m.author_id
+WHERE m.id = %(id)s AND m.ask_id IS NOT NULL
+  AND i.agent_id IN (SELECT compass_inbox_agents(%(viewer)s))
 
 -- name: file
 SELECT f.id, f.name, f.content_type, f.size_bytes, f.data

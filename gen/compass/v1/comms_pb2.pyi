@@ -37,6 +37,8 @@ class AskEndingKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ASK_ENDING_KIND_WITHDRAWN_BY_OWNER: _ClassVar[AskEndingKind]
     ASK_ENDING_KIND_DECLINED: _ClassVar[AskEndingKind]
     ASK_ENDING_KIND_EXPIRED: _ClassVar[AskEndingKind]
+    ASK_ENDING_KIND_REPLACED: _ClassVar[AskEndingKind]
+    ASK_ENDING_KIND_WITHDRAWN_BY_PERSON: _ClassVar[AskEndingKind]
 
 class AskSurface(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -105,6 +107,8 @@ ASK_ENDING_KIND_WITHDRAWN_BY_AGENT: AskEndingKind
 ASK_ENDING_KIND_WITHDRAWN_BY_OWNER: AskEndingKind
 ASK_ENDING_KIND_DECLINED: AskEndingKind
 ASK_ENDING_KIND_EXPIRED: AskEndingKind
+ASK_ENDING_KIND_REPLACED: AskEndingKind
+ASK_ENDING_KIND_WITHDRAWN_BY_PERSON: AskEndingKind
 ASK_SURFACE_UNSPECIFIED: AskSurface
 ASK_SURFACE_GRPC: AskSurface
 ASK_SURFACE_CONNECT: AskSurface
