@@ -268,7 +268,7 @@ async def test_an_unknown_provider_is_a_readable_page(site: tuple[Any, World]) -
     srv, _ = site
     async with browser(srv) as b:
         page = await b.http.get("/auth/login/nope")
-    assert page.status_code == 502 and "no sign-in provider" in page.text
+    assert page.status_code == 404 and "no sign-in provider" in page.text
 
 
 async def test_past_the_idle_time_a_session_signs_nothing_in(

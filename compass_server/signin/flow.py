@@ -66,6 +66,9 @@ class SignInFlow:
         self.attempt_lifetime = attempt_lifetime
         self.attempts_max = attempts_max
 
+    def has(self, name: str) -> bool:
+        return name in self.providers
+
     def configured(self) -> list[Provider]:
         return [p.provider for p in self.providers.values()]
 

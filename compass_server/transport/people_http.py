@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 import logging
+import re
 import secrets
 import urllib.parse
 import uuid
@@ -29,6 +30,9 @@ from compass_server.transport.cookies import SessionCookies, cookie, header_gett
 log = logging.getLogger(__name__)
 
 ATTEMPT_COOKIE = "compass_signin"
+# A link's secret or a one-use code as the server makes them (new_token);
+# anything else opens nothing and never reaches the database.
+SECRET_SHAPE = re.compile(r"[A-Za-z0-9_-]{1,100}")
 # A link page's form is small; more is refused before it is read.
 MAX_FORM_BYTES = 256 * 1024
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -169,6 +173,11 @@ class PeopleRoutes:
         if self.flow is None:
             await self._refuse(send, 404, "Can't sign in", "This server has no sign-in provider.")
             return
+        if not self.flow.has(name):
+            await self._refuse(
+                send, 404, "Can't sign in", f"This server has no sign-in provider {name[:40]!r}."
+            )
+            return
         query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
         try:
             state, url = await self.flow.start(name, (query.get("return_to") or [None])[0])
@@ -199,7 +208,7 @@ class PeopleRoutes:
             return
         # The attempt must be this browser's: it started it and holds its state.
         held = cookie(get("cookie"), ATTEMPT_COOKIE)
-        if not state or held is None or not secrets.compare_digest(held, state):
+        if not state or held is None or not secrets.compare_digest(held.encode(), state.encode()):
             await self._refuse(
                 send,
                 400,
@@ -273,6 +282,9 @@ class PeopleRoutes:
             await respond(
                 send, 405, page("Not allowed", para("Open the link, or answer its form."))
             )
+            return
+        if not SECRET_SHAPE.fullmatch(secret):
+            await respond(send, 404, _closed_page("unknown"))
             return
         try:
             opened = await self.store.open_ask_link(secret)
