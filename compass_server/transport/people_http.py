@@ -12,7 +12,6 @@ import html
 import json
 import logging
 import re
-import secrets
 import urllib.parse
 import uuid
 from collections.abc import Awaitable, Callable
@@ -20,7 +19,7 @@ from typing import Any
 
 from compass_server.api.auth import Authenticator
 from compass_server.api.errors import ApiError, to_api_error
-from compass_server.signin.flow import Refused, SignInFailed, SignInFlow
+from compass_server.signin.flow import AttemptRefused, Refused, SignInFailed, SignInFlow
 from compass_server.store.errors import StoreError
 from compass_server.store.links import LinkClosed, LinkPass
 from compass_server.store.store import Store
@@ -180,7 +179,7 @@ class PeopleRoutes:
             return
         query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
         try:
-            state, url = await self.flow.start(name, (query.get("return_to") or [None])[0])
+            attempt, url = await self.flow.start(name, (query.get("return_to") or [None])[0])
         except SignInFailed as exc:
             await self._refuse(send, 502, "Can't sign in", exc.message)
             return
@@ -188,11 +187,11 @@ class PeopleRoutes:
             error = to_api_error(exc)
             await self._refuse(send, error.status.http, "Can't sign in", error.message)
             return
-        attempt = self.cookies.header(ATTEMPT_COOKIE, state, "/auth", int(self.attempt_seconds))
+        kept = self.cookies.header(ATTEMPT_COOKIE, attempt, "/auth", int(self.attempt_seconds))
         await respond(
             send,
             302,
-            headers=[(b"location", url.encode()), (b"set-cookie", attempt.encode())],
+            headers=[(b"location", url.encode()), (b"set-cookie", kept.encode())],
         )
 
     async def _callback(self, scope: dict[str, Any], send: Send) -> None:
@@ -206,24 +205,24 @@ class PeopleRoutes:
             why = (query.get("error_description") or query["error"])[0][:200]
             await self._refuse(send, 403, "Sign-in refused", f"The provider said: {why}")
             return
-        # The attempt must be this browser's: it started it and holds its state.
-        held = cookie(get("cookie"), ATTEMPT_COOKIE)
-        if not state or held is None or not secrets.compare_digest(held.encode(), state.encode()):
-            await self._refuse(
-                send,
-                400,
-                "Can't sign in",
-                "This sign-in wasn't started in this browser, or it took too long; start again.",
-            )
-            return
         code = (query.get("code") or [""])[0]
         if not code:
             await self._refuse(
                 send, 400, "Can't sign in", "The provider sent no code; start again."
             )
             return
+        # The attempt must be this browser's: it started it and holds it.
+        held = cookie(get("cookie"), ATTEMPT_COOKIE)
         try:
-            started, return_to = await self.flow.finish(state, code, get("user-agent") or "")
+            started, return_to = await self.flow.finish(held, state, code, get("user-agent") or "")
+        except AttemptRefused as exc:
+            why = (
+                "This sign-in took too long; start again."
+                if exc.expired
+                else "This sign-in wasn't started in this browser; start again."
+            )
+            await self._refuse(send, 400, "Can't sign in", why)
+            return
         except SignInFailed as exc:
             await self._refuse(send, 401, "Can't sign in", exc.message)
             return
