@@ -289,7 +289,11 @@ async def test_a_click_answers_once_as_the_linked_person_and_the_message_closes(
     async with httpx.AsyncClient(base_url=base) as web:
         anon = await web.get(path)
         assert anon.status_code == 401 and "Sign in" in anon.text
-        mine = {"cookie": f"compass_session={secret}"}
+        # Its public URL is https: the cookie is this host's alone.
+        assert (
+            await web.get(path, headers={"cookie": f"compass_session={secret}"})
+        ).status_code == 401
+        mine = {"cookie": f"__Host-compass_session={secret}"}
         shown_page = await web.get(path, headers=mine)
         assert shown_page.status_code == 200 and "<form" in shown_page.text
         forged = await web.post(path, headers={**mine, "origin": "https://evil.test"})

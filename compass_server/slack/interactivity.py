@@ -45,7 +45,7 @@ from compass_server.store.errors import (
 from compass_server.store.slack import AppKeys, SlackStore
 from compass_server.store.store import Store
 from compass_server.store.types import AccountKind, Actor, Answer, Surface
-from compass_server.transport.cookies import SESSION_COOKIE, SessionCookies, cookie, header_getter
+from compass_server.transport.cookies import SessionCookies, header_getter
 from compass_server.transport.people_http import (
     SECRET_SHAPE,
     Send,
@@ -368,7 +368,7 @@ class SlackRoutes:
             await respond(send, 404, page("Not found", para("There is no such page.")))
             return
         get = header_getter(scope.get("headers", ()))
-        secret = cookie(get("cookie"), SESSION_COOKIE)
+        secret = self.cookies.session(get("cookie"))
         signed = None
         if secret is not None:
             try:

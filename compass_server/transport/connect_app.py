@@ -35,6 +35,7 @@ from compass_server.transport.binding import Method, ServiceBinding
 from compass_server.transport.codecs import CODECS, COMPRESSIONS, Gzip
 from compass_server.transport.cookies import SessionCookies
 from compass_server.transport.grpc_server import MAX_MESSAGE_BYTES, _error
+from compass_server.transport.headers import CONNECT_HEADERS, PAGE_HEADERS, with_headers
 from compass_server.transport.limits import (
     COMPRESS_MIN_BYTES,
     DRAIN_BYTES,
@@ -372,6 +373,7 @@ class Router:
         path: str = scope["path"]
         for prefix, app in self.apps.items():
             if path.startswith(prefix):
+                send = with_headers(send, CONNECT_HEADERS, replace=True)
                 if not _utf8_headers(scope):
                     await _connect_refusal(send, 400, BAD_HEADER)
                     return
@@ -389,6 +391,7 @@ class Router:
                     # Returning mid-body makes hypercorn close the connection.
                     log.info("closed a stalled stream on %s", path)
                 return
+        send = with_headers(send, PAGE_HEADERS)
         for prefix, route in self.routes.items():
             if path.startswith(prefix):
                 await route(scope, receive, send)

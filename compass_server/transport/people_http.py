@@ -24,11 +24,11 @@ from compass_server.store.errors import StoreError
 from compass_server.store.links import LinkClosed, LinkPass
 from compass_server.store.store import Store
 from compass_server.store.types import Actor, Answer, Ask, AskEnding, EndingKind, Surface
-from compass_server.transport.cookies import SessionCookies, cookie, header_getter
+from compass_server.transport.cookies import SessionCookies, header_getter
+from compass_server.transport.headers import page_policy
 
 log = logging.getLogger(__name__)
 
-ATTEMPT_COOKIE = "compass_signin"
 # A link's secret or a one-use code as the server makes them (new_token);
 # anything else opens nothing and never reaches the database.
 SECRET_SHAPE = re.compile(r"[A-Za-z0-9_-]{1,100}")
@@ -44,6 +44,9 @@ legend{font-weight:600}label{display:block;margin:.25rem 0}textarea{width:100%;m
 .aside{color:#555555}.refused{color:#8a1f11}
 button{font:inherit;padding:.4rem 1rem;margin-right:.5rem}
 """
+
+
+_POLICY = page_policy(_STYLE).encode()
 
 
 def page(title: str, *body: str) -> bytes:
@@ -78,6 +81,7 @@ async def respond(
                 (b"x-content-type-options", b"nosniff"),
                 (b"referrer-policy", b"no-referrer"),
                 (b"x-frame-options", b"DENY"),
+                (b"content-security-policy", _POLICY),
                 *(headers or []),
             ],
         }
@@ -162,7 +166,7 @@ class PeopleRoutes:
             send,
             status,
             page(title, para(why, "refused"), '<p><a href="/">Back to Compass</a></p>'),
-            headers=[(b"set-cookie", self.cookies.clear(ATTEMPT_COOKIE, "/auth").encode())],
+            headers=[(b"set-cookie", self.cookies.clear_attempt().encode())],
         )
 
     async def _login(self, scope: dict[str, Any], send: Send, name: str) -> None:
@@ -187,7 +191,7 @@ class PeopleRoutes:
             error = to_api_error(exc)
             await self._refuse(send, error.status.http, "Can't sign in", error.message)
             return
-        kept = self.cookies.header(ATTEMPT_COOKIE, attempt, "/auth", int(self.attempt_seconds))
+        kept = self.cookies.set_attempt(attempt, int(self.attempt_seconds))
         await respond(
             send,
             302,
@@ -212,7 +216,7 @@ class PeopleRoutes:
             )
             return
         # The attempt must be this browser's: it started it and holds it.
-        held = cookie(get("cookie"), ATTEMPT_COOKIE)
+        held = self.cookies.attempt(get("cookie"))
         try:
             started, return_to = await self.flow.finish(held, state, code, get("user-agent") or "")
         except AttemptRefused as exc:
@@ -242,7 +246,7 @@ class PeopleRoutes:
             headers=[
                 (b"location", return_to.encode()),
                 (b"set-cookie", self.cookies.set(started.secret, max_age).encode()),
-                (b"set-cookie", self.cookies.clear(ATTEMPT_COOKIE, "/auth").encode()),
+                (b"set-cookie", self.cookies.clear_attempt().encode()),
             ],
         )
 
