@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from compass.v1 import comms_pb2 as pb
 from compass_server.store.errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from compass_server.store.links import MintedLink
 from compass_server.store.types import Ask, EndingKind, Surface
@@ -208,3 +209,71 @@ async def test_webhook_payloads_carry_no_link(api_world: World) -> None:
     # A receiver gets the page's address of the ask, which asks whoever opens it to sign in.
     assert f"http://compass.example/#/ask/{ask_id}" in data
     assert link.secret not in data and not re.search(r"/a/cpl_", data)
+
+
+@pytest.mark.parametrize(
+    ("where", "typed", "char"),
+    [
+        ("t.langs", "an escape \x1b[31m red", "U+001B"),
+        ("t.langs", "a bell \x07", "U+0007"),
+        ("t.db", "DEL \x7f", "U+007F"),
+        ("t.db", "a C1 control \x85", "U+0085"),
+        ("t.langs", "a NUL \x00 here", "U+0000"),
+        ("reason", "not \x1b]0;mine\x07", "U+001B"),
+        ("reason", "a NUL \x00", "U+0000"),
+    ],
+)
+async def test_the_link_form_takes_text_by_the_rule_every_surface_keeps(
+    api_world: World, http: httpx.AsyncClient, client: Any, where: str, typed: str, char: str
+) -> None:
+    """The link's form refuses what the Connect API refuses, with the same
+    sentence: nothing is recorded, and what was typed is kept in the form."""
+    from tests.servers import CallError
+
+    w = api_world
+    ask_id = await ask_for(w, w.human)
+    link = await mint(w, ask_id, w.human)
+    form = {"ask_id": ask_id, "action": "decline" if where == "reason" else "answer", where: typed}
+    refused = await http.post(f"/a/{link.secret}", data=form)
+    assert refused.status_code == 400, refused.text
+    rule = f"has a control character ({char}) at position {typed.index(chr(int(char[2:], 16)))}"
+    assert rule in refused.text, refused.text
+    assert "text takes tab, line feed and carriage return, no other" in refused.text
+    assert "Incident" not in refused.text
+    # The words typed are still in the form, less what can't be taken.
+    kept = "".join(c for c in typed if c.isprintable())
+    assert f">{kept}</textarea>" in refused.text.replace("&#x27;", "'")
+    assert (await state(w, ask_id)).is_open
+    # The same text through the API is refused by the same rule.
+    with pytest.raises(CallError) as info:
+        if where == "reason":
+            await client.call(
+                "DeclineAsk",
+                pb.DeclineAskRequest(ask_id=ask_id, reason=typed),
+                w.tokens[w.human.account_id],
+            )
+        else:
+            await client.call(
+                "RespondToAsk",
+                pb.RespondToAskRequest(
+                    ask_id=ask_id,
+                    answers=[
+                        pb.AskQuestionAnswer(question_id="db", custom_text=typed),
+                        pb.AskQuestionAnswer(question_id="langs"),
+                    ],
+                ),
+                w.tokens[w.human.account_id],
+            )
+    assert info.value.code == "invalid_argument" and rule in info.value.message
+    # Line breaks and tabs are text.
+    fine = {**form, where: "two\nlines\tand a tab"}
+    done = await http.post(f"/a/{link.secret}", data=fine)
+    assert done.status_code == 200, done.text
+    ask = await state(w, ask_id)
+    assert ask.ending is not None
+    said = (
+        ask.ending.reason
+        if where == "reason"
+        else ask.questions[0 if where == "t.db" else 1].custom_text
+    )
+    assert said == "two\nlines\tand a tab"

@@ -19,6 +19,7 @@ from typing import Any
 
 from compass_server.api.auth import Authenticator
 from compass_server.api.errors import ApiError, to_api_error
+from compass_server.api.text import check_line, check_text, without_refused
 from compass_server.signin.flow import AttemptRefused, Refused, SignInFailed, SignInFlow
 from compass_server.store.errors import StoreError
 from compass_server.store.links import LinkClosed, LinkPass
@@ -35,6 +36,8 @@ SECRET_SHAPE = re.compile(r"[A-Za-z0-9_-]{1,100}")
 # A link page's form is small; more is refused before it is read.
 MAX_FORM_BYTES = 256 * 1024
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+# A posted form: each field's values.
+Form = dict[str, list[str]]
 
 _STYLE = """
 body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}
@@ -323,18 +326,17 @@ class PeopleRoutes:
         status: int,
         head: bool = False,
         chosen: str = "",
+        sent: Form | None = None,
     ) -> None:
         try:
             message, ask = await self.store.get_ask(opened.actor, opened.ask_id)
         except StoreError:
             await respond(send, 404, _closed_page("gone"))
             return
-        body = _ask_page(message.author_handle, ask, secret, notice, chosen)
+        body = _ask_page(message.author_handle, ask, secret, notice, chosen, sent or {})
         await respond(send, status, b"" if head else body)
 
-    async def _answer(
-        self, send: Send, opened: LinkPass, secret: str, form: dict[str, list[str]]
-    ) -> None:
+    async def _answer(self, send: Send, opened: LinkPass, secret: str, form: Form) -> None:
         if (form.get("ask_id") or [""])[0] != opened.ask_id:
             await respond(
                 send,
@@ -345,23 +347,23 @@ class PeopleRoutes:
         action = (form.get("action") or [""])[0]
         try:
             if action == "decline":
+                reason = (form.get("reason") or [""])[0]
+                # A person's words take the one rule every surface keeps.
+                check_text(reason, "Your reason")
                 await self.store.decline_ask(
-                    opened.actor,
-                    opened.ask_id,
-                    (form.get("reason") or [""])[0],
-                    surface=Surface.WEB,
+                    opened.actor, opened.ask_id, reason, surface=Surface.WEB
                 )
                 notice = "You declined this ask."
             elif action == "answer":
                 _, ask = await self.store.get_ask(opened.actor, opened.ask_id)
-                answers = [
-                    Answer(
-                        q.question_id,
-                        tuple(form.get(f"q.{q.question_id}", [])),
-                        (form.get(f"t.{q.question_id}") or [""])[0],
-                    )
-                    for q in ask.questions
-                ]
+                answers = []
+                for q in ask.questions:
+                    chosen = tuple(form.get(f"q.{q.question_id}", []))
+                    words = (form.get(f"t.{q.question_id}") or [""])[0]
+                    for option in chosen:
+                        check_line(option, "A choice")
+                    check_text(words, f"Your words for “{_cut(q.header or q.question)}”")
+                    answers.append(Answer(q.question_id, chosen, words))
                 await self.store.answer_ask(
                     opened.actor, opened.ask_id, answers, surface=Surface.WEB
                 )
@@ -372,7 +374,8 @@ class PeopleRoutes:
         except StoreError as exc:
             error = to_api_error(exc)
             status = 409 if error.status.token == "already_exists" else error.status.http
-            await self._show(send, opened, secret, notice=error.message, status=status)
+            # What was sent stays in the form, to be put right and sent again.
+            await self._show(send, opened, secret, notice=error.message, status=status, sent=form)
             return
         await self._show(send, opened, secret, notice=notice, status=200)
 
@@ -411,8 +414,15 @@ def _ending_text(ending: AskEnding) -> str:
     return text + "."
 
 
-def _ask_page(author: str, ask: Ask, secret: str, notice: str, choose: str = "") -> bytes:
+def _cut(text: str, most: int = 80) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def _ask_page(
+    author: str, ask: Ask, secret: str, notice: str, choose: str = "", sent: Form | None = None
+) -> bytes:
     e = html.escape
+    sent = sent or {}
     parts = [para(f"{author} asks:", "aside")]
     if notice:
         parts.append(f'<p role="status" class="aside"><strong>{e(notice)}</strong></p>')
@@ -430,23 +440,27 @@ def _ask_page(author: str, ask: Ask, secret: str, notice: str, choose: str = "")
     ]
     for q in ask.questions:
         kind = "checkbox" if q.allow_multiple else "radio"
+        picked = set(sent.get(f"q.{q.question_id}", [])) or ({choose} if choose else set())
         form.append(f"<fieldset><legend>{e(q.header or q.question)}</legend>")
         if q.header:
             form.append(para(q.question))
         for o in q.options:
             form.append(
                 f'<label><input type="{kind}" name="q.{e(q.question_id)}" value="{e(o.id)}"'
-                f"{' checked' if choose and o.id == choose else ''}> "
+                f"{' checked' if o.id in picked else ''}> "
                 f"{e(o.label)}{(' — ' + e(o.description)) if o.description else ''}</label>"
             )
+        words = without_refused((sent.get(f"t.{q.question_id}") or [""])[0])
         form.append(
-            f'<label>Your own words<textarea name="t.{e(q.question_id)}"></textarea></label>'
+            f'<label>Your own words<textarea name="t.{e(q.question_id)}">{e(words)}</textarea>'
+            "</label>"
         )
         form.append("</fieldset>")
     form.append('<button type="submit" name="action" value="answer">Submit</button>')
+    reason = without_refused((sent.get("reason") or [""])[0])
     form.append(
         "<details><summary>Decline instead</summary>"
-        '<label>Why (optional)<textarea name="reason"></textarea></label>'
+        f'<label>Why (optional)<textarea name="reason">{e(reason)}</textarea></label>'
         '<button type="submit" name="action" value="decline">Decline</button></details>'
     )
     form.append("</form>")
