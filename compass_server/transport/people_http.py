@@ -297,6 +297,13 @@ class PeopleRoutes:
         except LinkClosed as exc:
             await respond(send, 410 if exc.why != "unknown" else 404, _closed_page(exc.why))
             return
+        here = await self._signed_in_here(scope)
+        if here is not None and here.account_id != opened.actor.account_id:
+            # Another person's browser: the link never answers as its person here.
+            await self._not_theirs(
+                send, opened, here, posted=method == "POST", head=method == "HEAD"
+            )
+            return
         if method == "POST":
             body = await read_body(receive, MAX_FORM_BYTES)
             if body is None:
@@ -316,6 +323,52 @@ class PeopleRoutes:
             send, opened, secret, notice="", status=200, head=method == "HEAD", chosen=chosen
         )
 
+    async def _signed_in_here(self, scope: dict[str, Any]) -> Actor | None:
+        """The person this browser's session signs in, if it holds a live one."""
+        secret = self.cookies.session(header_getter(scope.get("headers", ()))("cookie"))
+        if secret is None:
+            return None
+        try:
+            signed = await self.auth.sign_in(f"Session {secret}", "account")
+        except ApiError:
+            return None
+        return signed.principal if isinstance(signed.principal, Actor) else None
+
+    async def _handle(self, actor: Actor) -> str:
+        found = await self.store.get_accounts(actor, [actor.account_id])
+        return found[0].handle if found else "someone"
+
+    async def _not_theirs(
+        self, send: Send, opened: LinkPass, here: Actor, *, posted: bool, head: bool
+    ) -> None:
+        try:
+            message, ask = await self.store.get_ask(opened.actor, opened.ask_id)
+            theirs, mine = await self._handle(opened.actor), await self._handle(here)
+        except StoreError:
+            await respond(send, 404, _closed_page("gone"))
+            return
+        e = html.escape
+        asked = "".join(f"<li>{e(q.question)}</li>" for q in ask.questions)
+        body = page(
+            f"This link is {theirs}'s",
+            para(f"{message.author_handle} asks:", "aside"),
+            f"<ul>{asked}</ul>",
+            para(
+                ("Nothing was recorded. " if posted else "")
+                + f"This link answers as {theirs}. This browser is signed in to Compass as "
+                f"{mine}, so the link doesn't answer here.",
+                "refused",
+            ),
+            f'<p><a href="/#/ask/{e(ask.ask_id)}">Open the ask as {e(mine)}</a>: '
+            "you can answer it there if it is yours to answer.</p>",
+            para(
+                f"To answer as {theirs}, sign out of Compass in this browser first, "
+                "or open the link in a private window.",
+                "aside",
+            ),
+        )
+        await respond(send, 403 if posted else 200, b"" if head else body)
+
     async def _show(
         self,
         send: Send,
@@ -333,7 +386,8 @@ class PeopleRoutes:
         except StoreError:
             await respond(send, 404, _closed_page("gone"))
             return
-        body = _ask_page(message.author_handle, ask, secret, notice, chosen, sent or {})
+        answerer = await self._handle(opened.actor)
+        body = _ask_page(message.author_handle, answerer, ask, secret, notice, chosen, sent or {})
         await respond(send, status, b"" if head else body)
 
     async def _answer(self, send: Send, opened: LinkPass, secret: str, form: Form) -> None:
@@ -419,7 +473,13 @@ def _cut(text: str, most: int = 80) -> str:
 
 
 def _ask_page(
-    author: str, ask: Ask, secret: str, notice: str, choose: str = "", sent: Form | None = None
+    author: str,
+    answerer: str,
+    ask: Ask,
+    secret: str,
+    notice: str,
+    choose: str = "",
+    sent: Form | None = None,
 ) -> bytes:
     e = html.escape
     sent = sent or {}
@@ -456,6 +516,7 @@ def _ask_page(
             "</label>"
         )
         form.append("</fieldset>")
+    form.append(f'<p id="answerer">Your answer is recorded as {e(answerer)}.</p>')
     form.append('<button type="submit" name="action" value="answer">Submit</button>')
     reason = without_refused((sent.get("reason") or [""])[0])
     form.append(
