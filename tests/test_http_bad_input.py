@@ -239,3 +239,25 @@ async def test_signed_slack_payloads_of_the_wrong_shape_are_refused(
 async def test_the_routes_still_serve_after_all_that(site: Site, http: httpx.AsyncClient) -> None:
     assert (await http.get(f"/a/{site.link}")).status_code == 200
     assert (await http.get("/")).status_code == 200
+
+
+@pytest.mark.parametrize("where", ["link", "slack"])
+async def test_a_body_that_stalls_is_timed_out(
+    site: Site, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A client that promises a body and never sends it all gets 408, not a
+    connection held open for ever."""
+    from compass_server.transport import people_http
+
+    monkeypatch.setattr(people_http, "BODY_SECONDS", 0.5)
+    path = f"/a/{site.link}" if where == "link" else "/slack/interactivity"
+    reader, writer = await asyncio.open_connection("127.0.0.1", site.server.http_port)
+    with no_tracebacks(caplog):
+        writer.write(
+            f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 100000\r\n"
+            "content-type: application/x-www-form-urlencoded\r\n\r\nask_id=".encode()
+        )
+        await writer.drain()
+        status = await asyncio.wait_for(reader.readline(), 10)
+    writer.close()
+    assert status.startswith(b"HTTP/1.1 408"), status

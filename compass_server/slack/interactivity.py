@@ -48,6 +48,7 @@ from compass_server.store.types import AccountKind, Actor, Answer, Surface
 from compass_server.transport.cookies import SessionCookies, header_getter
 from compass_server.transport.people_http import (
     SECRET_SHAPE,
+    BodyRefused,
     Send,
     page,
     para,
@@ -135,9 +136,10 @@ class SlackRoutes:
         if scope["method"] != "POST":
             await respond(send, 405, b"Slack posts here\n", "text/plain")
             return
-        body = await read_body(receive, self.request_bytes)
-        if body is None:
-            await respond(send, 413, b"too large\n", "text/plain")
+        try:
+            body = await read_body(receive, self.request_bytes)
+        except BodyRefused as exc:
+            await respond(send, exc.status, f"{exc.why}\n".encode(), "text/plain")
             return
         get = header_getter(scope.get("headers", ()))
         payload = _payload(body)
@@ -411,7 +413,11 @@ class SlackRoutes:
         if not self.cookies.same_origin(get("origin"), get("host")):
             await respond(send, 403, page("Not here", para("Connect from Compass's own page.")))
             return
-        await read_body(receive, 4096)
+        try:
+            await read_body(receive, 4096)
+        except BodyRefused as exc:
+            await respond(send, exc.status, page("Not taken", para(exc.why)))
+            return
         linked = await self.slack.redeem_code(actor, actor.account_id, code)
         if linked is None:
             await respond(

@@ -8,6 +8,7 @@ POST.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import logging
@@ -35,6 +36,8 @@ log = logging.getLogger(__name__)
 SECRET_SHAPE = re.compile(r"[A-Za-z0-9_-]{1,100}")
 # A link page's form is small; more is refused before it is read.
 MAX_FORM_BYTES = 256 * 1024
+# How long a form's (or Slack's) body may take to arrive whole.
+BODY_SECONDS = 30.0
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 # A posted form: each field's values.
 Form = dict[str, list[str]]
@@ -92,21 +95,36 @@ async def respond(
     await send({"type": "http.response.body", "body": body})
 
 
-async def read_body(receive: Any, most: int) -> bytes | None:
-    """The request's body; None when it is over `most` bytes."""
+class BodyRefused(Exception):
+    """A request body this route won't take: too large (413), or not all
+    sent within BODY_SECONDS (408)."""
+
+    def __init__(self, status: int, why: str) -> None:
+        super().__init__(why)
+        self.status = status
+        self.why = why
+
+
+async def read_body(receive: Any, most: int) -> bytes:
+    """The request's body; BodyRefused when it is over `most` bytes or has not
+    all come within BODY_SECONDS (a client that stalls holds nothing for ever)."""
     parts: list[bytes] = []
     size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return b"".join(parts)
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > most:
-            return None
-        parts.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(parts)
+    try:
+        async with asyncio.timeout(BODY_SECONDS):
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return b"".join(parts)
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > most:
+                    raise BodyRefused(413, "That request is too large.")
+                parts.append(chunk)
+                if not message.get("more_body", False):
+                    return b"".join(parts)
+    except TimeoutError:
+        raise BodyRefused(408, "The request's body didn't come in time.") from None
 
 
 class PeopleRoutes:
@@ -305,9 +323,10 @@ class PeopleRoutes:
             )
             return
         if method == "POST":
-            body = await read_body(receive, MAX_FORM_BYTES)
-            if body is None:
-                await respond(send, 413, page("Too much", para("That form is too large.")))
+            try:
+                body = await read_body(receive, MAX_FORM_BYTES)
+            except BodyRefused as exc:
+                await respond(send, exc.status, page("Not taken", para(exc.why)))
                 return
             await self._answer(
                 send,
