@@ -166,3 +166,19 @@ def test_the_retired_cap_is_accepted_with_a_warning(tmp_path: pathlib.Path) -> N
     assert run.returncode == 0, run.stderr
     assert "is not a variable Compass reads" not in run.stderr
     assert "COMPASS_SIGNIN_ATTEMPTS_MAX is no longer a setting" in run.stderr
+
+
+async def test_a_return_address_too_long_for_a_cookie_goes_home(
+    database_url: str, tmp_path: pathlib.Path, idp: Provider, store: Store
+) -> None:
+    world = await World.create(store)
+    settings = idp.provider_settings(str(world.workspace_id), ["acme.test"])
+    async with signin_server(database_url, tmp_path, [settings]) as srv:
+        idp.person("sub-max", "max@acme.test", preferred_username="max")
+        async with browser(srv) as b:
+            start = await b.http.get("/auth/login/test", params={"return_to": "/é" * 999})
+            assert start.status_code == 302
+            assert len(start.headers["set-cookie"]) < 4000
+            back = await b.http.get(start.headers["location"])
+            done = await b.http.get(back.headers["location"])
+            assert done.status_code == 303 and done.headers["location"] == "/"
