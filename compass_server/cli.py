@@ -133,8 +133,11 @@ def _setting_flags(p: argparse.ArgumentParser, names: list[str] | None = None) -
             group.add_argument(s.flag, dest=s.name, metavar=s.kind.metavar, help=help)
     if names is None:
         # Still taken, so a start script that gives one keeps working: ignored, with a warning.
+        retired = p.add_argument_group("settings there are no more (ignored, with a warning)")
         for r in config.RETIRED:
-            p.add_argument(r.flag, dest=r.name, help=argparse.SUPPRESS)
+            retired.add_argument(
+                r.flag, dest=r.name, metavar="N", help=f"no longer a setting: {r.why}"
+            )
 
 
 def _loaded(args: argparse.Namespace) -> config.Loaded:
