@@ -468,7 +468,6 @@ class CompassServer:
             idle=datetime.timedelta(seconds=s.signin_session_idle_seconds),
             lifetime=datetime.timedelta(seconds=s.signin_session_max_seconds),
             attempt_lifetime=datetime.timedelta(seconds=s.signin_attempt_seconds),
-            attempts_max=s.signin_attempts_max,
         )
         routes = PeopleRoutes(
             self.store,

@@ -131,10 +131,18 @@ def _setting_flags(p: argparse.ArgumentParser, names: list[str] | None = None) -
             )
         else:
             group.add_argument(s.flag, dest=s.name, metavar=s.kind.metavar, help=help)
+    if names is None:
+        # Still taken, so a start script that gives one keeps working: ignored, with a warning.
+        retired = p.add_argument_group("settings there are no more (ignored, with a warning)")
+        for r in config.RETIRED:
+            retired.add_argument(
+                r.flag, dest=r.name, metavar="N", help=f"no longer a setting: {r.why}"
+            )
 
 
 def _loaded(args: argparse.Namespace) -> config.Loaded:
-    flags = {s.name: getattr(args, s.name, None) for s in config.SETTINGS}
+    names = [s.name for s in config.SETTINGS] + [r.name for r in config.RETIRED]
+    flags = {name: getattr(args, name, None) for name in names}
     return config.load(path=args.config, flags=flags)
 
 
@@ -823,7 +831,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command != "serve" and loaded.sources["log_level"] == "default":
         level = "WARNING"
     logs.configure(level, settings.log_format)
-    for warning in unknown:
+    for warning in [*unknown, *loaded.warnings]:
         log.warning("%s", warning)
     if args.command == "config":
         print(config.effective_toml(loaded), end="")

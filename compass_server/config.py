@@ -44,7 +44,6 @@ from compass_server.relay.gateway import (
 )
 from compass_server.signin.oidc import (
     ATTEMPT_SECONDS,
-    ATTEMPTS_MAX,
     CLOCK_SKEW_SECONDS,
     HTTP_TIMEOUT_SECONDS,
     JWKS_REFETCH_SECONDS,
@@ -866,9 +865,6 @@ class Settings:
     signin_attempt_seconds: float = _s(
         ATTEMPT_SECONDS, "signin", Seconds(), "how long a sign-in may take at the provider"
     )
-    signin_attempts_max: int = _s(
-        ATTEMPTS_MAX, "signin", Count(), "sign-ins under way at providers at once, in all"
-    )
     signin_http_timeout_seconds: float = _s(
         HTTP_TIMEOUT_SECONDS,
         "signin",
@@ -933,6 +929,39 @@ BY_NAME = {s.name: s for s in SETTINGS}
 BY_KEY = {s.key: s for s in SETTINGS}
 
 
+@dataclass(frozen=True)
+class Retired:
+    """A setting there is no more: still taken from a file, the environment
+    or a flag, with a warning saying why it does nothing, and ignored."""
+
+    name: str
+    section: str
+    why: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.section}.{self.name.removeprefix(_PREFIX.get(self.section, ''))}"
+
+    @property
+    def env(self) -> str:
+        return "COMPASS_" + self.name.upper()
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+RETIRED = (
+    Retired(
+        "signin_attempts_max",
+        "signin",
+        "a sign-in under way is kept by the browser that started it, so there is no "
+        "count of them to cap",
+    ),
+)
+RETIRED_BY_KEY = {r.key: r for r in RETIRED}
+
+
 # --- loading ---------------------------------------------------------------------------
 
 
@@ -942,6 +971,12 @@ class Loaded:
     # Setting name → where its value came from: "default", the file, COMPASS_X or --x.
     sources: dict[str, str]
     path: pathlib.Path | None
+    # One line per retired setting given: logged at start, printed by config check.
+    warnings: list[str] = field(default_factory=list)
+
+
+def _retired(where: str, r: Retired) -> str:
+    return f"{where} is no longer a setting: {r.why}; it is ignored (remove it)"
 
 
 def _bad(where: str, s: Setting, raw: object, exc: Exception | None = None) -> ConfigError:
@@ -954,7 +989,7 @@ def _bad(where: str, s: Setting, raw: object, exc: Exception | None = None) -> C
     return ConfigError(f"{where} must be {s.kind.what}, not {shown}")
 
 
-def _from_file(path: pathlib.Path) -> dict[str, tuple[Setting, object]]:
+def _from_file(path: pathlib.Path, warnings: list[str]) -> dict[str, tuple[Setting, object]]:
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -978,6 +1013,10 @@ def _from_file(path: pathlib.Path) -> dict[str, tuple[Setting, object]]:
             items = [(key, value)]
         for dotted, v in items:
             s = BY_KEY.get(dotted)
+            retired = RETIRED_BY_KEY.get(dotted)
+            if s is None and retired is not None:
+                warnings.append(_retired(f"{path}: {dotted}", retired))
+                continue
             if s is None:
                 near = difflib.get_close_matches(dotted, list(BY_KEY), 1)
                 hint = f" (did you mean {near[0]}?)" if near else ""
@@ -1002,8 +1041,9 @@ def load(
     file = pathlib.Path(path) if path else None
     values: dict[str, Any] = {}
     sources: dict[str, str] = {s.name: "default" for s in SETTINGS}
+    warnings: list[str] = []
     if file is not None:
-        for name, (s, raw) in _from_file(file).items():
+        for name, (s, raw) in _from_file(file, warnings).items():
             try:
                 values[name] = s.kind.from_toml(raw)
             except (ValueError, TypeError) as exc:
@@ -1024,9 +1064,14 @@ def load(
             except (ValueError, TypeError, KeyError) as exc:
                 raise _bad(s.flag, s, given, exc) from None
             sources[s.name] = s.flag
+    for r in RETIRED:
+        if env.get(r.env) is not None:
+            warnings.append(_retired(r.env, r))
+        if flags.get(r.name) is not None:
+            warnings.append(_retired(r.flag, r))
     settings = Settings(**values)
     _check_together(settings, sources)
-    return Loaded(settings, sources, file)
+    return Loaded(settings, sources, file, warnings)
 
 
 def _named(name: str, sources: Mapping[str, str] | None) -> str:

@@ -22,7 +22,13 @@ DEVELOPMENT = frozenset(
     }
 )
 
-KNOWN = frozenset({s.env for s in config.SETTINGS} | {config.CONFIG_ENV} | set(KIT) | DEVELOPMENT)
+KNOWN = frozenset(
+    {s.env for s in config.SETTINGS}
+    | {r.env for r in config.RETIRED}
+    | {config.CONFIG_ENV}
+    | set(KIT)
+    | DEVELOPMENT
+)
 
 
 def unknown(env: Mapping[str, str] | None = None) -> list[str]:

@@ -23,15 +23,16 @@ async def signin_server(
     **settings: Any,
 ) -> AsyncIterator[Any]:
     """An in-process server whose page is at a known port (the providers send
-    people back to its public URL), with these sign-in providers."""
+    people back to its public URL), with these sign-in providers; settings
+    may name the port and public URL themselves."""
     from compass_server.signin.providers import providers as parse
 
     port = free_port()
+    settings.setdefault("http_listen", f"127.0.0.1:{port}")
+    settings.setdefault("public_url", f"http://127.0.0.1:{port}")
     async with running_server(
         database_url,
         data_dir,
-        http_listen=f"127.0.0.1:{port}",
-        public_url=f"http://127.0.0.1:{port}",
         signin_providers=parse(providers),
         signin_jwks_refetch_seconds=0.0,
         **settings,

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from compass.v1 import comms_pb2 as pb
 from compass_server.store.errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from compass_server.store.links import MintedLink
 from compass_server.store.types import Ask, EndingKind, Surface
@@ -208,3 +209,161 @@ async def test_webhook_payloads_carry_no_link(api_world: World) -> None:
     # A receiver gets the page's address of the ask, which asks whoever opens it to sign in.
     assert f"http://compass.example/#/ask/{ask_id}" in data
     assert link.secret not in data and not re.search(r"/a/cpl_", data)
+
+
+@pytest.mark.parametrize(
+    ("where", "typed", "char"),
+    [
+        ("t.langs", "an escape \x1b[31m red", "U+001B"),
+        ("t.langs", "a bell \x07", "U+0007"),
+        ("t.db", "DEL \x7f", "U+007F"),
+        ("t.db", "a C1 control \x85", "U+0085"),
+        ("t.langs", "a NUL \x00 here", "U+0000"),
+        ("reason", "not \x1b]0;mine\x07", "U+001B"),
+        ("reason", "a NUL \x00", "U+0000"),
+    ],
+)
+async def test_the_link_form_takes_text_by_the_rule_every_surface_keeps(
+    api_world: World, http: httpx.AsyncClient, client: Any, where: str, typed: str, char: str
+) -> None:
+    """The link's form refuses what the Connect API refuses, with the same
+    sentence: nothing is recorded, and what was typed is kept in the form."""
+    from tests.servers import CallError
+
+    w = api_world
+    ask_id = await ask_for(w, w.human)
+    link = await mint(w, ask_id, w.human)
+    form = {"ask_id": ask_id, "action": "decline" if where == "reason" else "answer", where: typed}
+    refused = await http.post(f"/a/{link.secret}", data=form)
+    assert refused.status_code == 400, refused.text
+    rule = f"has a control character ({char}) at position {typed.index(chr(int(char[2:], 16)))}"
+    assert rule in refused.text, refused.text
+    assert "text takes tab, line feed and carriage return, no other" in refused.text
+    assert "Incident" not in refused.text
+    # The words typed are still in the form, less what can't be taken.
+    kept = "".join(c for c in typed if c.isprintable())
+    assert f">{kept}</textarea>" in refused.text.replace("&#x27;", "'")
+    assert (await state(w, ask_id)).is_open
+    # The same text through the API is refused by the same rule.
+    with pytest.raises(CallError) as info:
+        if where == "reason":
+            await client.call(
+                "DeclineAsk",
+                pb.DeclineAskRequest(ask_id=ask_id, reason=typed),
+                w.tokens[w.human.account_id],
+            )
+        else:
+            await client.call(
+                "RespondToAsk",
+                pb.RespondToAskRequest(
+                    ask_id=ask_id,
+                    answers=[
+                        pb.AskQuestionAnswer(question_id="db", custom_text=typed),
+                        pb.AskQuestionAnswer(question_id="langs"),
+                    ],
+                ),
+                w.tokens[w.human.account_id],
+            )
+    assert info.value.code == "invalid_argument" and rule in info.value.message
+    # Line breaks and tabs are text.
+    fine = {**form, where: "two\nlines\tand a tab"}
+    done = await http.post(f"/a/{link.secret}", data=fine)
+    assert done.status_code == 200, done.text
+    ask = await state(w, ask_id)
+    assert ask.ending is not None
+    said = (
+        ask.ending.reason
+        if where == "reason"
+        else ask.questions[0 if where == "t.db" else 1].custom_text
+    )
+    assert said == "two\nlines\tand a tab"
+
+
+def cookie_of(secret: str) -> dict[str, str]:
+    return {"cookie": f"compass_session={secret}"}
+
+
+async def test_the_link_says_whose_answer_it_records_before_submit(
+    api_world: World, http: httpx.AsyncClient
+) -> None:
+    w = api_world
+    ask_id = await ask_for(w, w.human)
+    link = await mint(w, ask_id, w.human)
+    page = await http.get(f"/a/{link.secret}")
+    assert page.status_code == 200
+    said = page.text.find("Your answer is recorded as ada.")
+    assert 0 <= said < page.text.find(">Submit<"), page.text
+
+
+async def test_a_link_in_another_person_s_browser_answers_nothing_and_says_so(
+    api_world: World, http: httpx.AsyncClient
+) -> None:
+    from tests.test_people_sessions import session_for
+
+    w = api_world
+    ask_id = await ask_for(w, w.human)
+    link = await mint(w, ask_id, w.human)
+    graces = await session_for(w.store, w, w.other_human)
+    shown = await http.get(f"/a/{link.secret}", headers=cookie_of(graces))
+    assert shown.status_code == 200, shown.text
+    assert "This link answers as ada" in shown.text
+    assert "This browser is signed in to Compass as grace" in shown.text
+    assert f'href="/#/ask/{ask_id}"' in shown.text and "Open the ask as grace" in shown.text
+    assert "<form" not in shown.text and "Which database?" in shown.text
+    # Its form, sent from that browser all the same, answers nothing.
+    form = {"ask_id": ask_id, "action": "answer", "q.db": "pg"}
+    refused = await http.post(f"/a/{link.secret}", data=form, headers=cookie_of(graces))
+    assert refused.status_code == 403, refused.text
+    assert (
+        "Nothing was recorded" in refused.text and "signed in to Compass as grace" in refused.text
+    )
+    declined = await http.post(
+        f"/a/{link.secret}",
+        data={"ask_id": ask_id, "action": "decline"},
+        headers=cookie_of(graces),
+    )
+    assert declined.status_code == 403
+    assert (await state(w, ask_id)).is_open
+
+    # The link's own person, signed in or not, or a session that has ended: it answers.
+    adas = await session_for(w.store, w, w.human)
+    for headers in (cookie_of(adas), cookie_of("cs_garbage"), {}):
+        page = await http.get(f"/a/{link.secret}", headers=headers)
+        assert "<form" in page.text and "Your answer is recorded as ada." in page.text
+    done = await http.post(f"/a/{link.secret}", data=form, headers=cookie_of(adas))
+    assert done.status_code == 200 and "Your answer was recorded." in done.text
+    ask = await state(w, ask_id)
+    assert ask.ending is not None and ask.ending.actor_id == w.human.account_id
+
+
+async def test_in_another_person_s_browser_the_link_opens_the_ask_for_them(
+    api_world: World, browser: Any, server: Any
+) -> None:
+    from playwright.async_api import expect
+
+    from tests.browser import ask_block, new_tab, question
+    from tests.test_people_sessions import session_for
+
+    w = api_world
+    both = await w.store.create_channel(
+        w.human, "both", "", [w.agent.account_id, w.other_human.account_id]
+    )
+    message = await w.post_ask(w.agent, two_question_ask(), channel=both)
+    ask_id = next(b.ask_id for b in message.blocks if isinstance(b, Ask))
+    link = await mint(w, ask_id, w.human)
+    app = f"http://127.0.0.1:{server.http_port}"
+    graces = await session_for(w.store, w, w.other_human)
+    async with new_tab(browser, server) as tab:
+        await tab.context.add_cookies(
+            [{"name": "compass_session", "value": graces, "url": app, "httpOnly": True}]
+        )
+        await tab.goto(f"/a/{link.secret}")
+        await expect(tab.get_by_role("heading")).to_have_text("This link is ada's")
+        await expect(tab.get_by_role("button", name="Submit")).to_have_count(0)
+        await tab.get_by_role("link", name="Open the ask as grace").click()
+        form = ask_block(tab, ask_id)
+        await question(form, "db").get_by_label("MySQL").check()
+        await form.get_by_role("button", name="Submit answers").click()
+        await expect(form.get_by_role("status")).to_contain_text("Answered by grace")
+    ask = await state(w, ask_id)
+    assert ask.ending is not None and ask.ending.actor_id == w.other_human.account_id

@@ -6,6 +6,7 @@ Python's exception text, the protobuf runtime's internals, or `unknown` /
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import re
 import struct
@@ -53,13 +54,16 @@ def _checked(status: int, body: dict[str, Any], what: object) -> None:
 
 
 def _end_of_stream(content: bytes) -> dict[str, Any]:
-    """The error of a Connect streaming answer's end-of-stream envelope."""
+    """The error of a Connect streaming answer's end-of-stream envelope
+    (gzipped when the client accepted gzip: its flags say so)."""
     at = 0
     while at + 5 <= len(content):
         flags, size = content[at], struct.unpack(">I", content[at + 1 : at + 5])[0]
         data = content[at + 5 : at + 5 + size]
         at += 5 + size
         if flags & 0b10:
+            if flags & 0b01:
+                data = gzip.decompress(data)
             end: dict[str, Any] = json.loads(data)
             return end.get("error", {})  # type: ignore[no-any-return]
     raise AssertionError(f"no end-of-stream envelope in {content[:200]!r}")

@@ -289,7 +289,11 @@ async def test_a_click_answers_once_as_the_linked_person_and_the_message_closes(
     async with httpx.AsyncClient(base_url=base) as web:
         anon = await web.get(path)
         assert anon.status_code == 401 and "Sign in" in anon.text
-        mine = {"cookie": f"compass_session={secret}"}
+        # Its public URL is https: the cookie is this host's alone.
+        assert (
+            await web.get(path, headers={"cookie": f"compass_session={secret}"})
+        ).status_code == 401
+        mine = {"cookie": f"__Host-compass_session={secret}"}
         shown_page = await web.get(path, headers=mine)
         assert shown_page.status_code == 200 and "<form" in shown_page.text
         forged = await web.post(path, headers={**mine, "origin": "https://evil.test"})
@@ -654,3 +658,30 @@ async def test_the_operator_connects_and_maps_an_app_from_the_command_line(
     gone = await cli(url, "disconnect-slack-app", app, env=env)
     assert gone == {"app_id": app, "disconnected": True}
     assert (await cli(url, "list-slack-apps", "--workspace", ws, env=env))["apps"] == []
+
+
+async def test_a_modal_takes_text_by_the_rule_every_surface_keeps(
+    rpc: GrpcClient, w: World, srv: Any, standin: SlackStandIn, slack: Slack
+) -> None:
+    await connect(rpc, w, email_match=True)
+    await link_by_email(srv, standin, w, w.human, "U9ADA")
+    ask_id = ask_id_of(await w.post_ask(w.agent, two_question_ask()))
+    (call,) = await standin.wait("chat.postMessage", where=about(ask_id))
+    answer, decline = buttons(checked_message(call.body))[:2]
+    await slack.send(slack.click("U9ADA", answer))
+    (opened,) = await standin.wait("views.open")
+    view = checked_view(opened.body["view"])
+    typed = {"t1": {"text": {"type": "plain_text_input", "value": "red \x1b[31m text"}}}
+    refused = await slack.send(slack.submit("U9ADA", view, typed))
+    said = refused.json()
+    assert said["response_action"] == "errors", said
+    assert "has a control character (U+001B) at position 4" in said["errors"]["t1"]
+    standin.calls.clear()
+    await slack.send(slack.click("U9ADA", decline))
+    (opened,) = await standin.wait("views.open")
+    view = checked_view(opened.body["view"])
+    typed = {"reason": {"text": {"type": "plain_text_input", "value": "ding\x07"}}}
+    refused = await slack.send(slack.submit("U9ADA", view, typed))
+    said = refused.json()
+    assert "has a control character (U+0007) at position 4" in said["errors"]["reason"], said
+    assert await history(srv, ask_id) == []

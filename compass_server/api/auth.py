@@ -21,8 +21,9 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Iterator
 from typing import Literal, TypeVar
 
-from compass_server.api.errors import ApiError, Status
+from compass_server.api.errors import ApiError, Status, to_api_error
 from compass_server.store.admin import AdminStore
+from compass_server.store.errors import StoreError
 from compass_server.store.types import Actor, RunnerPrincipal, SignIn
 
 log = logging.getLogger(__name__)
@@ -145,7 +146,11 @@ class Authenticator:
                 raise EXPIRED
             found = hit[2]
         else:
-            found = await self.admin.sign_in(token)
+            try:
+                found = await self.admin.sign_in(token)
+            except StoreError as exc:
+                # Every caller, the plain HTTP routes too, gets the one error type.
+                raise to_api_error(exc) from None
             if len(self._cache) >= self.cache_size:
                 self._cache.clear()
             expires = now + found.expires_in if found.expires_in is not None else float("inf")

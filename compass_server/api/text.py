@@ -2,10 +2,12 @@
 characters where they make no sense.
 
 NUL is never taken (PostgreSQL can't store it). Tab, line feed and carriage
-return are taken in free text (a message, a question, a topic, a reason);
-ids, keys, names, labels and tokens take no control character at all.
-Refused at the edge, before any rule of the store, as INVALID_ARGUMENT
-naming the field.
+return are taken in free text (a message, a question, a topic, a reason, a
+person's own words); ids, keys, names, labels and tokens take no control
+character at all. Refused at the edge, before any rule of the store, as
+INVALID_ARGUMENT naming the field: Connect and gRPC by `check_strings`, the
+surfaces that read a person's words from a form (a one-ask link, Slack) by
+`check_text` and `check_line`.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ FREE_TEXT = frozenset(
     {"text", "question", "description", "preview", "custom_text"}
     | {"topic", "body", "reason", "query"}
 )
-# C0 controls, DEL and C1 controls; free text keeps tab, line feed and carriage return.
-_IN_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_IN_LINE = re.compile("[\x00-\x1f\x7f-\x9f]")
+# C0 controls, DEL and C1 controls; free text keeps tab, line feed and carriage
+# return. And half of a UTF-16 pair, which JSON can spell (\ud800) and UTF-8 can't.
+_IN_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+_IN_LINE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def check_strings(message: Message, where: str = "") -> None:
@@ -39,19 +42,38 @@ def check_strings(message: Message, where: str = "") -> None:
             else:
                 check_strings(value, path)
         elif field.type == FieldDescriptor.TYPE_STRING:
-            pattern = _IN_TEXT if field.name in FREE_TEXT else _IN_LINE
+            check = check_text if field.name in FREE_TEXT else check_line
             if field.is_repeated:
                 for i, item in enumerate(value):
-                    _check(pattern, item, f"{path}[{i}]")
+                    check(item, f"{path}[{i}]")
             else:
-                _check(pattern, value, path)
+                check(value, path)
 
 
-def _check(pattern: re.Pattern[str], value: str, path: str) -> None:
+def check_text(value: str, name: str) -> None:
+    """Free text (a person's words): tab, line feed and carriage return, no
+    other control character."""
+    _check(_IN_TEXT, value, name)
+
+
+def without_refused(value: str) -> str:
+    """Free text less what `check_text` refuses: what a form shows back to
+    be put right."""
+    return _IN_TEXT.sub("", value)
+
+
+def check_line(value: str, name: str) -> None:
+    """An id, a key, a name: no control character at all."""
+    _check(_IN_LINE, value, name)
+
+
+def _check(pattern: re.Pattern[str], value: str, name: str) -> None:
     found = pattern.search(value)
+    if found is not None and found.group() >= "\ud800":
+        raise InvalidArgument(f"{name} is not Unicode text (a lone surrogate at {found.start()})")
     if found is not None:
         raise InvalidArgument(
-            f"{path} has a control character (U+{ord(found.group()):04X}) at position "
+            f"{name} has a control character (U+{ord(found.group()):04X}) at position "
             f"{found.start()}; "
             + (
                 "text takes tab, line feed and carriage return, no other"

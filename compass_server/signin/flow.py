@@ -1,6 +1,6 @@
-"""Signing a person in through a configured provider: the attempt kept under
-its state (any server may take the callback), the provider's answer checked,
-and the rules of who gets in.
+"""Signing a person in through a configured provider: the attempt kept by
+the browser that started it, signed (any server may take the callback), the
+provider's answer checked, and the rules of who gets in.
 
 Who gets in: the account linked to the ID token's (issuer, subject); else,
 with an email the provider verified, the person an admin created with that
@@ -14,9 +14,10 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from compass_server.signin.oidc import OpenIdProvider, SignInFailed, new_secret
+from compass_server.signin.attempts import Attempt, AttemptRefused, AttemptSeal, new_state
+from compass_server.signin.oidc import OpenIdProvider, SignInFailed
 from compass_server.signin.providers import Provider
-from compass_server.store.people import Attempt, People, Refused, StartedSession, handle_from
+from compass_server.store.people import People, Refused, StartedSession, handle_from
 
 # Where the browser goes after signing in unless it asked for a page of ours.
 HOME = "/"
@@ -57,44 +58,50 @@ class SignInFlow:
         idle: datetime.timedelta,
         lifetime: datetime.timedelta,
         attempt_lifetime: datetime.timedelta,
-        attempts_max: int,
     ) -> None:
         self.people = people
         self.providers = dict(providers)
         self.idle = idle
         self.lifetime = lifetime
         self.attempt_lifetime = attempt_lifetime
-        self.attempts_max = attempts_max
+        self._seal: AttemptSeal | None = None
+
+    def has(self, name: str) -> bool:
+        return name in self.providers
 
     def configured(self) -> list[Provider]:
         return [p.provider for p in self.providers.values()]
 
+    async def _sealed(self) -> AttemptSeal:
+        if self._seal is None:
+            key = await self.people.signin_key()
+            self._seal = AttemptSeal(key, self.attempt_lifetime.total_seconds())
+        return self._seal
+
     async def start(self, name: str, return_to: str | None) -> tuple[str, str]:
-        """(state, the provider's authorization URL) for a new attempt."""
+        """(the attempt, for the browser's cookie; the provider's
+        authorization URL) of a new sign-in."""
         oidc = self.providers.get(name)
         if oidc is None:
             raise SignInFailed(f"this server has no sign-in provider {name[:40]!r}")
-        state, nonce, verifier = new_secret(), new_secret(), new_secret() + new_secret()
-        url = await oidc.authorization_url(state, nonce, verifier)
-        await self.people.start_attempt(
-            state,
-            Attempt(name, nonce, verifier, local_path(return_to)),
-            self.attempt_lifetime,
-            self.attempts_max,
-        )
-        return state, url
+        seal = await self._sealed()
+        state = new_state()
+        url = await oidc.authorization_url(state, seal.nonce(state), seal.code_verifier(state))
+        return seal.seal(Attempt(name, state, local_path(return_to)), HOME), url
 
-    async def finish(self, state: str, code: str, user_agent: str) -> tuple[StartedSession, str]:
+    async def finish(
+        self, held: str | None, state: str, code: str, user_agent: str
+    ) -> tuple[StartedSession, str]:
         """The session of the person the provider vouched for, and where to go.
-        SignInFailed when the answer doesn't check out, Refused when the
-        person may not sign in."""
-        attempt = await self.people.take_attempt(state)
-        if attempt is None:
-            raise SignInFailed("this sign-in is unknown, used or too old; start again")
+        AttemptRefused when the browser holds no attempt of this state (`held`
+        is its cookie), SignInFailed when the answer doesn't check out,
+        Refused when the person may not sign in."""
+        seal = await self._sealed()
+        attempt = seal.open(held, state)
         oidc = self.providers.get(attempt.provider)
         if oidc is None:
             raise SignInFailed("the provider of this sign-in is no longer configured")
-        claims = await oidc.exchange(code, attempt.code_verifier, attempt.nonce)
+        claims = await oidc.exchange(code, seal.code_verifier(state), seal.nonce(state))
         provider = oidc.provider
         email = _verified(claims)
         handle_claim = claims.get(provider.handle_claim)
@@ -113,11 +120,11 @@ class SignInFlow:
             idle=self.idle,
             lifetime=self.lifetime,
         )
-        return started, attempt.return_to
+        return started, local_path(attempt.return_to)
 
     async def close(self) -> None:
         for oidc in self.providers.values():
             await oidc.close()
 
 
-__all__ = ["Refused", "SignInFailed", "SignInFlow", "local_path"]
+__all__ = ["AttemptRefused", "Refused", "SignInFailed", "SignInFlow", "local_path"]

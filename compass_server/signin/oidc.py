@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-import secrets
 import time
 from typing import Any
 
@@ -29,7 +28,6 @@ log = logging.getLogger(__name__)
 SESSION_IDLE = datetime.timedelta(hours=12)
 SESSION_MAX = datetime.timedelta(days=7)
 ATTEMPT_SECONDS = 600.0
-ATTEMPTS_MAX = 10_000
 HTTP_TIMEOUT_SECONDS = 10.0
 CLOCK_SKEW_SECONDS = 60.0
 JWKS_REFETCH_SECONDS = 10.0
@@ -45,10 +43,6 @@ class SignInFailed(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
-
-
-def new_secret() -> str:
-    return secrets.token_urlsafe(32)
 
 
 class OpenIdProvider:
@@ -256,7 +250,6 @@ _CLAIM_PROBLEMS = {
 
 
 __all__ = [
-    "ATTEMPTS_MAX",
     "ATTEMPT_SECONDS",
     "CLOCK_SKEW_SECONDS",
     "HTTP_TIMEOUT_SECONDS",
@@ -265,5 +258,4 @@ __all__ = [
     "SESSION_MAX",
     "OpenIdProvider",
     "SignInFailed",
-    "new_secret",
 ]

@@ -80,7 +80,10 @@ def _value(ask_id: str, option: str = "") -> str:
 
 def read_value(value: str) -> tuple[str, str]:
     """(ask_id, option_id) of a button's value; ValueError when it isn't one of ours."""
-    data = json.loads(value)
+    try:
+        data = json.loads(value)
+    except RecursionError:
+        raise ValueError(value) from None
     if not isinstance(data, dict) or not isinstance(data.get("a"), str):
         raise ValueError(value)
     option = data.get("o", "")
@@ -253,8 +256,15 @@ def decline_view(ask_id: str, question: str, where: Mapping[str, str]) -> dict[s
     return view.to_dict()
 
 
+def typed(state: Mapping[str, Any], block: str) -> str:
+    """What was typed in a modal's text input (its block's `text` action)."""
+    value = state.get(block, {}).get("text", {}).get("value")
+    return value if isinstance(value, str) else ""
+
+
 def answers_of(questions: Sequence[Any], state: Mapping[str, Any]) -> list[Answer]:
-    """A modal's inputs as one answer: each question's choices and text."""
+    """A modal's inputs (their shape checked by the caller) as one answer:
+    each question's choices and text."""
     out = []
     for i, q in enumerate(questions):
         chosen: list[str] = []
@@ -263,8 +273,7 @@ def answers_of(questions: Sequence[Any], state: Mapping[str, Any]) -> list[Answe
             chosen.append(str(picked["selected_option"].get("value", "")))
         for o in picked.get("selected_options") or []:
             chosen.append(str(o.get("value", "")))
-        text = state.get(f"t{i}", {}).get("text", {}).get("value") or ""
-        out.append(Answer(q.question_id, tuple(chosen), str(text)))
+        out.append(Answer(q.question_id, tuple(chosen), typed(state, f"t{i}")))
     return out
 
 

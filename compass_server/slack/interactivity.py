@@ -18,6 +18,7 @@ import datetime
 import html
 import json
 import logging
+import re
 import urllib.parse
 import uuid
 from collections.abc import Mapping
@@ -28,6 +29,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from compass_server.api.auth import Authenticator
 from compass_server.api.errors import ApiError
+from compass_server.api.text import check_line, check_text
 from compass_server.signin.flow import SignInFlow
 from compass_server.slack import blocks
 from compass_server.slack.web import SlackFailed, SlackWeb
@@ -35,6 +37,7 @@ from compass_server.store.admin import hash_token
 from compass_server.store.errors import (
     Conflict,
     FailedPrecondition,
+    InvalidArgument,
     NotFound,
     PermissionDenied,
     StoreError,
@@ -42,15 +45,27 @@ from compass_server.store.errors import (
 from compass_server.store.slack import AppKeys, SlackStore
 from compass_server.store.store import Store
 from compass_server.store.types import AccountKind, Actor, Answer, Surface
-from compass_server.transport.cookies import SESSION_COOKIE, SessionCookies, cookie, header_getter
-from compass_server.transport.people_http import Send, page, para, read_body, respond
+from compass_server.transport.cookies import SessionCookies, header_getter
+from compass_server.transport.people_http import (
+    SECRET_SHAPE,
+    BodyRefused,
+    Send,
+    page,
+    para,
+    read_body,
+    respond,
+)
 from compass_server.webhooks.payloads import ask_data, ask_link
 
 log = logging.getLogger(__name__)
 
 # The one-ask link an answer from Slack runs through lives this long.
 ANSWER_LINK = datetime.timedelta(minutes=5)
-MAX_CODE = 100
+# Slack's ids (teams, users, channels) are letters and digits.
+SLACK_ID = re.compile(r"[A-Za-z0-9]{1,64}")
+# What Slack's signature headers look like; anything else is no signature.
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
+_SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,62 +136,72 @@ class SlackRoutes:
         if scope["method"] != "POST":
             await respond(send, 405, b"Slack posts here\n", "text/plain")
             return
-        body = await read_body(receive, self.request_bytes)
-        if body is None:
-            await respond(send, 413, b"too large\n", "text/plain")
+        try:
+            body = await read_body(receive, self.request_bytes)
+        except BodyRefused as exc:
+            await respond(send, exc.status, f"{exc.why}\n".encode(), "text/plain")
             return
         get = header_getter(scope.get("headers", ()))
         payload = _payload(body)
         team = _team(payload) if payload is not None else None
         app = await self.slack.app_for_team(team) if team else None
+        stamp, signature = get("x-slack-request-timestamp"), get("x-slack-signature")
         # Unknown team, no signature, a bad one or a stale one: all one refusal.
         if (
             payload is None
             or app is None
-            or not SignatureVerifier(app.signing_secret).is_valid(
-                body, get("x-slack-request-timestamp"), get("x-slack-signature")
-            )
+            or not _TIMESTAMP.fullmatch(stamp or "")
+            or not _SIGNATURE.fullmatch(signature or "")
+            or not SignatureVerifier(app.signing_secret).is_valid(body, stamp, signature)
         ):
             await respond(send, 401, b"not signed by a connected Slack app\n", "text/plain")
             return
         if not app.enabled:
             await respond(send, 200, b"")
             return
-        kind = payload.get("type")
-        if kind == "view_submission":
-            said = await self._submitted(app, payload)
+        try:
+            kind = _text(payload, "type")
+            read: Click | Submission | None = (
+                _submission_of(payload)
+                if kind == "view_submission"
+                else _click_of(payload)
+                if kind == "block_actions"
+                else None
+            )
+        except Unreadable as exc:
+            log.info("Slack app of team %s sent an interaction of another shape: %s", team, exc)
+            await respond(send, 400, b"not an interaction Compass can read\n", "text/plain")
+            return
+        if isinstance(read, Submission):
+            said = await self._submitted(app, read)
             await respond(send, 200, json.dumps(said).encode() if said else b"", "application/json")
             return
         await respond(send, 200, b"")
-        if kind == "block_actions":
-            task = asyncio.get_running_loop().create_task(self._clicked(app, payload))
+        if isinstance(read, Click):
+            task = asyncio.get_running_loop().create_task(self._clicked(app, read))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    async def _clicked(self, app: AppKeys, payload: Mapping[str, Any]) -> None:
+    async def _clicked(self, app: AppKeys, click: Click) -> None:
         try:
-            await self._click(app, payload)
+            await self._click(app, click)
         except SlackFailed as exc:
             log.warning("Slack app of team %s: %s", app.team_id, exc.error)
         except Exception:
             log.exception("a Slack click failed")
 
-    async def _click(self, app: AppKeys, payload: Mapping[str, Any]) -> None:
-        user = str(payload.get("user", {}).get("id", ""))
-        channel = str((payload.get("channel") or {}).get("id", ""))
-        actions = payload.get("actions") or []
-        if not user or not actions or not isinstance(actions[0], dict):
-            return
-        action = actions[0]
-        action_id = str(action.get("action_id", ""))
-        if action_id == blocks.OPEN:
+    async def _click(self, app: AppKeys, click: Click) -> None:
+        user, channel, action_id = click.user, click.channel, click.action_id
+        if not user or not action_id or action_id == blocks.OPEN:
             return
         try:
-            ask_id, option = blocks.read_value(str(action.get("value", "")))
-        except ValueError:
+            ask_id, option = blocks.read_value(click.value)
+            check_line(ask_id, "the ask")
+            check_line(option, "the option")
+        except (ValueError, InvalidArgument):
             return
         # A retried request, or the same click delivered twice, is handled once.
-        key = f"act:{app.team_id}:{user}:{action.get('action_ts', '')}:{action_id}"
+        key = f"act:{app.team_id}:{user}:{click.action_ts}:{action_id}"
         fresh, linked = await self.slack.first_time(app.workspace_id, key, app.team_id, user)
         if not fresh:
             return
@@ -207,41 +232,47 @@ class SlackRoutes:
             view = blocks.decline_view(ask_id, first, where)
         else:
             return
-        await self.web.call(
-            "views.open", app.token, {"trigger_id": payload.get("trigger_id", ""), "view": view}
-        )
+        await self.web.call("views.open", app.token, {"trigger_id": click.trigger, "view": view})
 
-    async def _submitted(self, app: AppKeys, payload: Mapping[str, Any]) -> dict[str, Any] | None:
+    async def _submitted(self, app: AppKeys, sent: Submission) -> dict[str, Any] | None:
         """None closes the modal; else Slack's `errors` answer, shown in it."""
-        view = payload.get("view") or {}
-        user = str(payload.get("user", {}).get("id", ""))
-        first = next(
-            (b.get("block_id") for b in view.get("blocks", []) if b.get("type") == "input"),
-            "reason",
-        )
+        user, values = sent.user, sent.values
 
-        def refuse(text: str) -> dict[str, Any]:
-            return {"response_action": "errors", "errors": {first: text[:300]}}
+        def refuse(text: str, where: str = sent.first_input) -> dict[str, Any]:
+            return {"response_action": "errors", "errors": {where: text[:300]}}
 
         try:
-            meta = json.loads(view.get("private_metadata") or "{}")
-            ask_id = str(meta["a"])
-        except (ValueError, KeyError, TypeError):
+            meta = json.loads(sent.metadata or "{}")
+            ask_id = meta["a"]
+            channel = meta.get("c", "")
+            if not isinstance(ask_id, str) or not isinstance(channel, str):
+                raise TypeError
+            check_line(ask_id, "the ask")
+            check_line(channel, "the channel")
+        except (ValueError, KeyError, TypeError, RecursionError, AttributeError, InvalidArgument):
             return refuse("This form is not one of Compass's.")
-        person = await self._person(app, user, str(meta.get("c", "")))
+        person = await self._person(app, user, channel)
         if person is None:
             return refuse("Connect your Compass account first (see the message from Compass).")
         actor, refusal = await self._as(app, person, ask_id)
         if actor is None:
             return None if await self._theirs(app, ask_id, person) else refuse(refusal)
-        values = (view.get("state") or {}).get("values") or {}
         try:
-            if view.get("callback_id") == blocks.DECLINE_VIEW:
-                reason = str(((values.get("reason") or {}).get("text") or {}).get("value") or "")
+            if sent.callback_id == blocks.DECLINE_VIEW:
+                reason = blocks.typed(values, "reason")
+                try:
+                    check_text(reason, "Your reason")
+                except InvalidArgument as exc:
+                    return refuse(exc.message, "reason")
                 await self.store.decline_ask(actor, ask_id, reason, surface=Surface.SLACK)
             else:
                 _, ask = await self.store.get_ask(actor, ask_id)
                 answers = blocks.answers_of(ask.questions, values)
+                for i, answer in enumerate(answers):
+                    try:
+                        check_text(answer.custom_text, "Your answer")
+                    except InvalidArgument as exc:
+                        return refuse(exc.message, f"t{i}")
                 await self.store.answer_ask(actor, ask_id, answers, surface=Surface.SLACK)
         except Conflict as exc:
             if await self._theirs(app, ask_id, person):
@@ -335,11 +366,11 @@ class SlackRoutes:
 
     async def _link(self, scope: dict[str, Any], receive: Any, send: Send, code: str) -> None:
         method = scope["method"]
-        if method not in ("GET", "POST") or not code or len(code) > MAX_CODE:
+        if method not in ("GET", "POST") or not SECRET_SHAPE.fullmatch(code):
             await respond(send, 404, page("Not found", para("There is no such page.")))
             return
         get = header_getter(scope.get("headers", ()))
-        secret = cookie(get("cookie"), SESSION_COOKIE)
+        secret = self.cookies.session(get("cookie"))
         signed = None
         if secret is not None:
             try:
@@ -382,7 +413,11 @@ class SlackRoutes:
         if not self.cookies.same_origin(get("origin"), get("host")):
             await respond(send, 403, page("Not here", para("Connect from Compass's own page.")))
             return
-        await read_body(receive, 4096)
+        try:
+            await read_body(receive, 4096)
+        except BodyRefused as exc:
+            await respond(send, exc.status, page("Not taken", para(exc.why)))
+            return
         linked = await self.slack.redeem_code(actor, actor.account_id, code)
         if linked is None:
             await respond(
@@ -402,15 +437,129 @@ def _payload(body: bytes) -> dict[str, Any] | None:
     try:
         form = urllib.parse.parse_qs(body.decode("utf-8"), strict_parsing=False)
         data = json.loads(form["payload"][0])
-    except (UnicodeDecodeError, KeyError, IndexError, ValueError):
+    except (UnicodeDecodeError, KeyError, IndexError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 
 
 def _team(payload: Mapping[str, Any]) -> str | None:
-    team = payload.get("team") or {}
+    """The Slack team that says it sent this, when it names one the way Slack does."""
+    team = payload.get("team")
     found = team.get("id") if isinstance(team, dict) else None
     if not found:
-        user = payload.get("user") or {}
+        user = payload.get("user")
         found = user.get("team_id") if isinstance(user, dict) else None
-    return str(found) if found else None
+    return found if isinstance(found, str) and SLACK_ID.fullmatch(found) else None
+
+
+class Unreadable(Exception):
+    """A signed interaction of a shape Slack doesn't send."""
+
+
+@dataclass(frozen=True, slots=True)
+class Click:
+    user: str
+    channel: str
+    action_id: str
+    value: str
+    action_ts: str
+    trigger: str
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    user: str
+    callback_id: str
+    metadata: str
+    # Where a refusal shows: the modal's first input.
+    first_input: str
+    values: Mapping[str, Any]
+
+
+def _table(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise Unreadable(f"{key} is no object")
+    return value
+
+
+def _text(data: Mapping[str, Any], key: str) -> str:
+    """A string of Slack's own (an id, a key): no control characters."""
+    value = data.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise Unreadable(f"{key} is no string")
+    try:
+        check_line(value, key)
+    except InvalidArgument as exc:
+        raise Unreadable(exc.message) from None
+    return value
+
+
+def _id(data: Mapping[str, Any], key: str) -> str:
+    value = _text(data, key)
+    if value and not SLACK_ID.fullmatch(value):
+        raise Unreadable(f"{key} is no Slack id")
+    return value
+
+
+def _click_of(payload: Mapping[str, Any]) -> Click | None:
+    actions = payload.get("actions")
+    if actions is not None and not isinstance(actions, list):
+        raise Unreadable("actions is no list")
+    if not actions:
+        return None
+    action = actions[0]
+    if not isinstance(action, dict):
+        raise Unreadable("an action is no object")
+    return Click(
+        user=_id(_table(payload, "user"), "id"),
+        channel=_id(_table(payload, "channel"), "id"),
+        action_id=_text(action, "action_id"),
+        value=_text(action, "value"),
+        action_ts=_text(action, "action_ts"),
+        trigger=_text(payload, "trigger_id"),
+    )
+
+
+def _submission_of(payload: Mapping[str, Any]) -> Submission:
+    view = _table(payload, "view")
+    shown = view.get("blocks")
+    if shown is not None and not (
+        isinstance(shown, list) and all(isinstance(b, dict) for b in shown)
+    ):
+        raise Unreadable("blocks is no list of objects")
+    first = next((_text(b, "block_id") for b in shown or [] if b.get("type") == "input"), "reason")
+    return Submission(
+        user=_id(_table(payload, "user"), "id"),
+        callback_id=_text(view, "callback_id"),
+        metadata=_text(view, "private_metadata"),
+        first_input=first or "reason",
+        values=_values(_table(view, "state")),
+    )
+
+
+def _values(state: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A modal's inputs, checked to be what Slack sends: block → action → an
+    input's value, or its selected option(s), each with a string value."""
+    values = _table(state, "values")
+    for block in values.values():
+        if not isinstance(block, dict):
+            raise Unreadable("an input's block is no object")
+        for action in block.values():
+            if not isinstance(action, dict):
+                raise Unreadable("an input is no object")
+            if action.get("value") is not None and not isinstance(action["value"], str):
+                raise Unreadable("an input's value is no string")
+            picked = action.get("selected_options") or []
+            one = action.get("selected_option")
+            if not isinstance(picked, list):
+                raise Unreadable("selected_options is no list")
+            for option in [*picked, *([one] if one is not None else [])]:
+                if not isinstance(option, dict):
+                    raise Unreadable("a selected option is no object")
+                _text(option, "value")
+    return values

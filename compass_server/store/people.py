@@ -1,5 +1,6 @@
 """People as they sign in: identities from an OpenID provider, browser
-sessions, sign-in attempts under way, and deactivation. Mixed into Store.
+sessions, the key sign-ins under way are signed with, and deactivation.
+Mixed into Store.
 
 An identity is (issuer, subject) in a workspace, linked to one account; an
 email alone never signs anyone in. A browser session is a credential of kind
@@ -13,8 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import hashlib
 import re
+import secrets
 import uuid
 from typing import Any
 
@@ -26,7 +27,6 @@ from compass_server.store.errors import (
     FailedPrecondition,
     InvalidArgument,
     NotFound,
-    ResourceExhausted,
 )
 from compass_server.store.types import AccountKind, Actor, Operator, Role
 
@@ -74,14 +74,6 @@ class StartedSession:
     session: BrowserSession
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Attempt:
-    provider: str
-    nonce: str
-    code_verifier: str
-    return_to: str
-
-
 class Refused(Exception):
     """A sign-in the rules turn away; the message is for the person."""
 
@@ -113,50 +105,24 @@ def _session(row: dict[str, Any]) -> BrowserSession:
     )
 
 
-def _digest(secret: str) -> bytes:
-    return hashlib.sha256(secret.encode()).digest()
-
-
 class People:
     """Identities, browser sessions and deactivation. Mixed into Store."""
 
     db: Database
     admin: AdminStore
 
-    # --- sign-in attempts (before anyone is known) -------------------------------------
+    # --- sign-ins under way (before anyone is known) ------------------------------------
 
-    async def start_attempt(
-        self, state: str, attempt: Attempt, lifetime: datetime.timedelta, most: int
-    ) -> None:
-        """Keeps what the callback needs, under the state's digest; at most
-        `most` attempts live at once (RESOURCE_EXHAUSTED past it)."""
+    async def signin_key(self) -> bytes:
+        """The key sign-ins under way are signed with: made by the first
+        server that asks, the same for every server after."""
         async with self.db.maintenance() as conn:
-            cur = await conn.execute(
-                PEOPLE["start_attempt"],
-                {
-                    "state_hash": _digest(state),
-                    "provider": attempt.provider,
-                    "nonce": attempt.nonce,
-                    "code_verifier": attempt.code_verifier,
-                    "return_to": attempt.return_to,
-                    "lifetime": lifetime,
-                    "most": most,
-                },
-            )
-            if await cur.fetchone() is None:
-                raise ResourceExhausted(
-                    f"{most} sign-ins are under way, the most this server keeps; "
-                    "try again in a few minutes"
-                )
-
-    async def take_attempt(self, state: str) -> Attempt | None:
-        """The attempt of this state, once; None when unknown, used or too old."""
-        async with self.db.maintenance() as conn:
-            cur = await conn.execute(PEOPLE["take_attempt"], {"state_hash": _digest(state)})
-            row = await cur.fetchone()
-        if row is None or not row["live"]:
-            return None
-        return Attempt(row["provider"], row["nonce"], row["code_verifier"], row["return_to"])
+            row = await (await conn.execute(PEOPLE["signin_key"])).fetchone()
+            if row is None:
+                await conn.execute(PEOPLE["make_signin_key"], {"key": secrets.token_bytes(32)})
+                row = await (await conn.execute(PEOPLE["signin_key"])).fetchone()
+        assert row is not None
+        return bytes(row["key"])
 
     # --- identities and sessions -----------------------------------------------------
 

@@ -35,6 +35,7 @@ from compass_server.transport.binding import Method, ServiceBinding
 from compass_server.transport.codecs import CODECS, COMPRESSIONS, Gzip
 from compass_server.transport.cookies import SessionCookies
 from compass_server.transport.grpc_server import MAX_MESSAGE_BYTES, _error
+from compass_server.transport.headers import CONNECT_HEADERS, PAGE_HEADERS, with_headers
 from compass_server.transport.limits import (
     COMPRESS_MIN_BYTES,
     DRAIN_BYTES,
@@ -46,6 +47,7 @@ log = logging.getLogger(__name__)
 
 ASGIApp = Callable[[dict[str, Any], Any, Any], Any]
 STATIC = pathlib.Path(__file__).resolve().parents[1] / "web" / "static"
+_STATIC_FILES = {p.relative_to(STATIC).as_posix(): p for p in STATIC.rglob("*") if p.is_file()}
 # A picture's address: its bytes for a reader with a token (see api/inbox.py).
 _FILE = re.compile(r"^/inbox/([^/]+)/files/([^/]+)$")
 
@@ -371,6 +373,7 @@ class Router:
         path: str = scope["path"]
         for prefix, app in self.apps.items():
             if path.startswith(prefix):
+                send = with_headers(send, CONNECT_HEADERS, replace=True)
                 if not _utf8_headers(scope):
                     await _connect_refusal(send, 400, BAD_HEADER)
                     return
@@ -388,6 +391,7 @@ class Router:
                     # Returning mid-body makes hypercorn close the connection.
                     log.info("closed a stalled stream on %s", path)
                 return
+        send = with_headers(send, PAGE_HEADERS)
         for prefix, route in self.routes.items():
             if path.startswith(prefix):
                 await route(scope, receive, send)
@@ -639,8 +643,9 @@ async def _static(scope: dict[str, Any], send: Any) -> None:
         await _plain(send, 200, b"ok\n")
         return
     name = "index.html" if path in ("", "/") else path.lstrip("/")
-    target = (STATIC / name).resolve()
-    if not target.is_relative_to(STATIC) or not target.is_file():
+    # Only the files the page ships: a request's path never reaches the file system.
+    target = _STATIC_FILES.get(name)
+    if target is None:
         await _plain(send, 404, b"not found\n")
         return
     body = target.read_bytes()

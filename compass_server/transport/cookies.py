@@ -1,6 +1,12 @@
-"""The browser session's cookie, and the checks a request signed in by it
-must pass (CSRF): a header a cross-site form or `<img>` can't send, and an
-Origin of this server itself."""
+"""The browser session's cookie (and a sign-in's under way), and the checks
+a request signed in by it must pass (CSRF): a header a cross-site form or
+`<img>` can't send, and an Origin of this server itself.
+
+Under https each cookie's name has the `__Host-` prefix: the browser then
+keeps it only as this host set it (Secure, Path=/, no Domain), so a sibling
+origin (another subdomain) can't set one for Compass. Cookies never tell
+ports apart: anything else served on the same host name can still read and
+set them, so Compass wants a host name of its own."""
 
 from __future__ import annotations
 
@@ -11,6 +17,8 @@ from collections.abc import Callable, Iterable
 from compass_server.api.errors import ApiError, Status
 
 SESSION_COOKIE = "compass_session"
+ATTEMPT_COOKIE = "compass_signin"
+HOST_ONLY = "__Host-"
 # The page sends it with every call; a cross-site form can't, and a cross-site
 # fetch can't without a CORS preflight this server never grants.
 CSRF_HEADER = "x-compass-csrf"
@@ -50,12 +58,23 @@ class SessionCookies:
         # The page's own origin as configured; the request's Host counts too.
         self.public = _netloc(public_url)
         self.secure = secure
+        prefix = HOST_ONLY if secure else ""
+        self.session_name = prefix + SESSION_COOKIE
+        self.attempt_name = prefix + ATTEMPT_COOKIE
 
     def same_origin(self, origin: str | None, host: str | None) -> bool:
         if not origin:
             return False
         where = _netloc(origin)
         return bool(where) and where in {self.public, (host or "").lower()}
+
+    def session(self, header: str | None) -> str | None:
+        """The session's secret from a Cookie header, under this server's name
+        for it only (a cookie a sibling origin set counts for nothing)."""
+        return cookie(header, self.session_name)
+
+    def attempt(self, header: str | None) -> str | None:
+        return cookie(header, self.attempt_name)
 
     def authorization(self, get: Callable[[str], str | None]) -> str | None:
         """The request's authorization: its own header when it has one, else
@@ -64,7 +83,7 @@ class SessionCookies:
         given = get("authorization")
         if given:
             return given
-        secret = cookie(get("cookie"), SESSION_COOKIE)
+        secret = self.session(get("cookie"))
         if secret is None:
             return None
         if not get(CSRF_HEADER) or not self.same_origin(get("origin"), get("host")):
@@ -73,19 +92,20 @@ class SessionCookies:
 
     def set(self, secret: str, max_age: int) -> str:
         """The Set-Cookie value of a new session."""
-        return self.header(SESSION_COOKIE, secret, "/", max_age)
+        return self.header(self.session_name, secret, max_age)
 
-    def clear(self, name: str = SESSION_COOKIE, path: str = "/") -> str:
-        return self.header(name, "", path, 0)
+    def set_attempt(self, sealed: str, max_age: int) -> str:
+        return self.header(self.attempt_name, sealed, max_age)
 
-    def header(self, name: str, value: str, path: str, max_age: int) -> str:
-        parts = [
-            f"{name}={value}",
-            f"Path={path}",
-            f"Max-Age={max_age}",
-            "HttpOnly",
-            "SameSite=Lax",
-        ]
+    def clear(self) -> str:
+        return self.header(self.session_name, "", 0)
+
+    def clear_attempt(self) -> str:
+        return self.header(self.attempt_name, "", 0)
+
+    def header(self, name: str, value: str, max_age: int) -> str:
+        # Path=/ always: a __Host- cookie must have it.
+        parts = [f"{name}={value}", "Path=/", f"Max-Age={max_age}", "HttpOnly", "SameSite=Lax"]
         if self.secure:
             parts.append("Secure")
         return "; ".join(parts)

@@ -8,10 +8,11 @@ POST.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import logging
-import secrets
+import re
 import urllib.parse
 import uuid
 from collections.abc import Awaitable, Callable
@@ -19,19 +20,27 @@ from typing import Any
 
 from compass_server.api.auth import Authenticator
 from compass_server.api.errors import ApiError, to_api_error
-from compass_server.signin.flow import Refused, SignInFailed, SignInFlow
+from compass_server.api.text import check_line, check_text, without_refused
+from compass_server.signin.flow import AttemptRefused, Refused, SignInFailed, SignInFlow
 from compass_server.store.errors import StoreError
 from compass_server.store.links import LinkClosed, LinkPass
 from compass_server.store.store import Store
 from compass_server.store.types import Actor, Answer, Ask, AskEnding, EndingKind, Surface
-from compass_server.transport.cookies import SessionCookies, cookie, header_getter
+from compass_server.transport.cookies import SessionCookies, header_getter
+from compass_server.transport.headers import page_policy
 
 log = logging.getLogger(__name__)
 
-ATTEMPT_COOKIE = "compass_signin"
+# A link's secret or a one-use code as the server makes them (new_token);
+# anything else opens nothing and never reaches the database.
+SECRET_SHAPE = re.compile(r"[A-Za-z0-9_-]{1,100}")
 # A link page's form is small; more is refused before it is read.
 MAX_FORM_BYTES = 256 * 1024
+# How long a form's (or Slack's) body may take to arrive whole.
+BODY_SECONDS = 30.0
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+# A posted form: each field's values.
+Form = dict[str, list[str]]
 
 _STYLE = """
 body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}
@@ -41,6 +50,9 @@ legend{font-weight:600}label{display:block;margin:.25rem 0}textarea{width:100%;m
 .aside{color:#555555}.refused{color:#8a1f11}
 button{font:inherit;padding:.4rem 1rem;margin-right:.5rem}
 """
+
+
+_POLICY = page_policy(_STYLE).encode()
 
 
 def page(title: str, *body: str) -> bytes:
@@ -75,6 +87,7 @@ async def respond(
                 (b"x-content-type-options", b"nosniff"),
                 (b"referrer-policy", b"no-referrer"),
                 (b"x-frame-options", b"DENY"),
+                (b"content-security-policy", _POLICY),
                 *(headers or []),
             ],
         }
@@ -82,21 +95,36 @@ async def respond(
     await send({"type": "http.response.body", "body": body})
 
 
-async def read_body(receive: Any, most: int) -> bytes | None:
-    """The request's body; None when it is over `most` bytes."""
+class BodyRefused(Exception):
+    """A request body this route won't take: too large (413), or not all
+    sent within BODY_SECONDS (408)."""
+
+    def __init__(self, status: int, why: str) -> None:
+        super().__init__(why)
+        self.status = status
+        self.why = why
+
+
+async def read_body(receive: Any, most: int) -> bytes:
+    """The request's body; BodyRefused when it is over `most` bytes or has not
+    all come within BODY_SECONDS (a client that stalls holds nothing for ever)."""
     parts: list[bytes] = []
     size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return b"".join(parts)
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > most:
-            return None
-        parts.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(parts)
+    try:
+        async with asyncio.timeout(BODY_SECONDS):
+            while True:
+                message = await receive()
+                if message["type"] != "http.request":
+                    return b"".join(parts)
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > most:
+                    raise BodyRefused(413, "That request is too large.")
+                parts.append(chunk)
+                if not message.get("more_body", False):
+                    return b"".join(parts)
+    except TimeoutError:
+        raise BodyRefused(408, "The request's body didn't come in time.") from None
 
 
 class PeopleRoutes:
@@ -159,7 +187,7 @@ class PeopleRoutes:
             send,
             status,
             page(title, para(why, "refused"), '<p><a href="/">Back to Compass</a></p>'),
-            headers=[(b"set-cookie", self.cookies.clear(ATTEMPT_COOKIE, "/auth").encode())],
+            headers=[(b"set-cookie", self.cookies.clear_attempt().encode())],
         )
 
     async def _login(self, scope: dict[str, Any], send: Send, name: str) -> None:
@@ -169,9 +197,14 @@ class PeopleRoutes:
         if self.flow is None:
             await self._refuse(send, 404, "Can't sign in", "This server has no sign-in provider.")
             return
+        if not self.flow.has(name):
+            await self._refuse(
+                send, 404, "Can't sign in", f"This server has no sign-in provider {name[:40]!r}."
+            )
+            return
         query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
         try:
-            state, url = await self.flow.start(name, (query.get("return_to") or [None])[0])
+            attempt, url = await self.flow.start(name, (query.get("return_to") or [None])[0])
         except SignInFailed as exc:
             await self._refuse(send, 502, "Can't sign in", exc.message)
             return
@@ -179,11 +212,11 @@ class PeopleRoutes:
             error = to_api_error(exc)
             await self._refuse(send, error.status.http, "Can't sign in", error.message)
             return
-        attempt = self.cookies.header(ATTEMPT_COOKIE, state, "/auth", int(self.attempt_seconds))
+        kept = self.cookies.set_attempt(attempt, int(self.attempt_seconds))
         await respond(
             send,
             302,
-            headers=[(b"location", url.encode()), (b"set-cookie", attempt.encode())],
+            headers=[(b"location", url.encode()), (b"set-cookie", kept.encode())],
         )
 
     async def _callback(self, scope: dict[str, Any], send: Send) -> None:
@@ -197,24 +230,24 @@ class PeopleRoutes:
             why = (query.get("error_description") or query["error"])[0][:200]
             await self._refuse(send, 403, "Sign-in refused", f"The provider said: {why}")
             return
-        # The attempt must be this browser's: it started it and holds its state.
-        held = cookie(get("cookie"), ATTEMPT_COOKIE)
-        if not state or held is None or not secrets.compare_digest(held, state):
-            await self._refuse(
-                send,
-                400,
-                "Can't sign in",
-                "This sign-in wasn't started in this browser, or it took too long; start again.",
-            )
-            return
         code = (query.get("code") or [""])[0]
         if not code:
             await self._refuse(
                 send, 400, "Can't sign in", "The provider sent no code; start again."
             )
             return
+        # The attempt must be this browser's: it started it and holds it.
+        held = self.cookies.attempt(get("cookie"))
         try:
-            started, return_to = await self.flow.finish(state, code, get("user-agent") or "")
+            started, return_to = await self.flow.finish(held, state, code, get("user-agent") or "")
+        except AttemptRefused as exc:
+            why = (
+                "This sign-in took too long; start again."
+                if exc.expired
+                else "This sign-in wasn't started in this browser; start again."
+            )
+            await self._refuse(send, 400, "Can't sign in", why)
+            return
         except SignInFailed as exc:
             await self._refuse(send, 401, "Can't sign in", exc.message)
             return
@@ -234,7 +267,7 @@ class PeopleRoutes:
             headers=[
                 (b"location", return_to.encode()),
                 (b"set-cookie", self.cookies.set(started.secret, max_age).encode()),
-                (b"set-cookie", self.cookies.clear(ATTEMPT_COOKIE, "/auth").encode()),
+                (b"set-cookie", self.cookies.clear_attempt().encode()),
             ],
         )
 
@@ -274,15 +307,26 @@ class PeopleRoutes:
                 send, 405, page("Not allowed", para("Open the link, or answer its form."))
             )
             return
+        if not SECRET_SHAPE.fullmatch(secret):
+            await respond(send, 404, _closed_page("unknown"))
+            return
         try:
             opened = await self.store.open_ask_link(secret)
         except LinkClosed as exc:
             await respond(send, 410 if exc.why != "unknown" else 404, _closed_page(exc.why))
             return
+        here = await self._signed_in_here(scope)
+        if here is not None and here.account_id != opened.actor.account_id:
+            # Another person's browser: the link never answers as its person here.
+            await self._not_theirs(
+                send, opened, here, posted=method == "POST", head=method == "HEAD"
+            )
+            return
         if method == "POST":
-            body = await read_body(receive, MAX_FORM_BYTES)
-            if body is None:
-                await respond(send, 413, page("Too much", para("That form is too large.")))
+            try:
+                body = await read_body(receive, MAX_FORM_BYTES)
+            except BodyRefused as exc:
+                await respond(send, exc.status, page("Not taken", para(exc.why)))
                 return
             await self._answer(
                 send,
@@ -298,6 +342,52 @@ class PeopleRoutes:
             send, opened, secret, notice="", status=200, head=method == "HEAD", chosen=chosen
         )
 
+    async def _signed_in_here(self, scope: dict[str, Any]) -> Actor | None:
+        """The person this browser's session signs in, if it holds a live one."""
+        secret = self.cookies.session(header_getter(scope.get("headers", ()))("cookie"))
+        if secret is None:
+            return None
+        try:
+            signed = await self.auth.sign_in(f"Session {secret}", "account")
+        except ApiError:
+            return None
+        return signed.principal if isinstance(signed.principal, Actor) else None
+
+    async def _handle(self, actor: Actor) -> str:
+        found = await self.store.get_accounts(actor, [actor.account_id])
+        return found[0].handle if found else "someone"
+
+    async def _not_theirs(
+        self, send: Send, opened: LinkPass, here: Actor, *, posted: bool, head: bool
+    ) -> None:
+        try:
+            message, ask = await self.store.get_ask(opened.actor, opened.ask_id)
+            theirs, mine = await self._handle(opened.actor), await self._handle(here)
+        except StoreError:
+            await respond(send, 404, _closed_page("gone"))
+            return
+        e = html.escape
+        asked = "".join(f"<li>{e(q.question)}</li>" for q in ask.questions)
+        body = page(
+            f"This link is {theirs}'s",
+            para(f"{message.author_handle} asks:", "aside"),
+            f"<ul>{asked}</ul>",
+            para(
+                ("Nothing was recorded. " if posted else "")
+                + f"This link answers as {theirs}. This browser is signed in to Compass as "
+                f"{mine}, so the link doesn't answer here.",
+                "refused",
+            ),
+            f'<p><a href="/#/ask/{e(ask.ask_id)}">Open the ask as {e(mine)}</a>: '
+            "you can answer it there if it is yours to answer.</p>",
+            para(
+                f"To answer as {theirs}, sign out of Compass in this browser first, "
+                "or open the link in a private window.",
+                "aside",
+            ),
+        )
+        await respond(send, 403 if posted else 200, b"" if head else body)
+
     async def _show(
         self,
         send: Send,
@@ -308,18 +398,18 @@ class PeopleRoutes:
         status: int,
         head: bool = False,
         chosen: str = "",
+        sent: Form | None = None,
     ) -> None:
         try:
             message, ask = await self.store.get_ask(opened.actor, opened.ask_id)
         except StoreError:
             await respond(send, 404, _closed_page("gone"))
             return
-        body = _ask_page(message.author_handle, ask, secret, notice, chosen)
+        answerer = await self._handle(opened.actor)
+        body = _ask_page(message.author_handle, answerer, ask, secret, notice, chosen, sent or {})
         await respond(send, status, b"" if head else body)
 
-    async def _answer(
-        self, send: Send, opened: LinkPass, secret: str, form: dict[str, list[str]]
-    ) -> None:
+    async def _answer(self, send: Send, opened: LinkPass, secret: str, form: Form) -> None:
         if (form.get("ask_id") or [""])[0] != opened.ask_id:
             await respond(
                 send,
@@ -330,23 +420,23 @@ class PeopleRoutes:
         action = (form.get("action") or [""])[0]
         try:
             if action == "decline":
+                reason = (form.get("reason") or [""])[0]
+                # A person's words take the one rule every surface keeps.
+                check_text(reason, "Your reason")
                 await self.store.decline_ask(
-                    opened.actor,
-                    opened.ask_id,
-                    (form.get("reason") or [""])[0],
-                    surface=Surface.WEB,
+                    opened.actor, opened.ask_id, reason, surface=Surface.WEB
                 )
                 notice = "You declined this ask."
             elif action == "answer":
                 _, ask = await self.store.get_ask(opened.actor, opened.ask_id)
-                answers = [
-                    Answer(
-                        q.question_id,
-                        tuple(form.get(f"q.{q.question_id}", [])),
-                        (form.get(f"t.{q.question_id}") or [""])[0],
-                    )
-                    for q in ask.questions
-                ]
+                answers = []
+                for q in ask.questions:
+                    chosen = tuple(form.get(f"q.{q.question_id}", []))
+                    words = (form.get(f"t.{q.question_id}") or [""])[0]
+                    for option in chosen:
+                        check_line(option, "A choice")
+                    check_text(words, f"Your words for “{_cut(q.header or q.question)}”")
+                    answers.append(Answer(q.question_id, chosen, words))
                 await self.store.answer_ask(
                     opened.actor, opened.ask_id, answers, surface=Surface.WEB
                 )
@@ -357,7 +447,8 @@ class PeopleRoutes:
         except StoreError as exc:
             error = to_api_error(exc)
             status = 409 if error.status.token == "already_exists" else error.status.http
-            await self._show(send, opened, secret, notice=error.message, status=status)
+            # What was sent stays in the form, to be put right and sent again.
+            await self._show(send, opened, secret, notice=error.message, status=status, sent=form)
             return
         await self._show(send, opened, secret, notice=notice, status=200)
 
@@ -396,8 +487,21 @@ def _ending_text(ending: AskEnding) -> str:
     return text + "."
 
 
-def _ask_page(author: str, ask: Ask, secret: str, notice: str, choose: str = "") -> bytes:
+def _cut(text: str, most: int = 80) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def _ask_page(
+    author: str,
+    answerer: str,
+    ask: Ask,
+    secret: str,
+    notice: str,
+    choose: str = "",
+    sent: Form | None = None,
+) -> bytes:
     e = html.escape
+    sent = sent or {}
     parts = [para(f"{author} asks:", "aside")]
     if notice:
         parts.append(f'<p role="status" class="aside"><strong>{e(notice)}</strong></p>')
@@ -415,23 +519,28 @@ def _ask_page(author: str, ask: Ask, secret: str, notice: str, choose: str = "")
     ]
     for q in ask.questions:
         kind = "checkbox" if q.allow_multiple else "radio"
+        picked = set(sent.get(f"q.{q.question_id}", [])) or ({choose} if choose else set())
         form.append(f"<fieldset><legend>{e(q.header or q.question)}</legend>")
         if q.header:
             form.append(para(q.question))
         for o in q.options:
             form.append(
                 f'<label><input type="{kind}" name="q.{e(q.question_id)}" value="{e(o.id)}"'
-                f"{' checked' if choose and o.id == choose else ''}> "
+                f"{' checked' if o.id in picked else ''}> "
                 f"{e(o.label)}{(' — ' + e(o.description)) if o.description else ''}</label>"
             )
+        words = without_refused((sent.get(f"t.{q.question_id}") or [""])[0])
         form.append(
-            f'<label>Your own words<textarea name="t.{e(q.question_id)}"></textarea></label>'
+            f'<label>Your own words<textarea name="t.{e(q.question_id)}">{e(words)}</textarea>'
+            "</label>"
         )
         form.append("</fieldset>")
+    form.append(f'<p id="answerer">Your answer is recorded as {e(answerer)}.</p>')
     form.append('<button type="submit" name="action" value="answer">Submit</button>')
+    reason = without_refused((sent.get("reason") or [""])[0])
     form.append(
         "<details><summary>Decline instead</summary>"
-        '<label>Why (optional)<textarea name="reason"></textarea></label>'
+        f'<label>Why (optional)<textarea name="reason">{e(reason)}</textarea></label>'
         '<button type="submit" name="action" value="decline">Decline</button></details>'
     )
     form.append("</form>")

@@ -72,17 +72,8 @@ SELECT compass_set_deactivated(%(id)s, %(deactivated)s)
 SELECT count(*) AS n FROM accounts
 WHERE role = 'admin' AND deactivated_at IS NULL AND id <> %(id)s
 
--- name: start_attempt
--- Attempts past their time go first, so the table holds only live ones.
-WITH gone AS (DELETE FROM signin_attempts WHERE expires_at <= now()),
-live AS (SELECT count(*) AS n FROM signin_attempts WHERE expires_at > now())
-INSERT INTO signin_attempts (state_hash, provider, nonce, code_verifier, return_to, expires_at)
-SELECT %(state_hash)s, %(provider)s, %(nonce)s, %(code_verifier)s, %(return_to)s,
-       now() + %(lifetime)s::interval
-FROM live WHERE live.n < %(most)s
-RETURNING 1 AS started
+-- name: signin_key
+SELECT key FROM signin_key
 
--- name: take_attempt
--- An attempt is used once: the callback takes it.
-DELETE FROM signin_attempts WHERE state_hash = %(state_hash)s
-RETURNING provider, nonce, code_verifier, return_to, expires_at > now() AS live
+-- name: make_signin_key
+INSERT INTO signin_key (key) VALUES (%(key)s) ON CONFLICT (one) DO NOTHING
