@@ -2,8 +2,9 @@
 -- signed with the deployment's sign-in key (any server may take the
 -- callback), not in a table any client could fill. The key signs only
 -- that: one who reads it can make an attempt cookie, which vouches for
--- nobody (the provider's ID token does).
-DROP TABLE signin_attempts;
+-- nobody (the provider's ID token does). signin_attempts stays, unused by
+-- this release, for the servers of the release before that may still run
+-- beside it while a deployment upgrades; a later release drops it.
 
 -- One row: made by the first server that needs it.
 CREATE TABLE signin_key (
