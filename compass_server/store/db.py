@@ -19,6 +19,7 @@ import psycopg
 import psycopg_pool
 from psycopg.rows import dict_row
 
+from compass_server.store.definitions import Definition, definitions
 from compass_server.store.errors import ResourceExhausted, Unauthenticated, Unavailable
 from compass_server.store.outage import (
     PROBE_SECONDS,
@@ -122,32 +123,77 @@ def redacted_url(url: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+# Held by whoever migrates: several processes may start at once.
+MIGRATION_LOCK = 5716373801
+
+
 async def migrate(url: str) -> list[int]:
-    """Applies the numbered migrations not yet recorded; safe to run from
-    several processes at once. Returns the versions it applied."""
+    """Applies the numbered migrations not yet recorded, each followed by the
+    definitions (sql/) that name it, then every definition whose text changed
+    since it was applied; safe to run from several processes at once.
+    Returns the versions it applied."""
     applied: list[int] = []
+    following: dict[int, list[Definition]] = {}
+    for d in definitions():
+        following.setdefault(d.after, []).append(d)
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations ("
             " version int PRIMARY KEY, name text NOT NULL,"
             " applied_at timestamptz NOT NULL DEFAULT now())"
         )
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_definitions ("
+            " path text PRIMARY KEY, checksum text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
         for version, name, sql in migrations():
             async with conn.transaction():
-                await conn.execute("SELECT pg_advisory_xact_lock(5716373801)")
+                await conn.execute(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})".encode())
                 cur = await conn.execute(
                     "SELECT 1 FROM schema_migrations WHERE version = %s", (version,)
                 )
                 if await cur.fetchone():
                     continue
-                await conn.execute(sql.encode())
+                if _statements(sql):
+                    await conn.execute(sql.encode())
                 await conn.execute(
                     "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
                     (version, name),
                 )
+                for d in following.get(version, ()):
+                    await _define(conn, d)
                 applied.append(version)
                 log.info("applied migration %04d_%s", version, name)
+        # Migrations grant every table to compass_app: not this one.
+        await conn.execute("REVOKE ALL ON schema_definitions FROM compass_app")
+        for d in definitions():
+            async with conn.transaction():
+                await conn.execute(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})".encode())
+                cur = await conn.execute(
+                    "SELECT checksum FROM schema_definitions WHERE path = %s", (d.path,)
+                )
+                row = await cur.fetchone()
+                if row is None or row[0] != d.checksum:
+                    await _define(conn, d)
+                    log.info("applied sql/%s", d.path)
     return applied
+
+
+def _statements(sql: str) -> bool:
+    """Whether the text holds anything but comments."""
+    return any(line.strip() and not line.strip().startswith("--") for line in sql.splitlines())
+
+
+async def _define(conn: psycopg.AsyncConnection[Any], d: Definition) -> None:
+    # A body may name what a later migration makes; it is checked when called.
+    await conn.execute("SET LOCAL check_function_bodies = off")
+    await conn.execute(d.text.encode())
+    await conn.execute(
+        "INSERT INTO schema_definitions (path, checksum) VALUES (%s, %s)"
+        " ON CONFLICT (path) DO UPDATE SET checksum = EXCLUDED.checksum, applied_at = now()",
+        (d.path, d.checksum),
+    )
 
 
 def _as(

@@ -9,11 +9,23 @@ $$;
 
 GRANT compass_app TO CURRENT_USER;
 
--- The workspace a transaction is scoped to; NULL (no rows) when unset.
-CREATE FUNCTION compass_workspace() RETURNS uuid
-LANGUAGE sql STABLE AS $$
-  SELECT nullif(current_setting('compass.workspace_id', true), '')::uuid
+-- The servers' own work across workspaces and the operator's (0013), and
+-- the role the hot write functions run as (0019): made here, so that every
+-- function's file can say who may call it whenever it is applied.
+DO $$
+BEGIN
+  CREATE ROLE compass_maintenance NOLOGIN;
+EXCEPTION WHEN duplicate_object THEN NULL;
+END
 $$;
+GRANT compass_maintenance TO CURRENT_USER;
+DO $$
+BEGIN
+  CREATE ROLE compass_writer NOLOGIN;
+EXCEPTION WHEN duplicate_object THEN NULL;
+END
+$$;
+GRANT compass_writer TO CURRENT_USER;
 
 CREATE TABLE workspaces (
   id uuid PRIMARY KEY,
@@ -161,15 +173,10 @@ BEGIN
     'messages', 'asks', 'events', 'agent_sessions', 'delivery_cursors'
   ] LOOP
     EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
-    EXECUTE format(
-      'CREATE POLICY workspace_only ON %I USING (workspace_id = compass_workspace()) '
-      'WITH CHECK (workspace_id = compass_workspace())', t);
   END LOOP;
 END
 $$;
 ALTER TABLE workspaces ENABLE ROW LEVEL SECURITY;
-CREATE POLICY workspace_only ON workspaces
-  USING (id = compass_workspace()) WITH CHECK (id = compass_workspace());
 
 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO compass_app;
 GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO compass_app;
@@ -177,100 +184,3 @@ ALTER DEFAULT PRIVILEGES IN SCHEMA public
   GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO compass_app;
 ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE ON SEQUENCES TO compass_app;
 REVOKE ALL ON schema_migrations FROM compass_app;
-
--- Sign-in happens before the workspace is known: this one lookup, by digest,
--- runs as the owner and returns only what the token names.
-CREATE FUNCTION compass_credential(digest bytea)
-RETURNS TABLE (workspace_id uuid, account_id uuid, runner_id uuid, kind text)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
-  SELECT c.workspace_id, c.account_id, c.runner_id, a.kind
-  FROM credentials c LEFT JOIN accounts a ON a.id = c.account_id
-  WHERE c.token_hash = digest
-$$;
-REVOKE ALL ON FUNCTION compass_credential(bytea) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION compass_credential(bytea) TO compass_app;
-
--- Appends events to the log of the current workspace, in order, and wakes
--- listeners at commit. The workspace row lock is held until commit, so ids
--- commit in order and a reader's cursor never skips a later-committing id.
-CREATE FUNCTION compass_append_events(kinds text[], channel_ids uuid[], payloads jsonb[])
-RETURNS bigint
-LANGUAGE plpgsql AS $$
-DECLARE
-  last_id bigint;
-  n int := coalesce(array_length(kinds, 1), 0);
-BEGIN
-  IF n = 0 THEN
-    RETURN NULL;
-  END IF;
-  UPDATE workspaces SET event_seq = event_seq + n
-    WHERE id = compass_workspace() RETURNING event_seq INTO last_id;
-  INSERT INTO events (workspace_id, id, kind, channel_id, payload)
-    SELECT compass_workspace(), last_id - n + i, kinds[i], channel_ids[i], payloads[i]
-    FROM generate_series(1, n) AS i;
-  PERFORM pg_notify('compass_events', compass_workspace()::text || ':' || last_id::text);
-  RETURN last_id;
-END
-$$;
-
--- Recomputes an agent's presence and, when it moved, stores it and returns the
--- presence_changed payload (NULL otherwise). WAITING (an open ask it authored
--- in a channel it still belongs to) wins over OFFLINE (no bound session),
--- which wins over its own status. It appends nothing: a write appends all its
--- events last, so the workspace's event lock is always the last lock taken.
-CREATE FUNCTION compass_presence_change(agent uuid) RETURNS jsonb
-LANGUAGE plpgsql AS $$
-DECLARE
-  acct accounts%ROWTYPE;
-  next_state text;
-BEGIN
-  -- NO KEY UPDATE: compatible with the key-share locks of rows referencing it.
-  SELECT * INTO acct FROM accounts WHERE id = agent FOR NO KEY UPDATE;
-  IF NOT FOUND OR acct.kind <> 'agent' THEN
-    RETURN NULL;
-  END IF;
-  IF EXISTS (
-    SELECT 1 FROM messages m
-    JOIN channel_members cm ON cm.channel_id = m.channel_id AND cm.account_id = m.author_id
-    WHERE m.author_id = agent
-      AND jsonb_path_exists(
-        m.blocks,
-        '$[*] ? (@.kind == "ask" && !(@.ask.answered == true) && !(@.ask.cancelled == true))'
-      )
-  ) THEN
-    next_state := 'waiting';
-  ELSIF NOT EXISTS (SELECT 1 FROM agent_sessions s WHERE s.agent_id = agent) THEN
-    next_state := 'offline';
-  ELSE
-    next_state := acct.status;
-  END IF;
-  IF next_state = acct.presence_state AND acct.status_text = acct.presence_text THEN
-    RETURN NULL;
-  END IF;
-  UPDATE accounts SET presence_state = next_state, presence_text = acct.status_text
-    WHERE id = agent;
-  RETURN jsonb_build_object('account_id', agent, 'state', next_state, 'status_text', acct.status_text);
-END
-$$;
-
--- For a write whose only event is the presence change: recompute and append.
-CREATE FUNCTION compass_refresh_presence(agent uuid) RETURNS boolean
-LANGUAGE plpgsql AS $$
-DECLARE
-  change jsonb := compass_presence_change(agent);
-BEGIN
-  IF change IS NULL THEN
-    RETURN false;
-  END IF;
-  PERFORM compass_append_events(ARRAY['presence_changed'], ARRAY[NULL::uuid], ARRAY[change]);
-  RETURN true;
-END
-$$;
-
--- The operator's assign-agent names only the runner; this finds its workspace.
-CREATE FUNCTION compass_runner_workspace(runner uuid) RETURNS uuid
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
-  SELECT workspace_id FROM runners WHERE id = runner
-$$;
-REVOKE ALL ON FUNCTION compass_runner_workspace(uuid) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION compass_runner_workspace(uuid) TO compass_app;

@@ -95,19 +95,8 @@ DECLARE
 BEGIN
   FOREACH t IN ARRAY ARRAY['inbox_items', 'inbox_messages', 'inbox_files', 'inbox_grants'] LOOP
     EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
-    EXECUTE format(
-      'CREATE POLICY workspace_only ON %I USING (workspace_id = compass_workspace()) '
-      'WITH CHECK (workspace_id = compass_workspace())', t);
   END LOOP;
 END
-$$;
-
--- The agents whose inboxes a viewer sees: its own, those it owns, those granted.
-CREATE FUNCTION compass_inbox_agents(viewer uuid) RETURNS SETOF uuid
-LANGUAGE sql STABLE AS $$
-  SELECT id FROM accounts WHERE kind = 'agent' AND (id = viewer OR owner_id = viewer)
-  UNION
-  SELECT agent_id FROM inbox_grants WHERE account_id = viewer
 $$;
 
 ALTER TABLE events DROP CONSTRAINT events_kind_check;

@@ -30,16 +30,6 @@ CREATE TEMPORARY TABLE compass_rechained ON COMMIT DROP AS
   GROUP BY c.ask_id
   HAVING bool_and(c.holds);
 
-CREATE OR REPLACE FUNCTION compass_history_hash(prev bytea, h ask_history) RETURNS bytea
-LANGUAGE sql STABLE AS $$
-  SELECT sha256(coalesce(prev, ''::bytea) || convert_to((jsonb_build_array(
-    h.id, h.workspace_id, h.ask_id, h.kind, h.actor_id, h.surface, h.reason,
-    to_char(h.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-    encode(h.state_digest, 'hex'))
-    || CASE WHEN h.standing_answer_id IS NULL THEN '[]'::jsonb
-            ELSE jsonb_build_array(h.standing_answer_id) END)::text, 'UTF8'))
-$$;
-
 DO $$
 DECLARE
   r ask_history%ROWTYPE;
@@ -62,31 +52,6 @@ END
 $$;
 
 -- --- prints of open asks only -----------------------------------------------
-
--- Whether an entry of this kind ends its ask.
-CREATE FUNCTION compass_history_ends(kind text) RETURNS boolean
-LANGUAGE sql IMMUTABLE AS $$
-  SELECT kind NOT IN ('posted', 'quorum_answer', 'quorum_decline')
-$$;
-
-DROP TRIGGER ask_prints_ended ON ask_history;
-CREATE TRIGGER ask_prints_ended AFTER INSERT ON ask_history
-  FOR EACH ROW
-  WHEN (compass_history_ends(NEW.kind))
-  EXECUTE FUNCTION compass_forget_print();
-
-CREATE FUNCTION compass_print_if_open() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
-BEGIN
-  IF EXISTS (SELECT 1 FROM ask_history h
-             WHERE h.ask_id = NEW.ask_id AND compass_history_ends(h.kind)) THEN
-    RETURN NULL;
-  END IF;
-  RETURN NEW;
-END
-$$;
-CREATE TRIGGER ask_prints_open BEFORE INSERT ON ask_prints
-  FOR EACH ROW EXECUTE FUNCTION compass_print_if_open();
 
 DELETE FROM ask_prints p
   WHERE EXISTS (SELECT 1 FROM ask_history h

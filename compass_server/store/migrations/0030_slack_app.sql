@@ -86,54 +86,7 @@ BEGIN
   FOREACH t IN ARRAY ARRAY['slack_channels', 'slack_messages', 'slack_people',
                            'slack_link_codes', 'slack_interactions'] LOOP
     EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
-    EXECUTE format(
-      'CREATE POLICY workspace_only ON %I TO compass_app, compass_maintenance '
-      'USING (workspace_id = (SELECT compass_workspace())) '
-      'WITH CHECK (workspace_id = (SELECT compass_workspace()))', t);
     EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON %I TO compass_app, compass_maintenance', t);
   END LOOP;
 END
 $$;
-
--- The app an interaction's team names, whichever workspace holds it.
-CREATE FUNCTION compass_slack_app(team text)
-RETURNS TABLE (workspace_id uuid, endpoint_id uuid, token_sealed bytea, secret_sealed bytea,
-               email_match boolean, enabled boolean)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
-  SELECT e.workspace_id, e.id, e.url_sealed, e.secret_sealed, e.slack_email_match, e.enabled
-  FROM webhook_endpoints e WHERE e.kind = 'slack_app' AND e.slack_team_id = team
-$$;
-REVOKE ALL ON FUNCTION compass_slack_app(text) FROM PUBLIC, compass_app;
-GRANT EXECUTE ON FUNCTION compass_slack_app(text) TO compass_maintenance;
-
--- How an ask of workspace ws ended (its latest ending entry), for
--- telling a Slack user who clicked on it; no row while it is open.
-CREATE FUNCTION compass_slack_ending(ws uuid, ask text)
-RETURNS TABLE (kind text, reason text, handle text)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
-  SELECT h.kind, h.reason, a.handle FROM ask_history h LEFT JOIN accounts a ON a.id = h.actor_id
-  WHERE h.ask_id = ask AND h.workspace_id = ws
-    AND h.kind IN ('answered', 'declined', 'withdrawn_by_agent', 'withdrawn_by_owner', 'expired')
-  ORDER BY h.id DESC LIMIT 1
-$$;
-
--- The handles an ask of workspace ws names as its answerers, in order.
-CREATE FUNCTION compass_slack_answerers(ws uuid, ask text)
-RETURNS TABLE (handle text)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public AS $$
-  SELECT a.handle
-  FROM asks k
-  JOIN messages m ON m.id = k.message_id
-  CROSS JOIN LATERAL jsonb_array_elements(m.blocks) b
-  CROSS JOIN LATERAL jsonb_array_elements_text(b -> 'ask' -> 'answerer_ids')
-    WITH ORDINALITY x (id, n)
-  JOIN accounts a ON a.id = x.id::uuid
-  WHERE k.ask_id = ask AND k.workspace_id = ws
-    AND b ->> 'kind' = 'ask' AND b -> 'ask' ->> 'ask_id' = k.ask_id
-  ORDER BY x.n
-$$;
-
-REVOKE ALL ON FUNCTION compass_slack_ending(uuid, text) FROM PUBLIC, compass_app;
-REVOKE ALL ON FUNCTION compass_slack_answerers(uuid, text) FROM PUBLIC, compass_app;
-GRANT EXECUTE ON FUNCTION compass_slack_ending(uuid, text) TO compass_maintenance;
-GRANT EXECUTE ON FUNCTION compass_slack_answerers(uuid, text) TO compass_maintenance;

@@ -37,9 +37,7 @@ CREATE TABLE push_subscriptions (
 CREATE INDEX push_subscriptions_workspace ON push_subscriptions (workspace_id, account_id);
 
 ALTER TABLE push_subscriptions ENABLE ROW LEVEL SECURITY;
-CREATE POLICY workspace_only ON push_subscriptions TO compass_app, compass_maintenance
-  USING (workspace_id = (SELECT compass_workspace()))
-  WITH CHECK (workspace_id = (SELECT compass_workspace()));
+
 GRANT SELECT, INSERT, UPDATE, DELETE ON push_subscriptions TO compass_app, compass_maintenance;
 
 -- One row: the deployment's VAPID key pair, the private key sealed.

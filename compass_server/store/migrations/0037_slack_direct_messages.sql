@@ -23,7 +23,5 @@ CREATE TABLE slack_direct_messages (
     ON DELETE CASCADE
 );
 ALTER TABLE slack_direct_messages ENABLE ROW LEVEL SECURITY;
-CREATE POLICY workspace_only ON slack_direct_messages TO compass_app, compass_maintenance
-  USING (workspace_id = (SELECT compass_workspace()))
-  WITH CHECK (workspace_id = (SELECT compass_workspace()));
+
 GRANT SELECT, INSERT, UPDATE, DELETE ON slack_direct_messages TO compass_app, compass_maintenance;
