@@ -249,3 +249,36 @@ def test_a_wrong_port_gives_up_after_connect_seconds_naming_what_it_tried(
     last = done.stderr.strip().splitlines()[-1]
     assert f"no connection to the Compass server at 127.0.0.1:{port} within 1.5s (" in last
     assert "attempts; the last: unavailable" in last
+
+
+def test_the_kit_imports_nothing_of_the_server() -> None:
+    """The kit is installed alone on runners' machines: no module of it names the
+    server's package, so it can't come to depend on it."""
+    kit = ROOT / "agentkit" / "compass_agentkit"
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in sorted(kit.rglob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if "compass_server" in line
+    ]
+    assert found == [], found
+
+
+def test_beside_the_server_its_variables_draw_no_warning_from_the_kit() -> None:
+    """The kit warns about a near-miss of its own names (one typo away); no
+    variable the server reads is one, so a machine running both is quiet."""
+    from compass_agentkit.command import ENVIRONMENT, unknown_environment
+    from compass_server.environment import KNOWN
+
+    theirs = {name: "x" for name in KNOWN if name not in ENVIRONMENT}
+    assert unknown_environment(theirs, ENVIRONMENT, near_only=True) == []
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COMPASS_")}
+    done = subprocess.run(
+        [RUNNER, "--agent", "a"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**env, **theirs},
+    )
+    assert "warning" not in done.stderr, done.stderr

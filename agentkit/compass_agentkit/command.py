@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib.metadata
-import importlib.util
 import logging
 import os
 import re
@@ -260,15 +259,36 @@ def log_to_stderr() -> None:
     )
 
 
+def one_typo_apart(a: str, b: str) -> bool:
+    """Whether `b` is `a` with one letter added, dropped, changed, or two
+    neighbours swapped."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        differ = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(differ) == 1 or (
+            len(differ) == 2
+            and differ[1] == differ[0] + 1
+            and a[differ[0]] == b[differ[1]]
+            and a[differ[1]] == b[differ[0]]
+        )
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    i = next((i for i in range(len(short)) if short[i] != long[i]), len(short))
+    return short[i:] == long[i + 1 :]
+
+
 def unknown_environment(
     env: Mapping[str, str], known: Iterable[str], *, near_only: bool = False
 ) -> list[str]:
     """A warning per COMPASS_* variable not in `known`, naming the nearest
-    known one; with near_only, only for those that have one."""
+    known one; with near_only, only for those one typo from a known one."""
     names = sorted(set(known))
     warnings = []
     for name in sorted(n for n in env if n.startswith("COMPASS_") and n not in names):
-        near = difflib.get_close_matches(name, names, 1, 0.8)
+        if near_only:
+            near = [k for k in names if one_typo_apart(name, k)][:1]
+        else:
+            near = difflib.get_close_matches(name, names, 1, 0.8)
         if near:
             warnings.append(f"{name} is not a variable Compass reads (did you mean {near[0]}?)")
         elif not near_only:
@@ -277,14 +297,9 @@ def unknown_environment(
 
 
 def warn_unknown_environment(prog: str, env: Mapping[str, str] | None = None) -> None:
-    """Warns on stderr about COMPASS_* variables one letter away from one the
-    kit reads. Others may be the server's, which it checks itself."""
+    """Warns on stderr about COMPASS_* variables one typo away from one the
+    kit reads. Others may be the server's (none of its names is one typo from
+    the kit's), which it checks itself."""
     env = os.environ if env is None else env
-    warnings = unknown_environment(env, ENVIRONMENT, near_only=True)
-    if warnings and importlib.util.find_spec("compass_server") is not None:
-        # Beside the server (a developer's machine) its names are known too.
-        from compass_server.environment import KNOWN
-
-        warnings = unknown_environment(env, KNOWN, near_only=True)
-    for warning in warnings:
+    for warning in unknown_environment(env, ENVIRONMENT, near_only=True):
         print(f"{prog}: warning: {warning}", file=sys.stderr)
