@@ -274,6 +274,18 @@ class DatabaseUrl(Text):
     def __init__(self) -> None:
         super().__init__("a PostgreSQL URL", optional=True, metavar="URL")
 
+    def from_toml(self, value: object) -> str | None:
+        text = super().from_toml(value)
+        if text is not None:
+            import psycopg
+
+            # postgresql://… or key=value pairs, as libpq reads them.
+            try:
+                psycopg.conninfo.conninfo_to_dict(text)
+            except psycopg.Error:
+                raise ValueError from None
+        return text
+
     def shown(self, value: Any) -> Any:
         return value if value is None else redacted_url(value)
 

@@ -5,6 +5,7 @@ nearest known one, and help that exits 0. Each runs the real command."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pathlib
 import socket
@@ -160,7 +161,7 @@ METAVARS |= {"APP_ID", "TEAM_ID", "SLACK_ID", "POLICY"}
 def test_every_flag_has_help_a_metavar_for_its_value_and_switches_take_no() -> None:
     from compass_agentkit.mcp_server.cli import _parser as mcp_parser
     from compass_agentkit.runner import _parser as runner_parser
-    from compass_server.cli import _parser as server_parser
+    from compass_server.cli import parser as server_parser
 
     seen = 0
     for parser in (server_parser(), runner_parser(), mcp_parser()):
@@ -185,7 +186,7 @@ def test_every_flag_has_help_a_metavar_for_its_value_and_switches_take_no() -> N
 
 def test_a_settings_flag_takes_what_its_kind_says() -> None:
     from compass_server import config
-    from compass_server.cli import _parser as server_parser
+    from compass_server.cli import parser as server_parser
 
     serve = server_parser()._subparsers._group_actions[0].choices["serve"]  # type: ignore[union-attr]
     flags = {a.option_strings[0]: a for a in serve._actions if a.option_strings}
@@ -282,3 +283,33 @@ def test_beside_the_server_its_variables_draw_no_warning_from_the_kit() -> None:
         env={**env, **theirs},
     )
     assert "warning" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "meant"),
+    [
+        (["serve", "--port", "9999"], "--http-listen [HOST:]PORT or --grpc-listen [HOST:]PORT"),
+        (["serve", "--host=0.0.0.0"], "--http-listen [HOST:]PORT or --grpc-listen [HOST:]PORT"),
+        (["serve", "--db", "postgresql://x"], "--database-url URL"),
+        (["admin", "create-workspace", "acme", "--dsn", "x"], "--database-url URL"),
+        (["serve", "--grpc-listn", "1"], "--grpc-listen"),
+    ],
+)
+def test_a_flag_that_isnt_one_names_the_flag_a_person_meant(argv: list[str], meant: str) -> None:
+    done = _run(SERVER, *argv)
+    assert done.returncode == 2
+    flag = argv[-2] if "=" not in argv[-1] else argv[-1].split("=")[0]
+    command = " ".join(argv[:2]) if argv[0] == "admin" else argv[0]
+    assert done.stderr == (
+        f"compass-server {command}: {flag}: unknown option (did you mean {meant}?); "
+        f"see compass-server {command} --help\n"
+    )
+
+
+def test_a_database_url_that_is_none_is_refused_in_one_line() -> None:
+    served = _run(SERVER, "serve", "--database-url", "x")
+    assert served.returncode == 2 and "Traceback" not in served.stderr
+    assert served.stderr.startswith("compass-server: ") and "PostgreSQL URL" in served.stderr
+    administered = _run(SERVER, "admin", "create-workspace", "acme", "--database-url", "x")
+    assert administered.returncode == 1 and "Traceback" not in administered.stderr
+    assert "PostgreSQL URL" in json.loads(administered.stderr)["error"]

@@ -19,7 +19,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 from compass_agentkit.relay import CONNECT_SECONDS, tls_credentials
 
@@ -86,7 +86,11 @@ def version(distribution: str) -> str:
 class Parser(argparse.ArgumentParser):
     """argparse, with usage errors in one line: `prog: what is wrong; see
     prog --help`. Subcommands must set `dest`, so an unknown option found
-    after them is named by the subcommand that was running."""
+    after them is named by the subcommand that was running. A subclass's
+    `hints` name what a person typing a flag that isn't one most likely
+    wants, before the nearest spelling is guessed (subcommands share them)."""
+
+    hints: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -134,7 +138,8 @@ class Parser(argparse.ArgumentParser):
             # argparse takes an unambiguous prefix of a long option.
             if any(o == flag or (flag.startswith("--") and o.startswith(flag)) for o in options):
                 continue
-            near = difflib.get_close_matches(flag, options, 1, 0.6)
+            near = [self.hints[flag]] if flag in self.hints else []
+            near = near or difflib.get_close_matches(flag, options, 1, 0.6)
             hint = f" (did you mean {near[0]}?)" if near else ""
             return f"{flag}: unknown option{hint}"
         return None

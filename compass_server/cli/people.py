@@ -4,14 +4,13 @@ the email a first sign-in links by, deactivation, and one-ask links."""
 from __future__ import annotations
 
 import argparse
-import datetime
-import uuid
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from compass.v1 import admin_pb2 as ad
+from compass_server.cli.admin import Action, Handler, operator_of
+from compass_server.cli.arguments import an_id, duration
+from compass_server.cli.output import plain
 from compass_server.store import Store
-from compass_server.store.types import Operator
 from compass_server.store.webhooks import WebhookStore
 
 ACTIONS = {
@@ -27,11 +26,7 @@ ACTIONS = {
 }
 
 
-def add_parsers(
-    action: Callable[[str], argparse.ArgumentParser],
-    duration: Callable[[str], datetime.timedelta],
-    an_id: Callable[[str], uuid.UUID],
-) -> list[argparse.ArgumentParser]:
+def add_parsers(action: Action) -> None:
     def account(p: argparse.ArgumentParser) -> None:
         p.add_argument("--account", required=True, type=an_id, metavar="ID", help="the person")
 
@@ -68,46 +63,35 @@ def add_parsers(
         choices=["named", "all", "off"],
         help="named: asks that name them; all: also their channels' asks that name nobody",
     )
-    return [listed, one, every, email, off, on, link, unlink, mail]
-
-
-def _plain(message: Any) -> dict[str, Any]:
-    from google.protobuf import json_format
-
-    return json_format.MessageToDict(
-        message, always_print_fields_with_no_presence=True, preserving_proto_field_name=True
-    )
-
-
-async def _by(store: Store, object_id: uuid.UUID) -> Operator:
-    return Operator(await store.admin.workspace_of(object_id))
 
 
 async def _list_sessions(store: Store, args: argparse.Namespace) -> dict[str, Any]:
     r = await args.admin_api.list_sessions(
-        await _by(store, args.account),
+        await operator_of(store, args.account),
         ad.ListSessionsRequest(account_id=str(args.account), include_inactive=args.all),
     )
-    return {"sessions": [_plain(s) for s in r.sessions]}
+    return {"sessions": [plain(s) for s in r.sessions]}
 
 
 async def _revoke_session(store: Store, args: argparse.Namespace) -> dict[str, Any]:
     r = await args.admin_api.revoke_session(
-        await _by(store, args.session_id), ad.RevokeSessionRequest(session_id=str(args.session_id))
+        await operator_of(store, args.session_id),
+        ad.RevokeSessionRequest(session_id=str(args.session_id)),
     )
-    return _plain(r.session)
+    return plain(r.session)
 
 
 async def _revoke_sessions(store: Store, args: argparse.Namespace) -> dict[str, Any]:
     r = await args.admin_api.revoke_sessions(
-        await _by(store, args.account), ad.RevokeSessionsRequest(account_id=str(args.account))
+        await operator_of(store, args.account),
+        ad.RevokeSessionsRequest(account_id=str(args.account)),
     )
-    return _plain(r)
+    return plain(r)
 
 
 async def _set_email(store: Store, args: argparse.Namespace) -> dict[str, Any]:
     await args.admin_api.set_account_email(
-        await _by(store, args.account),
+        await operator_of(store, args.account),
         ad.SetAccountEmailRequest(account_id=str(args.account), email=args.email),
     )
     return {"account_id": str(args.account), "email": args.email}
@@ -115,22 +99,22 @@ async def _set_email(store: Store, args: argparse.Namespace) -> dict[str, Any]:
 
 async def _deactivate(store: Store, args: argparse.Namespace) -> dict[str, Any]:
     r = await args.admin_api.deactivate_account(
-        await _by(store, args.account_id),
+        await operator_of(store, args.account_id),
         ad.DeactivateAccountRequest(account_id=str(args.account_id)),
     )
-    return {"account_id": str(args.account_id), **_plain(r)}
+    return {"account_id": str(args.account_id), **plain(r)}
 
 
 async def _reactivate(store: Store, args: argparse.Namespace) -> dict[str, Any]:
     await args.admin_api.reactivate_account(
-        await _by(store, args.account_id),
+        await operator_of(store, args.account_id),
         ad.ReactivateAccountRequest(account_id=str(args.account_id)),
     )
     return {"account_id": str(args.account_id), "deactivated": False}
 
 
 async def _create_link(store: Store, args: argparse.Namespace) -> dict[str, Any]:
-    by = await _by(store, args.account)
+    by = await operator_of(store, args.account)
     store.link_lifetime = args.link_max
     minted = await store.mint_ask_link(by.workspace_id, args.ask, args.account, args.expires_in)
     return {
@@ -143,7 +127,7 @@ async def _create_link(store: Store, args: argparse.Namespace) -> dict[str, Any]
 
 
 async def _revoke_link(store: Store, args: argparse.Namespace) -> dict[str, Any]:
-    link = await store.revoke_ask_link(await _by(store, args.link_id), args.link_id)
+    link = await store.revoke_ask_link(await operator_of(store, args.link_id), args.link_id)
     return {
         "link_id": str(link.link_id),
         "revoked_at": link.revoked_at.isoformat() if link.revoked_at else None,
@@ -152,11 +136,11 @@ async def _revoke_link(store: Store, args: argparse.Namespace) -> dict[str, Any]
 
 async def _set_mail(store: Store, args: argparse.Namespace) -> dict[str, Any]:
     mail = WebhookStore(store.db, store.admin, None)
-    await mail.set_email_preference(await _by(store, args.account), args.account, args.mail)
+    await mail.set_email_preference(await operator_of(store, args.account), args.account, args.mail)
     return {"account_id": str(args.account), "mail": args.mail}
 
 
-HANDLERS: dict[str, Callable[[Store, argparse.Namespace], Awaitable[dict[str, Any]]]] = {
+HANDLERS: dict[str, Handler] = {
     "list-sessions": _list_sessions,
     "revoke-session": _revoke_session,
     "revoke-sessions": _revoke_sessions,

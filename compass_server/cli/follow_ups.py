@@ -4,10 +4,10 @@ workspace or a channel when it is posted without its own."""
 from __future__ import annotations
 
 import argparse
-import uuid
-from collections.abc import Awaitable, Callable
 from typing import Any
 
+from compass_server.cli.admin import Action, Handler
+from compass_server.cli.arguments import an_id
 from compass_server.store import Store
 from compass_server.store.blocks import follow_up_default
 from compass_server.store.errors import InvalidArgument
@@ -24,10 +24,7 @@ _POLICY_HELP = (
 )
 
 
-def add_parsers(
-    action: Callable[[str], argparse.ArgumentParser], an_id: Callable[[str], uuid.UUID]
-) -> list[argparse.ArgumentParser]:
-    made = []
+def add_parsers(action: Action) -> None:
     for name in ACTIONS:
         p = action(name)
         where = p.add_mutually_exclusive_group(required=True)
@@ -35,8 +32,6 @@ def add_parsers(
         where.add_argument("--channel", type=an_id, metavar="ID", help="the channel")
         if name == "set-follow-up-default":
             p.add_argument("--policy", required=True, metavar="POLICY", help=_POLICY_HELP)
-        made.append(p)
-    return made
 
 
 def _policy(text: str) -> FollowUp | None:
@@ -86,7 +81,7 @@ async def _show(store: Store, args: argparse.Namespace) -> dict[str, Any]:
     return _shown({"channel_id": str(args.channel)}, stored)
 
 
-HANDLERS: dict[str, Callable[[Store, argparse.Namespace], Awaitable[dict[str, Any]]]] = {
+HANDLERS: dict[str, Handler] = {
     "set-follow-up-default": _set,
     "show-follow-up-default": _show,
 }

@@ -8,11 +8,12 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import uuid
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from compass.v1 import admin_pb2 as ad
+from compass_server.cli.admin import Action, Handler, operator_of
+from compass_server.cli.arguments import an_id
+from compass_server.cli.output import plain
 from compass_server.store import Store
 from compass_server.store.errors import InvalidArgument
 from compass_server.store.types import Operator
@@ -26,9 +27,7 @@ ACTIONS = {
 }
 
 
-def add_parsers(
-    action: Callable[[str], argparse.ArgumentParser], an_id: Callable[[str], uuid.UUID]
-) -> list[argparse.ArgumentParser]:
+def add_parsers(action: Action) -> None:
     connect = action("connect-slack-app")
     connect.add_argument(
         "--workspace", required=True, type=an_id, metavar="ID", help="the workspace"
@@ -65,15 +64,6 @@ def add_parsers(
     mapped.add_argument(
         "--slack-channel", required=True, metavar="SLACK_ID", help="the Slack channel's id"
     )
-    return [connect, listed, gone, mapped, unmapped]
-
-
-def _plain(message: Any) -> dict[str, Any]:
-    from google.protobuf import json_format
-
-    return json_format.MessageToDict(
-        message, always_print_fields_with_no_presence=True, preserving_proto_field_name=True
-    )
 
 
 def _secret(path: pathlib.Path | None, env: str, flag: str) -> str:
@@ -100,44 +90,40 @@ async def _connect(store: Store, args: argparse.Namespace) -> dict[str, Any]:
             email_match=args.email_match,
         ),
     )
-    return _plain(r.app)
+    return plain(r.app)
 
 
 async def _list(store: Store, args: argparse.Namespace) -> dict[str, Any]:
     r = await args.admin_api.list_slack_apps(Operator(args.workspace), ad.ListSlackAppsRequest())
-    return {"apps": [_plain(a) for a in r.apps]}
-
-
-async def _by(store: Store, object_id: uuid.UUID) -> Operator:
-    return Operator(await store.admin.workspace_of(object_id))
+    return {"apps": [plain(a) for a in r.apps]}
 
 
 async def _disconnect(store: Store, args: argparse.Namespace) -> dict[str, Any]:
     await args.admin_api.disconnect_slack_app(
-        await _by(store, args.app_id), ad.DisconnectSlackAppRequest(app_id=str(args.app_id))
+        await operator_of(store, args.app_id), ad.DisconnectSlackAppRequest(app_id=str(args.app_id))
     )
     return {"app_id": str(args.app_id), "disconnected": True}
 
 
 async def _map(store: Store, args: argparse.Namespace) -> dict[str, Any]:
     r = await args.admin_api.map_slack_channel(
-        await _by(store, args.app),
+        await operator_of(store, args.app),
         ad.MapSlackChannelRequest(
             app_id=str(args.app), channel_id=str(args.channel), slack_channel=args.slack_channel
         ),
     )
-    return _plain(r.app)
+    return plain(r.app)
 
 
 async def _unmap(store: Store, args: argparse.Namespace) -> dict[str, Any]:
     r = await args.admin_api.unmap_slack_channel(
-        await _by(store, args.app),
+        await operator_of(store, args.app),
         ad.UnmapSlackChannelRequest(app_id=str(args.app), channel_id=str(args.channel)),
     )
-    return _plain(r.app)
+    return plain(r.app)
 
 
-HANDLERS: dict[str, Callable[[Store, argparse.Namespace], Awaitable[dict[str, Any]]]] = {
+HANDLERS: dict[str, Handler] = {
     "connect-slack-app": _connect,
     "list-slack-apps": _list,
     "disconnect-slack-app": _disconnect,

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
+from compass_server.cli.admin import Action, Handler
+from compass_server.cli.arguments import an_id
 from compass_server.config import Settings
 from compass_server.receipts.keys import KEY_FOLDER, new_key_file, rfc3339
 from compass_server.store import Store
@@ -32,9 +33,7 @@ def _time(text: str) -> datetime.datetime:
     return at
 
 
-def add_parsers(
-    action: Callable[[str], argparse.ArgumentParser], an_id: Callable[[str], uuid.UUID]
-) -> list[argparse.ArgumentParser]:
+def add_parsers(action: Action) -> None:
     key = action("new-receipt-key")
     key.add_argument(
         "--signs-from",
@@ -47,7 +46,6 @@ def add_parsers(
     verify.add_argument(
         "--workspace", required=True, type=an_id, metavar="ID", help="the workspace"
     )
-    return [key, verify]
 
 
 def new_receipt_key(args: argparse.Namespace, settings: Settings) -> dict[str, Any]:
@@ -82,6 +80,4 @@ async def _verify_history(store: Store, args: argparse.Namespace) -> dict[str, A
 LOCAL: dict[str, Callable[[argparse.Namespace, Settings], dict[str, Any]]] = {
     "new-receipt-key": new_receipt_key
 }
-HANDLERS: dict[str, Callable[[Store, argparse.Namespace], Awaitable[dict[str, Any]]]] = {
-    "verify-history": _verify_history
-}
+HANDLERS: dict[str, Handler] = {"verify-history": _verify_history}
