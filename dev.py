@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import tomllib
 import venv
 from collections.abc import Callable
 from typing import NoReturn
@@ -47,6 +48,7 @@ ROOT = pathlib.Path(__file__).resolve().parent
 VENV = pathlib.Path(os.environ.get("COMPASS_VENV", ROOT / ".venv"))
 BIN = VENV / "bin"
 STAMP = VENV / ".compass-installed"
+DEV_STAMP = VENV / ".compass-dev-installed"
 # The light distribution: the agent kit and its console scripts; its wheel
 # carries gen/ as the `compass` package.
 AGENTKIT = ROOT / "agentkit"
@@ -73,7 +75,25 @@ def run(*args: str | os.PathLike[str], check: bool = True, cwd: pathlib.Path = R
     return code
 
 
-def ensure_venv() -> None:
+def _installing(*args: str | os.PathLike[str]) -> None:
+    # pip shows the build backend's warnings even with --quiet: setuptools'
+    # notice about editable installs, three times, says nothing to act on.
+    print("+", " ".join(str(a) for a in args), flush=True)
+    env = {**_env(), "PYTHONWARNINGS": "ignore"}
+    code = subprocess.call([str(a) for a in args], cwd=ROOT, env=env)
+    if code != 0:
+        sys.exit(code)
+
+
+def _dev_requirements() -> list[str]:
+    """What the tests and tools need beside the server: its `dev` extra."""
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        return list(tomllib.load(f)["project"]["optional-dependencies"]["dev"])
+
+
+def ensure_venv(*, dev: bool = True) -> None:
+    """The server's runtime in .venv; with `dev`, the tests' and tools' too
+    (serving needs none of them)."""
     if not (BIN / "python").exists():
         print(f"creating virtualenv in {VENV}", flush=True)
         venv.create(VENV, with_pip=True)
@@ -81,25 +101,19 @@ def ensure_venv() -> None:
     for project in (AGENTKIT, ROOT):
         digest.update((project / "pyproject.toml").read_bytes())
     wanted = digest.hexdigest()
-    if STAMP.exists() and STAMP.read_text() == wanted:
-        return
-    run(BIN / "python", "-m", "pip", "install", "--quiet", "--upgrade", "pip")
-    # One resolve: the server's dependency on the kit is met by the local tree.
-    run(BIN / "python", "-m", "pip", "install", "--quiet", "-e", AGENTKIT, "-e", f"{ROOT}[dev]")
-    # Again on its own: replacing an older server install (which once shipped
-    # compass-runner itself) removes the kit's scripts of the same name.
-    run(
-        BIN / "python",
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--no-deps",
-        "--force-reinstall",
-        "-e",
-        AGENTKIT,
-    )
-    STAMP.write_text(wanted)
+    if not (STAMP.exists() and STAMP.read_text() == wanted):
+        pip = (BIN / "python", "-m", "pip", "install", "--quiet")
+        _installing(*pip, "--upgrade", "pip")
+        # One resolve: the server's dependency on the kit is met by the local tree.
+        _installing(*pip, "-e", AGENTKIT, "-e", ROOT)
+        # Again on its own: replacing an older server install (which once shipped
+        # compass-runner itself) removes the kit's scripts of the same name.
+        _installing(*pip, "--no-deps", "--force-reinstall", "-e", AGENTKIT)
+        STAMP.write_text(wanted)
+        DEV_STAMP.unlink(missing_ok=True)
+    if dev and not (DEV_STAMP.exists() and DEV_STAMP.read_text() == wanted):
+        _installing(BIN / "python", "-m", "pip", "install", "--quiet", *_dev_requirements())
+        DEV_STAMP.write_text(wanted)
 
 
 def _write_package_markers(out: pathlib.Path) -> None:
@@ -325,7 +339,7 @@ def _in_venv(step: Callable[[], None]) -> None:
 
 
 def serve(extra: list[str]) -> None:
-    ensure_venv()
+    ensure_venv(dev=False)
     os.execve(str(BIN / "compass-server"), [str(BIN / "compass-server"), "serve", *extra], _env())
 
 
