@@ -475,6 +475,8 @@ class CompassServer:
             cookies,
             self.signin if providers else None,
             attempt_seconds=s.signin_attempt_seconds,
+            session_idle=datetime.timedelta(seconds=s.signin_session_idle_seconds),
+            session_lifetime=datetime.timedelta(seconds=s.signin_session_max_seconds),
         )
         return cookies, routes
 

@@ -41,6 +41,7 @@ SHARES = {
     "link": 2_000,
     "slack": 1_500,
     "slack_link": 1_000,
+    "address": 500,
 }
 assert sum(SHARES.values()) >= TOTAL_EXAMPLES
 
@@ -342,6 +343,24 @@ async def test_fuzzed_sign_outs(
     if data.draw(st.booleans()):
         headers += [(b"origin", site.base.encode()), (b"x-compass-csrf", b"1")]
     await _sent(http, caplog, method, "/auth/logout", headers=headers, body=body)
+
+
+@fuzzing("address")
+@given(method=METHODS, secret=segment, body=st.binary(max_size=64), data=st.data())
+async def test_fuzzed_sign_in_addresses(
+    site: Site,
+    http: httpx.AsyncClient,
+    caplog: pytest.LogCaptureFixture,
+    faults: list[str],
+    method: str,
+    secret: str,
+    body: bytes,
+    data: st.DataObject,
+) -> None:
+    headers = data.draw(cookies(site_cookies(site))) + data.draw(extra_headers())
+    if data.draw(st.booleans()):
+        headers.append((b"origin", site.base.encode()))
+    await _sent(http, caplog, method, f"/auth/address/{secret}", headers=headers, body=body)
 
 
 # --- a one-ask link's page and form ----------------------------------------------------------

@@ -11,6 +11,8 @@ from compass_server.cli.admin import Action, Handler, operator_of
 from compass_server.cli.arguments import an_id, duration
 from compass_server.cli.output import plain
 from compass_server.store import Store
+from compass_server.store.errors import InvalidArgument
+from compass_server.store.people import SIGNIN_ADDRESS_LIFETIME
 from compass_server.store.webhooks import WebhookStore
 
 ACTIONS = {
@@ -20,6 +22,7 @@ ACTIONS = {
     "set-email": "the email a person's first sign-in links their account by",
     "deactivate-account": "ends an account's tokens, sessions and links; it signs in no more",
     "reactivate-account": "lets a deactivated account sign in again",
+    "sign-in-address": "a one-time address that signs a browser in as a person; prints it",
     "create-ask-link": "a link that opens one ask for one person; prints its URL",
     "revoke-ask-link": "a one-ask link opens nothing from now on",
     "set-mail-preference": "which asks a person is mailed about: named (default), all or off",
@@ -44,6 +47,21 @@ def add_parsers(action: Action) -> None:
     off.add_argument("account_id", type=an_id, metavar="ACCOUNT_ID", help="the account's id")
     on = action("reactivate-account")
     on.add_argument("account_id", type=an_id, metavar="ACCOUNT_ID", help="the account's id")
+    address = action("sign-in-address")
+    account(address)
+    address.add_argument(
+        "--expires-in",
+        type=duration,
+        metavar="DURATION",
+        help="how long it opens (default 15m; at most signin.link_max)",
+    )
+    address.add_argument(
+        "--next",
+        default="/",
+        metavar="PATH",
+        help="where the browser goes once signed in, a path of the page's, like /#/ask/ASK_ID "
+        "(default /)",
+    )
     link = action("create-ask-link")
     link.add_argument("--ask", required=True, metavar="ASK_ID", help="the ask it opens")
     account(link)
@@ -126,6 +144,21 @@ async def _create_link(store: Store, args: argparse.Namespace) -> dict[str, Any]
     }
 
 
+async def _sign_in_address(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    by = await operator_of(store, args.account)
+    lifetime = args.expires_in or SIGNIN_ADDRESS_LIFETIME
+    if lifetime > args.link_max:
+        raise InvalidArgument(f"--expires-in is at most signin.link_max ({args.link_max})")
+    made = await store.mint_signin_address(
+        by.workspace_id, args.account, lifetime=lifetime, next=args.next
+    )
+    return {
+        "account_id": str(made.account_id),
+        "expires_at": made.expires_at.isoformat(),
+        "url": f"{args.public_url.rstrip('/')}/auth/address/{made.secret}",
+    }
+
+
 async def _revoke_link(store: Store, args: argparse.Namespace) -> dict[str, Any]:
     link = await store.revoke_ask_link(await operator_of(store, args.link_id), args.link_id)
     return {
@@ -147,6 +180,7 @@ HANDLERS: dict[str, Handler] = {
     "set-email": _set_email,
     "deactivate-account": _deactivate,
     "reactivate-account": _reactivate,
+    "sign-in-address": _sign_in_address,
     "create-ask-link": _create_link,
     "revoke-ask-link": _revoke_link,
     "set-mail-preference": _set_mail,

@@ -38,6 +38,10 @@ MAX_EMAIL_CHARS = 254
 MAX_USER_AGENT_CHARS = 200
 # A session listing reads at most this many.
 MAX_SESSIONS_LISTED = 200
+# How long a sign-in address opens by default (at most signin.link_max).
+SIGNIN_ADDRESS_LIFETIME = datetime.timedelta(minutes=15)
+# Where a sign-in address may send the browser: a path of the page's own.
+_NEXT = re.compile(r"/(?!/)[^\s\\]{0,500}")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -72,6 +76,26 @@ class StartedSession:
     # The cookie's value: shown once, stored as its digest.
     secret: str
     session: BrowserSession
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SigninAddress:
+    address_id: uuid.UUID
+    account_id: uuid.UUID
+    # The address's secret: shown once, stored as its digest.
+    secret: str
+    expires_at: datetime.datetime
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AddressUsed:
+    # signed_in, or why not: unknown, used, expired, deactivated.
+    status: str
+    handle: str
+    # With signed_in: the session's cookie value, and where to go.
+    secret: str = ""
+    next: str = "/"
+    session: BrowserSession | None = None
 
 
 class Refused(Exception):
@@ -123,6 +147,95 @@ class People:
                 row = await (await conn.execute(PEOPLE["signin_key"])).fetchone()
         assert row is not None
         return bytes(row["key"])
+
+    # --- sign-in addresses ------------------------------------------------------------
+
+    async def mint_signin_address(
+        self,
+        workspace_id: uuid.UUID,
+        account_id: uuid.UUID,
+        *,
+        lifetime: datetime.timedelta,
+        next: str = "/",
+    ) -> SigninAddress:
+        """A one-time address that signs a browser in as this person: the
+        operator's, for a person who signs in without an identity provider."""
+        if not _NEXT.fullmatch(next):
+            raise InvalidArgument(
+                f"--next must be a path of the page's own, like /#/ask/ASK_ID, not {next!r}"
+            )
+        if lifetime <= datetime.timedelta(0):
+            raise InvalidArgument("an address lives more than 0 s")
+        secret = new_token("csa")
+        address_id = uuid.uuid4()
+        async with self.db.tx(Operator(workspace_id)) as conn:
+            row = await self._one(conn, "person_to_sign_in", id=account_id)
+            if row is None or row["kind"] != AccountKind.HUMAN.value:
+                raise NotFound(f"no person {account_id} in this workspace (agents never sign in)")
+            if row["deactivated_at"] is not None:
+                raise FailedPrecondition(f"account {account_id} is deactivated")
+            made = await self._one(
+                conn,
+                "insert_signin_address",
+                id=address_id,
+                account_id=account_id,
+                token_hash=hash_token(secret),
+                next=next,
+                lifetime=lifetime,
+            )
+        assert made is not None
+        return SigninAddress(address_id, account_id, secret, made["expires_at"])
+
+    async def signin_address_holder(self, secret: str) -> tuple[str, str]:
+        """(open, used, expired, deactivated or unknown; whose) without using it."""
+        async with self.db.maintenance() as conn:
+            cur = await conn.execute(
+                PEOPLE["signin_address_holder"], {"digest": hash_token(secret)}
+            )
+            row = await cur.fetchone()
+        return ("unknown", "") if row is None else (row["status"], row["handle"])
+
+    async def use_signin_address(
+        self,
+        secret: str,
+        *,
+        idle: datetime.timedelta,
+        lifetime: datetime.timedelta,
+        user_agent: str,
+    ) -> AddressUsed:
+        """Signs a browser in with the address, once: a new session, or why not."""
+        session_secret = new_token("cps")
+        session_id = uuid.uuid4()
+        async with self.db.maintenance() as conn, conn.transaction():
+            cur = await conn.execute(
+                PEOPLE["use_signin_address"],
+                {
+                    "digest": hash_token(secret),
+                    "session_digest": hash_token(session_secret),
+                    "session_id": session_id,
+                    "idle": idle,
+                    "lifetime": lifetime,
+                    "agent": user_agent[:MAX_USER_AGENT_CHARS],
+                },
+            )
+            row = await cur.fetchone()
+        if row is None or row["status"] != "signed_in":
+            status = "unknown" if row is None else row["status"]
+            return AddressUsed(status, (row or {}).get("handle") or "")
+        now = datetime.datetime.now(datetime.UTC)
+        session = BrowserSession(
+            session_id=session_id,
+            account_id=row["account_id"],
+            label="sign-in address",
+            user_agent=user_agent[:MAX_USER_AGENT_CHARS],
+            created_at=now,
+            last_used_at=None,
+            expires_at=now + min(idle, lifetime),
+            ends_at=now + lifetime,
+            revoked_at=None,
+            active=True,
+        )
+        return AddressUsed("signed_in", row["handle"], session_secret, row["next"], session)
 
     # --- identities and sessions -----------------------------------------------------
 

@@ -9,6 +9,7 @@ POST.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import html
 import json
 import logging
@@ -138,12 +139,16 @@ class PeopleRoutes:
         flow: SignInFlow | None,
         *,
         attempt_seconds: float,
+        session_idle: datetime.timedelta,
+        session_lifetime: datetime.timedelta,
     ) -> None:
         self.store = store
         self.auth = auth
         self.cookies = cookies
         self.flow = flow
         self.attempt_seconds = attempt_seconds
+        self.session_idle = session_idle
+        self.session_lifetime = session_lifetime
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Send) -> None:
         path: str = scope["path"]
@@ -158,6 +163,8 @@ class PeopleRoutes:
                 await self._callback(scope, send)
             elif path == "/auth/logout":
                 await self._logout(scope, send)
+            elif path.startswith("/auth/address/"):
+                await self._address(scope, send, path[len("/auth/address/") :])
             else:
                 await respond(send, 404, page("Not found", para("There is no such page.")))
         except Exception:
@@ -297,6 +304,61 @@ class PeopleRoutes:
         await self.store.sign_out(actor, signed.token_id)
         self.auth.forget(signed.token_id)
         await respond(send, 204, headers=clear)
+
+    # --- a one-time sign-in address -------------------------------------------------------
+
+    async def _address(self, scope: dict[str, Any], send: Send, secret: str) -> None:
+        """GET shows whose address it is and uses nothing (a link preview may
+        fetch it); its button POSTs, from this server's own page only."""
+        method = scope["method"]
+        if method not in ("GET", "HEAD", "POST"):
+            await respond(send, 405, page("Not allowed", para("Open the address.")))
+            return
+        if not SECRET_SHAPE.fullmatch(secret):
+            await respond(send, 404, _ADDRESS_CLOSED["unknown"])
+            return
+        get = header_getter(scope.get("headers", ()))
+        if method != "POST":
+            status, handle = await self.store.signin_address_holder(secret)
+            if status != "open":
+                await respond(send, _ADDRESS_STATUS[status], _ADDRESS_CLOSED[status])
+                return
+            body = page(
+                f"Sign in as {handle}",
+                para(
+                    f"This address signs this browser in to Compass as {handle}, once. "
+                    "Anyone holding it can, so it was meant for you alone."
+                ),
+                '<form method="post"><button type="submit">'
+                f"Sign in as {html.escape(handle)}</button></form>",
+            )
+            await respond(send, 200, b"" if method == "HEAD" else body)
+            return
+        if not self.cookies.same_origin(get("origin"), get("host")):
+            await respond(
+                send,
+                403,
+                page("Not from here", para("Sign in from the address's own page.")),
+            )
+            return
+        used = await self.store.use_signin_address(
+            secret,
+            idle=self.session_idle,
+            lifetime=self.session_lifetime,
+            user_agent=get("user-agent") or "",
+        )
+        if used.status != "signed_in" or used.session is None:
+            await respond(send, _ADDRESS_STATUS[used.status], _ADDRESS_CLOSED[used.status])
+            return
+        max_age = int((used.session.ends_at - used.session.created_at).total_seconds())
+        await respond(
+            send,
+            303,
+            headers=[
+                (b"location", used.next.encode()),
+                (b"set-cookie", self.cookies.set(used.secret, max_age).encode()),
+            ],
+        )
 
     # --- a one-ask link ----------------------------------------------------------------------
 
@@ -459,6 +521,20 @@ _CLOSED = {
     "expired": ("This link has expired", "Open Compass to see the ask."),
     "deactivated": ("This link no longer works", "Your account is deactivated."),
     "gone": ("This ask can't be shown", "You no longer take part in its channel."),
+}
+
+
+_ADDRESS_STATUS = {"unknown": 404, "used": 410, "expired": 410, "deactivated": 403}
+_ADDRESS_CLOSED = {
+    "unknown": page("This address opens nothing", para("It may be mistyped; ask for another.")),
+    "used": page(
+        "This address was already used",
+        para("A sign-in address works once. Ask the operator for another."),
+    ),
+    "expired": page(
+        "This address has expired", para("Ask the operator for another; they last minutes.")
+    ),
+    "deactivated": page("This account can't sign in", para("It is deactivated.")),
 }
 
 

@@ -77,3 +77,19 @@ SELECT key FROM signin_key
 
 -- name: make_signin_key
 INSERT INTO signin_key (key) VALUES (%(key)s) ON CONFLICT (one) DO NOTHING
+
+-- name: person_to_sign_in
+SELECT id, handle, kind, deactivated_at FROM accounts WHERE id = %(id)s FOR SHARE
+
+-- name: insert_signin_address
+INSERT INTO signin_addresses (id, workspace_id, account_id, token_hash, next, expires_at)
+VALUES (%(id)s, compass_workspace(), %(account_id)s, %(token_hash)s, %(next)s,
+        now() + %(lifetime)s::interval)
+RETURNING expires_at
+
+-- name: signin_address_holder
+SELECT status, handle FROM compass_signin_address_holder(%(digest)s)
+
+-- name: use_signin_address
+SELECT status, account_id, handle, next FROM compass_use_signin_address(
+  %(digest)s, %(session_digest)s, %(session_id)s, %(idle)s, %(lifetime)s, %(agent)s)
