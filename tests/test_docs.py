@@ -136,12 +136,13 @@ PageStep = Callable[[Shell, Any, int], Coroutine[Any, Any, None]]
 
 
 async def answer_the_tour_ask(shell: Shell, browser: Any, http_port: int) -> None:
-    """README's tour: ada opens the ask's link, signs in with her token and answers."""
+    """README's tour: ada opens the sign-in address printed for her, which
+    lands on the ask, and answers it. No token is pasted."""
     from playwright.async_api import expect
 
     from tests.browser import ask_block, new_tab, question
 
-    ask, token = shell.value("ASK"), shell.value("ADA_TOKEN")
+    ask, address = shell.value("ASK"), shell.value("ADDRESS")
 
     class Server:
         pass
@@ -149,10 +150,8 @@ async def answer_the_tour_ask(shell: Shell, browser: Any, http_port: int) -> Non
     server = Server()
     server.http_port = http_port  # type: ignore[attr-defined]
     async with new_tab(browser, server) as tab:
-        await tab.goto(f"/#/ask/{ask}")
-        field = tab.get_by_label("Account token")
-        await field.fill(token)
-        await field.press("Enter")
+        await tab.goto(address)
+        await tab.get_by_role("button", name="Sign in as ada").click()
         form = ask_block(tab, ask)
         await question(form, "database").get_by_label("PostgreSQL").check()
         clients = question(form, "clients")
@@ -267,6 +266,8 @@ async def run_page(
         # The admin commands' database, and the runners' default hub, are the test server's.
         "COMPASS_DATABASE_URL": database_url,
         "COMPASS_URL": f"127.0.0.1:{server.grpc_port}",
+        # The addresses admin commands print (sign-in, one-ask links) are its too.
+        "COMPASS_PUBLIC_URL": f"http://127.0.0.1:{server.http_port}",
         "COMPASS_LOG_LEVEL": "WARNING",
     }
     shell = Shell(folder, scratch, env)

@@ -76,7 +76,10 @@ async def respond(
     body: bytes = b"",
     content_type: str = "text/html; charset=utf-8",
     headers: list[tuple[bytes, bytes]] | None = None,
+    referrer: bytes = b"no-referrer",
 ) -> None:
+    """`referrer`: the page's Referrer-Policy; a form that checks where it was
+    posted from needs same-origin (no-referrer makes the browser send Origin: null)."""
     await send(
         {
             "type": "http.response.start",
@@ -86,7 +89,7 @@ async def respond(
                 (b"content-length", str(len(body)).encode()),
                 (b"cache-control", b"no-store"),
                 (b"x-content-type-options", b"nosniff"),
-                (b"referrer-policy", b"no-referrer"),
+                (b"referrer-policy", referrer),
                 (b"x-frame-options", b"DENY"),
                 (b"content-security-policy", _POLICY),
                 *(headers or []),
@@ -332,7 +335,7 @@ class PeopleRoutes:
                 '<form method="post"><button type="submit">'
                 f"Sign in as {html.escape(handle)}</button></form>",
             )
-            await respond(send, 200, b"" if method == "HEAD" else body)
+            await respond(send, 200, b"" if method == "HEAD" else body, referrer=b"same-origin")
             return
         if not self.cookies.same_origin(get("origin"), get("host")):
             await respond(
