@@ -33,6 +33,7 @@ from sybil import Document, Example
 from sybil.parsers.markdown import CodeBlockParser, SkipParser
 from sybil.parsers.markdown.lexers import DirectiveInHTMLCommentLexer
 
+from tests.oidc import free_port
 from tests.procs import ServerProcess
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -162,7 +163,30 @@ async def answer_the_tour_ask(shell: Shell, browser: Any, http_port: int) -> Non
         await expect(form.get_by_text("Answered by ada.")).to_be_visible()
 
 
-PAGE_STEPS: dict[str, PageStep] = {"tour": answer_the_tour_ask}
+async def sign_in_through_the_provider(shell: Shell, browser: Any, http_port: int) -> None:
+    """docs/signin.md: lin signs in through the provider's own login page."""
+    from playwright.async_api import expect
+
+    from tests.browser import new_tab
+
+    class Server:
+        pass
+
+    server = Server()
+    server.http_port = http_port  # type: ignore[attr-defined]
+    async with new_tab(browser, server) as tab:
+        await tab.goto("/")
+        await tab.get_by_role("link", name="Sign in with Mock ID").click()
+        await tab.locator('input[name="sub"]').fill("lin")
+        await tab.get_by_role("button", name="Authorize").click()
+        await tab.wait_for_url(f"http://127.0.0.1:{http_port}/*")
+        await expect(tab.locator("#signed-in")).to_contain_text("lin")
+
+
+PAGE_STEPS: dict[str, PageStep] = {
+    "tour": answer_the_tour_ask,
+    "signin": sign_in_through_the_provider,
+}
 
 
 class Walkthrough:
@@ -177,10 +201,14 @@ class Walkthrough:
     ) -> None:
         self.shell, self.ports, self.loop, self.browser = shell, ports, loop, browser
         self.printed: tuple[int, str] | None = None
+        # The page's own server, when it restarts it (else the shared one).
+        self.server: ServerProcess | None = None
 
     def here(self, text: str) -> str:
         http, grpc = f"127.0.0.1:{self.ports['http']}", f"127.0.0.1:{self.ports['grpc']}"
-        for name, address in (("8080", http), ("50051", grpc)):
+        provider = f"localhost:{self.ports['provider']}"
+        text = text.replace("--port 9400", f"--port {self.ports['provider']}")
+        for name, address in (("8080", http), ("50051", grpc), ("9400", provider)):
             text = text.replace(f"localhost:{name}", address)
             text = text.replace(f"127.0.0.1:{name}", address)
         return text
@@ -209,20 +237,43 @@ class Walkthrough:
         coro = step(self.shell, self.browser, self.ports["http"])
         asyncio.run_coroutine_threadsafe(coro, self.loop).result(STEP_SECONDS)
 
+    def restart(self, example: Example) -> None:
+        """`<!-- restart: SETTING=VAR … -->`: the reader restarts their server
+        with these settings, valued as the page's shell variables say."""
+        assert self.server is not None, "a restart needs the page's own server"
+        # Where the provider sends the browser back: this server, as 8080 is the reader's.
+        env = {"COMPASS_PUBLIC_URL": f"http://127.0.0.1:{self.ports['http']}"}
+        for pair in example.parsed.split():
+            setting, _, variable = pair.partition("=")
+            env[setting] = self.here(self.shell.value(variable))
+        assert self.server.stop() == 0, "".join(self.server.log)
+        self.server = ServerProcess(
+            self.server.database_url,
+            grpc_port=self.ports["grpc"],
+            http_port=self.ports["http"],
+            env={**self.server.extra_env, **env},
+        ).start()
+
     def parsers(self) -> list[Any]:
         return [
             SkipParser(),
             CodeBlockParser("sh", self.sh),
             CodeBlockParser("text", self.text),
             PageParser(self.page),
+            PageParser(self.restart, "restart", r"[\w=\s]+?"),
         ]
 
 
 class PageParser:
     """`<!-- page: NAME -->`: a step a person takes on the page."""
 
-    def __init__(self, evaluator: Callable[[Example], None]) -> None:
-        self.lexer = DirectiveInHTMLCommentLexer(directive="page", arguments=r"[\w-]+")
+    def __init__(
+        self,
+        evaluator: Callable[[Example], None],
+        directive: str = "page",
+        arguments: str = r"[\w-]+",
+    ) -> None:
+        self.lexer = DirectiveInHTMLCommentLexer(directive=directive, arguments=arguments)
         self.evaluator = evaluator
 
     def __call__(self, document: Document) -> Iterator[Any]:
@@ -252,11 +303,21 @@ def has_page_steps(path: pathlib.Path) -> bool:
     return bool(re.search(r"(?m)^<!-- page: ", path.read_text()))
 
 
+def restarts(path: pathlib.Path) -> bool:
+    return "<!-- restart: " in path.read_text()
+
+
 async def run_page(
     page: pathlib.Path, server: Any, database_url: str, tmp_path: pathlib.Path, browser: Any
 ) -> None:
+    """The page's steps against `server`; a page that restarts the reader's
+    server gets one of its own (on the same database), so no other page is
+    cut off meanwhile."""
     for tool in ("curl", "jq"):
         assert shutil.which(tool), f"the walkthroughs need {tool}"
+    own = None
+    if restarts(page):
+        own = server = ServerProcess(database_url, env=dict(server.extra_env)).start()
     folder, scratch = tmp_path / "reader", tmp_path / "steps"
     folder.mkdir()
     scratch.mkdir()
@@ -273,10 +334,11 @@ async def run_page(
     shell = Shell(folder, scratch, env)
     walk = Walkthrough(
         shell,
-        {"http": server.http_port, "grpc": server.grpc_port},
+        {"http": server.http_port, "grpc": server.grpc_port, "provider": free_port()},
         asyncio.get_running_loop(),
         browser,
     )
+    walk.server = own
     document = Document.parse(str(page), *walk.parsers())
 
     def run_all() -> None:
@@ -287,6 +349,8 @@ async def run_page(
         await asyncio.to_thread(run_all)
     finally:
         shell.close()
+        if walk.server is not None:
+            assert walk.server.stop() == 0, "".join(walk.server.log)
     left = sorted(p.name for p in folder.iterdir() if p.name != ".venv")
     assert not left, f"the walkthrough wrote into the folder it runs in: {left}"
 
