@@ -51,3 +51,38 @@ def _imports(folder: pathlib.Path) -> set[str]:
 def test_transport_does_not_import_the_configuration() -> None:
     # config.py reads the transport's defaults; the other way round was a cycle.
     assert not {m for m in _imports(ROOT / "transport") if m.startswith("compass_server.config")}
+
+
+# What each room may import of the others (CONTRIBUTING.md explains why). The
+# store is the floor: it imports the rules it keeps in Python, never a surface.
+MAY_IMPORT: dict[str, set[str]] = {
+    "store": {"inbox", "notify", "telemetry", "webhooks"},
+    "asks": {"store"},
+    "events": {"store"},
+    "inbox": {"store"},
+    "receipts": {"store"},
+    "signin": {"store"},
+    "telemetry": {"store"},
+    "notify": {"receipts", "store", "webhooks"},
+    "webhooks": {"notify", "receipts", "store"},
+    "api": {"events", "inbox", "notify", "receipts", "store", "webhooks"},
+    "relay": {"api", "events", "receipts", "store", "telemetry"},
+    "transport": {"api", "events", "signin", "store", "telemetry"},
+    "slack": {"api", "notify", "signin", "store", "transport", "webhooks"},
+    "cli": {"api", "app", "config", "receipts", "startup", "store", "telemetry"},
+}
+
+
+@pytest.mark.parametrize("room", sorted(MAY_IMPORT))
+def test_each_room_imports_only_the_rooms_it_may(room: str) -> None:
+    used = {
+        m.split(".")[1]
+        for m in _imports(ROOT / room)
+        if m.startswith("compass_server.") and m.split(".")[1] != room
+    }
+    assert used <= MAY_IMPORT[room], used - MAY_IMPORT[room]
+
+
+def test_every_room_has_its_rule() -> None:
+    rooms = {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()} - {"web"}
+    assert rooms == set(MAY_IMPORT)
