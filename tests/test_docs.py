@@ -37,7 +37,7 @@ from tests.oidc import free_port
 from tests.procs import ServerProcess
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 # The longest one step may take: the runner and MCP steps wait for a person.
 STEP_SECONDS = float(os.environ.get("DOCS_STEP_SECONDS", "120"))
 DONE = "__compass_docs_step_done__"
