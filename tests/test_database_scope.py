@@ -565,3 +565,49 @@ async def test_a_keyed_batch_across_workspaces_writes_each_key_in_its_own(
         ("of-a", a.workspace_id),
         ("of-b", b.workspace_id),
     }
+
+
+async def test_a_transactions_noted_scope_cannot_be_forged(
+    app_conn: psycopg.AsyncConnection[Any], store: Store
+) -> None:
+    """The scope a transaction proves once (compass_note_scope) is where row-level
+    security reads it; the request role can't write it, see another backend's,
+    or note a workspace its credential doesn't prove."""
+    a, b = await World.create(store), await World.create(store)
+    await a.post_text(a.human, "of a")
+    await b.post_text(b.human, "of b")
+    async with app_conn.transaction():
+        noted = await (
+            await app_conn.execute(
+                "SELECT compass_scope(%s, %s) AS ws", (a.human.credential, a.human.account_id)
+            )
+        ).fetchone()
+        assert noted == {"ws": a.workspace_id}
+        rows = await (await app_conn.execute("SELECT workspace_id FROM messages")).fetchall()
+        assert {r["workspace_id"] for r in rows} == {a.workspace_id}
+        for attempt in (
+            "UPDATE compass_scopes SET workspace_id = %s",
+            "INSERT INTO compass_scopes (pid, at, workspace_id) VALUES (1, now(), %s)",
+        ):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                async with app_conn.transaction():
+                    await app_conn.execute(attempt, (b.workspace_id,))
+        # Naming b's account or b's credential afterwards reaches nothing of b's.
+        await app_conn.execute(
+            "SELECT set_config('compass.credential', %s, true),"
+            " set_config('compass.actor', %s, true)",
+            (b.human.credential.hex(), str(b.human.account_id)),
+        )
+        rows = await (await app_conn.execute("SELECT workspace_id FROM messages")).fetchall()
+        assert b.workspace_id not in {r["workspace_id"] for r in rows}
+    # A credential it was not given notes no workspace.
+    async with app_conn.transaction():
+        made_up = hashlib.sha256(b"not a token").digest()
+        noted = await (
+            await app_conn.execute("SELECT compass_scope(%s, NULL) AS ws", (made_up,))
+        ).fetchone()
+        assert noted == {"ws": None}
+        assert await (await app_conn.execute("SELECT 1 FROM messages")).fetchall() == []
+    # Another backend's note is out of sight.
+    seen = await (await app_conn.execute("SELECT count(*) AS n FROM compass_scopes")).fetchone()
+    assert seen is not None and seen["n"] <= 1

@@ -317,4 +317,4 @@ async def test_a_server_of_the_release_before_serves_while_a_newer_one_upgrades(
     finally:
         await client.close()
         assert server.stop() == 0, "".join(server.log)
-    assert failed == []
+    assert failed == [], (failed[:3], "".join(server.log)[-3000:])

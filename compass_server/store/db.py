@@ -129,9 +129,10 @@ MIGRATION_LOCK = 5716373801
 
 async def migrate(url: str) -> list[int]:
     """Applies the numbered migrations not yet recorded, each followed by the
-    definitions (sql/) that name it, then every definition whose text changed
-    since it was applied; safe to run from several processes at once.
-    Returns the versions it applied."""
+    definitions (sql/) new to this database that name it, then, in one
+    transaction, every definition whose text changed since it was applied;
+    safe to run from several processes at once, and while servers of the
+    release before run on the database. Returns the versions it applied."""
     applied: list[int] = []
     following: dict[int, list[Definition]] = {}
     for d in definitions():
@@ -147,6 +148,8 @@ async def migrate(url: str) -> list[int]:
             " path text PRIMARY KEY, checksum text NOT NULL,"
             " applied_at timestamptz NOT NULL DEFAULT now())"
         )
+        cur = await conn.execute("SELECT path FROM schema_definitions")
+        recorded = {row[0] for row in await cur.fetchall()}
         for version, name, sql in migrations():
             async with conn.transaction():
                 await conn.execute(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})".encode())
@@ -161,23 +164,47 @@ async def migrate(url: str) -> list[int]:
                     "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
                     (version, name),
                 )
+                # A file new to this database comes with the migration it
+                # follows (nothing running calls it yet); a changed one waits
+                # for the redefinitions below, all in one transaction.
                 for d in following.get(version, ()):
-                    await _define(conn, d)
+                    if d.path not in recorded:
+                        await _define(conn, d)
                 applied.append(version)
                 log.info("applied migration %04d_%s", version, name)
         # Migrations grant every table to compass_app: not this one.
         await conn.execute("REVOKE ALL ON schema_definitions FROM compass_app")
-        for d in definitions():
+        await _redefine(conn)
+    return applied
+
+
+# How long the redefinitions wait for a table's lock (a policy is replaced
+# under an exclusive one) before they try again, and how often they do.
+REDEFINE_LOCK_TIMEOUT = "5s"
+REDEFINE_TRIES = 5
+
+
+async def _redefine(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Every definition whose text changed, in one transaction: the servers
+    running meanwhile see the old definitions or the new ones, never half of
+    each (a new body may call a function that is new too)."""
+    for attempt in range(1, REDEFINE_TRIES + 1):
+        try:
             async with conn.transaction():
                 await conn.execute(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})".encode())
-                cur = await conn.execute(
-                    "SELECT checksum FROM schema_definitions WHERE path = %s", (d.path,)
-                )
-                row = await cur.fetchone()
-                if row is None or row[0] != d.checksum:
-                    await _define(conn, d)
-                    log.info("applied sql/%s", d.path)
-    return applied
+                await conn.execute(f"SET LOCAL lock_timeout = '{REDEFINE_LOCK_TIMEOUT}'".encode())
+                cur = await conn.execute("SELECT path, checksum FROM schema_definitions")
+                applied = {row[0]: row[1] for row in await cur.fetchall()}
+                for d in definitions():
+                    if applied.get(d.path) != d.checksum:
+                        await _define(conn, d)
+                        log.info("applied sql/%s", d.path)
+            return
+        except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected):
+            if attempt == REDEFINE_TRIES:
+                raise
+            log.warning("the redefinitions waited too long for a lock; trying again")
+            await asyncio.sleep(attempt)
 
 
 def _statements(sql: str) -> bool:

@@ -3,11 +3,8 @@
 -- Scopes the transaction to the caller's credential; returns its workspace,
 -- NULL when the credential scopes nothing (unknown, revoked or expired).
 CREATE OR REPLACE FUNCTION compass_scope(cred bytea) RETURNS uuid
-LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM set_config('compass.credential', encode(cred, 'hex'), true);
-  RETURN compass_workspace();
-END
+LANGUAGE sql AS $$
+  SELECT compass_note_scope(cred, NULL)
 $$;
 REVOKE ALL ON FUNCTION compass_scope(cred bytea) FROM PUBLIC, compass_app, compass_maintenance, compass_writer;
 GRANT EXECUTE ON FUNCTION compass_scope(cred bytea) TO PUBLIC;
@@ -15,11 +12,8 @@ GRANT EXECUTE ON FUNCTION compass_scope(cred bytea) TO PUBLIC;
 -- Scopes the transaction to the caller's credential and names the account
 -- it acts as; returns the workspace (NULL: the credential scopes nothing).
 CREATE OR REPLACE FUNCTION compass_scope(cred bytea, actor uuid) RETURNS uuid
-LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM set_config('compass.actor', coalesce(actor::text, ''), true);
-  RETURN compass_scope(cred);
-END
+LANGUAGE sql AS $$
+  SELECT compass_note_scope(cred, actor)
 $$;
 REVOKE ALL ON FUNCTION compass_scope(cred bytea, actor uuid) FROM PUBLIC, compass_app, compass_maintenance, compass_writer;
 GRANT EXECUTE ON FUNCTION compass_scope(cred bytea, actor uuid) TO PUBLIC;
