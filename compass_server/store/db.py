@@ -128,9 +128,9 @@ MIGRATION_LOCK = 5716373801
 
 
 async def migrate(url: str) -> list[int]:
-    """Applies the numbered migrations not yet recorded, each followed by the
-    definitions (sql/) new to this database that name it, then, in one
-    transaction, every definition whose text changed since it was applied;
+    """Applies the numbered migrations not yet recorded (a database built from
+    empty gets each followed by the definitions, sql/, that name it), then,
+    in one transaction, every definition whose text changed since it was applied;
     safe to run from several processes at once, and while servers of the
     release before run on the database. Returns the versions it applied."""
     applied: list[int] = []
@@ -148,8 +148,9 @@ async def migrate(url: str) -> list[int]:
             " path text PRIMARY KEY, checksum text NOT NULL,"
             " applied_at timestamptz NOT NULL DEFAULT now())"
         )
-        cur = await conn.execute("SELECT path FROM schema_definitions")
-        recorded = {row[0] for row in await cur.fetchall()}
+        cur = await conn.execute("SELECT count(*) FROM schema_migrations")
+        row = await cur.fetchone()
+        fresh = row is None or row[0] == 0
         for version, name, sql in migrations():
             async with conn.transaction():
                 await conn.execute(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})".encode())
@@ -164,12 +165,11 @@ async def migrate(url: str) -> list[int]:
                     "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
                     (version, name),
                 )
-                # A file new to this database comes with the migration it
-                # follows (nothing running calls it yet); a changed one waits
-                # for the redefinitions below, all in one transaction.
-                for d in following.get(version, ()):
-                    if d.path not in recorded:
-                        await _define(conn, d)
+                # Built from empty, a database gets each file right after the
+                # migration it follows; one migrated before (servers may be
+                # running on it) gets every changed file at once, below.
+                for d in following.get(version, ()) if fresh else ():
+                    await _define(conn, d)
                 applied.append(version)
                 log.info("applied migration %04d_%s", version, name)
         # Migrations grant every table to compass_app: not this one.
@@ -178,33 +178,42 @@ async def migrate(url: str) -> list[int]:
     return applied
 
 
-# How long the redefinitions wait for a table's lock (a policy is replaced
-# under an exclusive one) before they try again, and how often they do.
+# How long a redefinition waits for its table's lock (a policy is replaced
+# under an exclusive one) before it tries again, and how often it does.
 REDEFINE_LOCK_TIMEOUT = "5s"
 REDEFINE_TRIES = 5
 
 
 async def _redefine(conn: psycopg.AsyncConnection[Any]) -> None:
-    """Every definition whose text changed, in one transaction: the servers
-    running meanwhile see the old definitions or the new ones, never half of
-    each (a new body may call a function that is new too)."""
-    for attempt in range(1, REDEFINE_TRIES + 1):
-        try:
-            async with conn.transaction():
-                await conn.execute(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})".encode())
-                await conn.execute(f"SET LOCAL lock_timeout = '{REDEFINE_LOCK_TIMEOUT}'".encode())
-                cur = await conn.execute("SELECT path, checksum FROM schema_definitions")
-                applied = {row[0]: row[1] for row in await cur.fetchall()}
-                for d in definitions():
-                    if applied.get(d.path) != d.checksum:
+    """Every definition whose text changed: the functions in one transaction,
+    so a server running meanwhile sees all the old bodies or all the new (a
+    new body may call a function that is new too); then each trigger and
+    each table's policies in a transaction of its own, which holds only that
+    table's lock (never one table's while waiting for another's)."""
+    cur = await conn.execute("SELECT path, checksum FROM schema_definitions")
+    applied = {row[0]: row[1] for row in await cur.fetchall()}
+    changed = [d for d in definitions() if applied.get(d.path) != d.checksum]
+    functions = [d for d in changed if d.path.startswith("functions/")]
+    batches = [functions] if functions else []
+    batches += [[d] for d in changed if not d.path.startswith("functions/")]
+    for batch in batches:
+        for attempt in range(1, REDEFINE_TRIES + 1):
+            try:
+                async with conn.transaction():
+                    await conn.execute(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})".encode())
+                    await conn.execute(
+                        f"SET LOCAL lock_timeout = '{REDEFINE_LOCK_TIMEOUT}'".encode()
+                    )
+                    for d in batch:
                         await _define(conn, d)
-                        log.info("applied sql/%s", d.path)
-            return
-        except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected):
-            if attempt == REDEFINE_TRIES:
-                raise
-            log.warning("the redefinitions waited too long for a lock; trying again")
-            await asyncio.sleep(attempt)
+                break
+            except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected):
+                if attempt == REDEFINE_TRIES:
+                    raise
+                log.warning("a redefinition waited too long for a lock; trying again")
+                await asyncio.sleep(attempt)
+        for d in batch:
+            log.info("applied sql/%s", d.path)
 
 
 def _statements(sql: str) -> bool:

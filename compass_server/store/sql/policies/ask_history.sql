@@ -8,5 +8,5 @@ CREATE POLICY participating_read ON ask_history AS RESTRICTIVE FOR SELECT TO com
 
 DROP POLICY IF EXISTS workspace_only ON ask_history;
 CREATE POLICY workspace_only ON ask_history AS PERMISSIVE FOR ALL TO compass_app, compass_maintenance, compass_writer
-  USING ((workspace_id = ( SELECT compass_workspace() AS compass_workspace)))
-  WITH CHECK ((workspace_id = ( SELECT compass_workspace() AS compass_workspace)));
+  USING ((workspace_id = ( SELECT w.w FROM compass_workspace_now() w)))
+  WITH CHECK ((workspace_id = ( SELECT w.w FROM compass_workspace_now() w)));
