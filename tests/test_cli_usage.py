@@ -155,7 +155,7 @@ METAVARS |= {"HANDLE", "TEXT", "DURATION", "URL", "TOKEN", "FILE", "DIR", "[HOST
 METAVARS |= {"HOST:PORT", "KEY", "KEY=VALUE,…", "NETWORK,…", "WAIT,…", "TYPE,…"}
 METAVARS |= {"JSON", "EMAIL", "ASK_ID", "ACCOUNT_ID", "SESSION_ID", "LINK_ID", "TIME"}
 METAVARS |= {"HOST", "PASSWORD", "HH:MM-HH:MM", "ZONE"}
-METAVARS |= {"APP_ID", "TEAM_ID", "SLACK_ID", "POLICY"}
+METAVARS |= {"APP_ID", "TEAM_ID", "SLACK_ID", "POLICY", "PATH"}
 
 
 def test_every_flag_has_help_a_metavar_for_its_value_and_switches_take_no() -> None:

@@ -33,7 +33,11 @@ log = logging.getLogger(__name__)
 WAIT_SECONDS = 10.0
 # How long a probe waits for the database to answer, and how often it asks
 # again while it doesn't.
-PROBE_SECONDS = 2.0
+PROBE_SECONDS = 3.0
+# Probes that time out in a row before the database is taken for down: a
+# database that refuses is down at once, but a slow answer may be a busy
+# machine's.
+TIMEOUTS_FOR_DOWN = 2
 # A transaction still waiting after this long has the database probed.
 SLOW_SECONDS = 1.0
 # While the database is down, the longest a call waits for a probe's answer
@@ -138,8 +142,10 @@ class Outage:
         # Resolved when the next probe to start has its answer.
         self._next: asyncio.Future[None] | None = None
         self._wanted = asyncio.Event()
+        self._timed_out = False
         # How long the last probe took to fail; 0 after one answered.
         self._failing_for = 0.0
+        self._timeouts = 0
         self._closed = False
 
     async def admit(self) -> None:
@@ -198,16 +204,24 @@ class Outage:
                 self._wanted.clear()
                 answers = await self._answers()
                 self._failing_for = 0.0 if answers else loop.time() - started
+                again = False
                 if answers:
+                    self._timeouts = 0
                     if self.down:
                         for step in self.before_up:
                             await step()
                         self._set(down=False)
+                elif self._timed_out and self._timeouts < TIMEOUTS_FOR_DOWN and not self.down:
+                    # Once more before calling it down, at once.
+                    again = True
                 else:
                     self._set(down=True)
                 if answered is not None and not answered.done():
                     answered.set_result(None)
+                if again:
+                    continue
                 if not self.down:
+                    self._timeouts = 0
                     return
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self.probe_seconds):
@@ -220,6 +234,7 @@ class Outage:
             self._next = None
 
     async def _answers(self) -> bool:
+        self._timed_out = False
         try:
             async with asyncio.timeout(self.probe_seconds):
                 conn = await psycopg.AsyncConnection.connect(
@@ -233,6 +248,9 @@ class Outage:
             # It answers; the pool's connections still serve.
             return True
         except (psycopg.Error, OSError, TimeoutError) as exc:
+            if isinstance(exc, TimeoutError | psycopg.errors.ConnectionTimeout):
+                self._timed_out = True
+                self._timeouts += 1
             if not self.down:
                 log.warning("the database does not answer: %s", str(exc).strip() or "timed out")
             return False
