@@ -17,6 +17,8 @@
     compass-server admin list-runners --workspace ID
     compass-server admin list-tokens (--workspace ID | --account ID | --runner ID) [--all]
     compass-server admin create-token (--account ID | --runner ID) [--label L] [--expires-in D]
+    compass-server admin create-hook-token --agent ID --channel ID [--policy FILE] [--label L]
+        [--expires-in D]
     compass-server admin revoke-token TOKEN_ID
     compass-server admin rotate-token TOKEN_ID [--grace D] [--expires-in D]
     compass-server admin create-webhook --workspace ID --url URL [--kind standard|slack]
@@ -63,6 +65,7 @@ import datetime
 import gc
 import json
 import logging
+import pathlib
 import re
 import signal
 import sys
@@ -82,6 +85,7 @@ from compass_server.slack import cli as slack_cli
 from compass_server.startup import StartupError, open_database, webhook_reach, webhook_vault
 from compass_server.store import Store, StoreError
 from compass_server.store.blocks import DeadlineBounds
+from compass_server.store.errors import InvalidArgument
 from compass_server.store.slack import SlackStore
 from compass_server.store.types import Operator, WebhookEventType
 from compass_server.store.webhooks import WebhookStore
@@ -158,6 +162,7 @@ _ACTIONS = {
     "list-runners": "lists a workspace's runners and their agents",
     "list-tokens": "lists tokens (never their secrets), newest first",
     "create-token": "issues another token for an account or a runner",
+    "create-hook-token": "issues a hook token: an agent's harness hooks ask in a channel with it",
     "revoke-token": "refuses a token from now on, on every server",
     "rotate-token": "replaces a token with a new secret; the old one ends",
     "create-webhook": "a webhook endpoint; prints its id and signing secret",
@@ -283,6 +288,16 @@ def _parser() -> argparse.ArgumentParser:
     an_id(owner, "--account", "the account the token signs in as", False)
     an_id(owner, "--runner", "the runner the token signs in as", False)
     _token_flags(create)
+    hook = action("create-hook-token")
+    an_id(hook, "--agent", "the agent whose harness's hooks ask")
+    an_id(hook, "--channel", "where its asks are posted")
+    hook.add_argument(
+        "--policy",
+        type=pathlib.Path,
+        metavar="FILE",
+        help="the policy (TOML) of who answers what (default: anyone in the channel, each request)",
+    )
+    _token_flags(hook)
     revoke = action("revoke-token")
     revoke.add_argument("token_id", type=_uuid, metavar="TOKEN_ID", help="the token's id")
     rotate = action("rotate-token")
@@ -650,6 +665,24 @@ async def _create_token(store: Store, args: argparse.Namespace) -> dict[str, Any
     return {**_plain(r.token_info), "token": r.token}
 
 
+async def _create_hook_token(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    try:
+        policy = args.policy.read_text(encoding="utf-8") if args.policy else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidArgument(f"can't read the policy file {args.policy}: {exc}") from None
+    r = await AdminApi(store.admin).create_hook_token(
+        await _operator_of(store, args.agent),
+        ad.CreateHookTokenRequest(
+            agent_account_id=str(args.agent),
+            channel_id=str(args.channel),
+            policy=policy,
+            label=args.label,
+            expires_in=_wire_duration(args.expires_in),
+        ),
+    )
+    return {**_plain(r.token_info), "token": r.token, "rules": list(r.rules)}
+
+
 async def _revoke_token(store: Store, args: argparse.Namespace) -> dict[str, Any]:
     r = await AdminApi(store.admin).revoke_token(
         await _operator_of(store, args.token_id),
@@ -781,6 +814,7 @@ _ADMIN: dict[str, Callable[[Store, argparse.Namespace], Awaitable[dict[str, Any]
     "list-runners": _list_runners,
     "list-tokens": _list_tokens,
     "create-token": _create_token,
+    "create-hook-token": _create_hook_token,
     "revoke-token": _revoke_token,
     "rotate-token": _rotate_token,
     "create-webhook": _create_webhook,
