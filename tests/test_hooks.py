@@ -169,7 +169,8 @@ async def test_codex_permission_request_and_notify(server: Any, api_world: World
     noted = await post(server, token, NOTIFY, harness="codex")
     assert (noted.status_code, noted.content) == (200, b"")
     page = await w.store.list_messages(w.human, w.channel.channel_id, 200, "")
-    assert [b.text for b in page.items[-1].blocks if hasattr(b, "text")] == [
+    notes = [b.text for m in page.items for b in m.blocks if "finished" in getattr(b, "text", "")]
+    assert notes == [
         "Codex finished a turn in /home/ada/repo (thread 019a-codex-thread).\n\n"
         "Renamed the build step and updated CI."
     ]

@@ -180,6 +180,7 @@ class AskCache:
             questions=tuple(blockrules.pending(q) for q in ask.questions),
             ask_id=ask.ask_id,
             trace=ask.trace,
+            always=ask.always,
         )
         self._asks.put(ask.ask_id, content, max(size, weigh(content)))
 
