@@ -23,11 +23,21 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from compass.v1 import comms_pb2 as pb
+from compass_agentkit.harness import (
+    CLAUDE_CODE,
+    CODEX,
+    HARNESSES,
+    PERMISSION_REQUEST,
+    PRE_TOOL_USE,
+    allow,
+    deny,
+    fallback,
+)
 from compass_agentkit.native_ask import MappedAsk, map_coding_agent_ask
 from compass_server.api.mapping import blocks_from_wire
 from compass_server.hooks.policy import Rule, subject_of
@@ -43,23 +53,13 @@ from compass_server.store.types import (
     VoteKind,
 )
 
-CLAUDE_CODE = "claude-code"
-CODEX = "codex"
-HARNESSES = {CLAUDE_CODE: "Claude Code", CODEX: "Codex"}
-PERMISSION_REQUEST = "PermissionRequest"
-PRE_TOOL_USE = "PreToolUse"
 NOTIFY = "agent-turn-complete"
 ASK_USER_QUESTION = "AskUserQuestion"
 # A permission ask's one question and its choices.
 DECISION = "decision"
 ALLOW, ALWAYS, DENY = "allow", "always", "deny"
-# What the harness reads as "no decision": it then prompts as it would.
-FALLBACK_ASK, FALLBACK_DENY = "ask", "deny"
-FALLBACKS = (FALLBACK_ASK, FALLBACK_DENY)
 # A subject longer than this is named in the question by its digest.
 QUESTION_SUBJECT_CHARS = 1_000
-# The harness's own limit on output strings (Claude Code: 10,000 characters).
-OUTPUT_TEXT_CHARS = 10_000
 
 
 class BadRequest(Exception):
@@ -240,72 +240,11 @@ def ask_blocks(request: Request, rule: Rule, agent: str, always_for: str) -> lis
     ]
 
 
-def _ask_block(mapped: MappedAsk) -> Any:
-    from compass.v1 import comms_pb2 as pb
-
+def _ask_block(mapped: MappedAsk) -> pb.MessageBlock:
     return pb.MessageBlock(ask=mapped.ask)
 
 
 # --- the way back ---------------------------------------------------------------------
-
-
-def _dumps(value: object) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= OUTPUT_TEXT_CHARS else text[: OUTPUT_TEXT_CHARS - 1] + "…"
-
-
-def no_decision(request: Request, why: str) -> bytes:
-    """The harness prompts as it would without Compass."""
-    if request.harness == CODEX:
-        return b""
-    return _dumps({"systemMessage": _clip(f"Compass: {why}")}) if why else b"{}"
-
-
-def allow(request: Request, updated_input: Mapping[str, Any] | None = None) -> bytes:
-    if request.event == PRE_TOOL_USE:
-        out: dict[str, Any] = {"hookEventName": PRE_TOOL_USE, "permissionDecision": "allow"}
-        if updated_input is not None:
-            out["updatedInput"] = updated_input
-        return _dumps({"hookSpecificOutput": out})
-    return _dumps(
-        {
-            "hookSpecificOutput": {
-                "hookEventName": PERMISSION_REQUEST,
-                "decision": {"behavior": "allow"},
-            }
-        }
-    )
-
-
-def deny(request: Request, why: str) -> bytes:
-    if request.event == PRE_TOOL_USE:
-        return _dumps(
-            {
-                "hookSpecificOutput": {
-                    "hookEventName": PRE_TOOL_USE,
-                    "permissionDecision": "deny",
-                    "permissionDecisionReason": _clip(why),
-                }
-            }
-        )
-    return _dumps(
-        {
-            "hookSpecificOutput": {
-                "hookEventName": PERMISSION_REQUEST,
-                "decision": {"behavior": "deny", "message": _clip(why)},
-            }
-        }
-    )
-
-
-def fallback(request: Request, kind: str, why: str) -> bytes:
-    """The configured fallback, saying why it was taken."""
-    if kind == FALLBACK_DENY:
-        return deny(request, f"Compass: {why}")
-    return no_decision(request, why)
 
 
 def _answers_of(ask: Ask) -> list[tuple[str, Sequence[Answer]]]:
@@ -342,10 +281,10 @@ def decided(request: Request, ask: Ask, fallback_kind: str) -> tuple[bytes, str]
     is the fallback (empty for a person's decision)."""
     if ask.ending is None or ask.ending.kind is not EndingKind.ANSWERED:
         why = ending_words(ask)
-        return fallback(request, fallback_kind, why), why
+        return fallback(request.harness, request.event, fallback_kind, why), why
     answers = _answers_of(ask)
     if request.questions:
-        return allow(request, _updated_input(request, ask, answers[0][1])), ""
+        return allow(request.event, _updated_input(request, ask, answers[0][1])), ""
     denials = []
     for handle, given in answers:
         chosen = next((a for a in given if a.question_id == DECISION), None)
@@ -355,8 +294,8 @@ def decided(request: Request, ask: Ask, fallback_kind: str) -> tuple[bytes, str]
         text = chosen.custom_text.strip() if chosen else ""
         denials.append(f"Denied by @{handle}" + (f": {_one_line(text, 2000)}" if text else ""))
     if denials:
-        return deny(request, "; ".join(denials)), ""
-    return allow(request), ""
+        return deny(request.event, "; ".join(denials)), ""
+    return allow(request.event), ""
 
 
 def _updated_input(request: Request, ask: Ask, given: Sequence[Answer]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from compass_agentkit import harness as kit
 from compass_server.api.errors import ApiError, Status, to_api_error
 from compass_server.events.hub import Closed, EventHub, Lane
 from compass_server.hooks import harness as h
@@ -159,7 +160,7 @@ class HookAsks:
                 return Reply(200, b"")
             rule = hook.policy.rule_for(request.tool_name, request.subject)
             if not rule.ask:
-                return Reply(200, h.no_decision(request, ""))
+                return Reply(200, kit.no_decision(request.harness))
             token = sign_in.token_id
             if self._held[token] >= self.held_per_token:
                 return refused(
@@ -195,7 +196,9 @@ class HookAsks:
             if error.status is Status.INTERNAL:
                 raise
             why = f"Compass can't take this request: {error.message}"
-            return Reply(200, h.fallback(request, fallback, why), reason=why)
+            return Reply(
+                200, kit.fallback(request.harness, request.event, fallback, why), reason=why
+            )
 
     async def _ask(
         self,
@@ -253,7 +256,9 @@ class HookAsks:
             return None
         if ended is None or ended.ending is None:
             why = "another held request still waits on this ask"
-            return Reply(200, h.fallback(request, fallback, why), ask_id, reason=why)
+            return Reply(
+                200, kit.fallback(request.harness, request.event, fallback, why), ask_id, reason=why
+            )
         if ended.ending.kind.value == "withdrawn_by_agent":
             why = (
                 "Compass is stopping; nobody answered in time"
@@ -262,7 +267,7 @@ class HookAsks:
             )
             return Reply(
                 200,
-                h.fallback(request, fallback, why),
+                kit.fallback(request.harness, request.event, fallback, why),
                 ask_id,
                 self.receipts.sign(actor.workspace_id, actor.account_id, ended),
                 why,

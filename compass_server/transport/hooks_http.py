@@ -23,10 +23,10 @@ import urllib.parse
 import uuid
 from typing import Any
 
+from compass_agentkit import harness as kit
 from compass_server.api.auth import Authenticator
 from compass_server.api.errors import ApiError, Status
 from compass_server.api.text import check_text
-from compass_server.hooks import harness as h
 from compass_server.hooks.held import DEFAULT_TIMEOUT_SECONDS, HookAsks, Reply, refused
 from compass_server.store.errors import InvalidArgument
 from compass_server.transport.cookies import header_getter
@@ -81,8 +81,8 @@ def _query(scope: dict[str, Any], longest: float) -> tuple[float, str]:
                 f"timeout is the hook's timeout in seconds, 1 to {longest:g} "
                 "(the same number as the hook's own timeout setting)"
             )
-    fallback = query.get("fallback", [h.FALLBACK_ASK])[-1]
-    if fallback not in h.FALLBACKS:
+    fallback = query.get("fallback", [kit.FALLBACK_ASK])[-1]
+    if fallback not in kit.FALLBACKS:
         raise InvalidArgument("fallback is ask (the harness's own prompt) or deny")
     return timeout, fallback
 
@@ -120,7 +120,7 @@ class HookRoutes:
 
     async def _serve(self, scope: dict[str, Any], receive: Any) -> Reply | None:
         harness = scope["path"][len(PREFIX) :]
-        if harness not in h.HARNESSES:
+        if harness not in kit.HARNESSES:
             return refused(
                 ApiError(
                     Status.NOT_FOUND,
