@@ -28,7 +28,9 @@ QUESTIONS = json.loads((FIXTURES / "claude-code-ask-user-question.json").read_te
 CODEX = json.loads((FIXTURES / "codex-permission-request.json").read_text())
 NOTIFY = json.loads((FIXTURES / "codex-notify.json").read_text())
 
-ALLOWED = b'{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}'
+ALLOWED = (
+    b'{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}'
+)
 
 
 def denied(message: str) -> bytes:
@@ -41,7 +43,10 @@ def denied(message: str) -> bytes:
 async def hook_token(w: World, policy: str = "") -> str:
     hooks = HookStore(w.store.db, w.store.admin)
     issued, _ = await hooks.create_hook_token(
-        Operator(w.workspace_id), w.agent.account_id, w.channel.channel_id, hook_policy.parse(policy)
+        Operator(w.workspace_id),
+        w.agent.account_id,
+        w.channel.channel_id,
+        hook_policy.parse(policy),
     )
     return issued.secret
 
@@ -230,9 +235,7 @@ async def test_sessions_each_ask_their_own(server: Any, api_world: World) -> Non
     token = await hook_token(w)
     one = post(server, token, PERMISSION)
     other = post(server, token, {**PERMISSION, "session_id": "def456"})
-    asks: list[Ask] = await until(
-        lambda: _at_least(open_asks(w), 2), "two open asks", wait=30
-    )
+    asks: list[Ask] = await until(lambda: _at_least(open_asks(w), 2), "two open asks", wait=30)
     assert len(asks) == 2
     await w.store.answer(w.human, asks[0].ask_id, [Answer("decision", ("allow",))])
     await w.store.answer(w.human, asks[1].ask_id, [Answer("decision", ("deny",))])
@@ -363,19 +366,89 @@ async def test_bad_requests_are_4xx_with_a_reason(server: Any, api_world: World,
     auth = {"authorization": f"Bearer {token}"}
     async with httpx.AsyncClient() as http:
         cases: list[tuple[httpx.Response, int, str]] = [
-            (await http.post(f"{url}/claude-code", content=b"\xff\xfe", headers=auth), 400, "the body is not UTF-8"),
-            (await http.post(f"{url}/claude-code", content=b"{", headers=auth), 400, "the body is not JSON: Expecting property name enclosed in double quotes"),
-            (await http.post(f"{url}/claude-code", content=b"[" * 5000 + b"]" * 5000, headers=auth), 400, "the body is nested deeper than 64 levels"),
-            (await http.post(f"{url}/claude-code", json={**PERMISSION, "cwd": "a\x00b"}, headers=auth), 400, "cwd has a control character (U+0000) at position 1; text takes tab, line feed and carriage return, no other"),
-            (await http.post(f"{url}/claude-code", json={**PERMISSION, "hook_event_name": "Stop"}, headers=auth), 400, "Claude Code's 'Stop' hook is not one Compass answers here (it takes PermissionRequest, PreToolUse)"),
-            (await http.post(f"{url}/claude-code", json=[], headers=auth), 400, "the body is a JSON object of the harness's hook input"),
-            (await http.post(f"{url}/claude-code", params={"timeout": "nan"}, json=PERMISSION, headers=auth), 400, "timeout is the hook's timeout in seconds, 1 to 86400 (the same number as the hook's own timeout setting)"),
-            (await http.post(f"{url}/claude-code", params={"fallback": "allow"}, json=PERMISSION, headers=auth), 400, "fallback is ask (the harness's own prompt) or deny"),
-            (await http.post(f"{url}/{'x' * 300}", json=PERMISSION, headers=auth), 404, "no such hook endpoint; there are /hooks/claude-code and /hooks/codex"),
+            (
+                await http.post(f"{url}/claude-code", content=b"\xff\xfe", headers=auth),
+                400,
+                "the body is not UTF-8",
+            ),
+            (
+                await http.post(f"{url}/claude-code", content=b"{", headers=auth),
+                400,
+                "the body is not JSON: Expecting property name enclosed in double quotes",
+            ),
+            (
+                await http.post(
+                    f"{url}/claude-code", content=b"[" * 5000 + b"]" * 5000, headers=auth
+                ),
+                400,
+                "the body is nested deeper than 64 levels",
+            ),
+            (
+                await http.post(
+                    f"{url}/claude-code", json={**PERMISSION, "cwd": "a\x00b"}, headers=auth
+                ),
+                400,
+                "cwd has a control character (U+0000) at position 1; "
+                "text takes tab, line feed and carriage return, no other",
+            ),
+            (
+                await http.post(
+                    f"{url}/claude-code",
+                    json={**PERMISSION, "hook_event_name": "Stop"},
+                    headers=auth,
+                ),
+                400,
+                "Claude Code's 'Stop' hook is not one Compass answers here "
+                "(it takes PermissionRequest, PreToolUse)",
+            ),
+            (
+                await http.post(f"{url}/claude-code", json=[], headers=auth),
+                400,
+                "the body is a JSON object of the harness's hook input",
+            ),
+            (
+                await http.post(
+                    f"{url}/claude-code", params={"timeout": "nan"}, json=PERMISSION, headers=auth
+                ),
+                400,
+                "timeout is the hook's timeout in seconds, 1 to 86400 "
+                "(the same number as the hook's own timeout setting)",
+            ),
+            (
+                await http.post(
+                    f"{url}/claude-code",
+                    params={"fallback": "allow"},
+                    json=PERMISSION,
+                    headers=auth,
+                ),
+                400,
+                "fallback is ask (the harness's own prompt) or deny",
+            ),
+            (
+                await http.post(f"{url}/{'x' * 300}", json=PERMISSION, headers=auth),
+                404,
+                "no such hook endpoint; there are /hooks/claude-code and /hooks/codex",
+            ),
             (await http.get(f"{url}/claude-code", headers=auth), 405, "hooks are POSTed"),
-            (await http.post(f"{url}/claude-code", json=PERMISSION), 401, "missing authorization: Bearer <token>"),
-            (await http.post(f"{url}/claude-code", json=PERMISSION, headers={"authorization": "Bearer cph_stale"}), 401, "the token is not valid"),
-            (await http.post(f"{url}/claude-code", content=b"x" * (2 << 20), headers=auth), 413, "That request is too large."),
+            (
+                await http.post(f"{url}/claude-code", json=PERMISSION),
+                401,
+                "missing authorization: Bearer <token>",
+            ),
+            (
+                await http.post(
+                    f"{url}/claude-code",
+                    json=PERMISSION,
+                    headers={"authorization": "Bearer cph_stale"},
+                ),
+                401,
+                "the token is not valid",
+            ),
+            (
+                await http.post(f"{url}/claude-code", content=b"x" * (2 << 20), headers=auth),
+                413,
+                "That request is too large.",
+            ),
         ]
     for reply, status, message in cases:
         assert (reply.status_code, reply.json()["message"]) == (status, message)
