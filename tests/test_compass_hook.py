@@ -75,7 +75,7 @@ async def test_claude_code_permission_then_verify(
     code, out, err = await finished(proc)
     assert (code, out, err) == (0, ALLOWED + b"\n", b"")
     receipts = pathlib.Path(str(transcript) + ".compass-receipts.jsonl")
-    (line,) = [json.loads(x) for x in receipts.read_text().splitlines()]
+    (line,) = [json.loads(x) for x in (await asyncio.to_thread(receipts.read_text)).splitlines()]
     assert line["ask_id"] == ask.ask_id
     assert line["decision"] == json.loads(ALLOWED)
     verified = await run(["verify", str(receipts), "--url", f"http://127.0.0.1:{server.http_port}"])
@@ -85,7 +85,7 @@ async def test_claude_code_permission_then_verify(
     assert out.decode().endswith(": holds\n")
     # A receipt that claims another decision than it signs doesn't hold.
     forged = {**line, "ask_id": "ask_other"}
-    receipts.write_text(json.dumps(forged) + "\n")
+    await asyncio.to_thread(receipts.write_text, json.dumps(forged) + "\n")
     code, out, _ = await finished(
         await run(["verify", str(receipts), "--url", f"http://127.0.0.1:{server.http_port}"])
     )
