@@ -151,8 +151,10 @@ def _write_receipt(data: object, response: httpx.Response, name: str) -> None:
 
 async def _ask(args: Any, name: str, body: bytes, data: object) -> int:
     event = _event_of(data, "")
-    url = args.url.rstrip("/") + f"/hooks/{name}?" + urllib.parse.urlencode(
-        {"timeout": f"{args.timeout:g}", "fallback": args.fallback}
+    url = (
+        args.url.rstrip("/")
+        + f"/hooks/{name}?"
+        + urllib.parse.urlencode({"timeout": f"{args.timeout:g}", "fallback": args.fallback})
     )
     wait = max(1.0, args.timeout - OWN_MARGIN_SECONDS)
 
