@@ -288,16 +288,16 @@ def _parser() -> argparse.ArgumentParser:
     an_id(owner, "--account", "the account the token signs in as", False)
     an_id(owner, "--runner", "the runner the token signs in as", False)
     _token_flags(create)
-    hook = action("create-hook-token")
-    an_id(hook, "--agent", "the agent whose harness's hooks ask")
-    an_id(hook, "--channel", "where its asks are posted")
-    hook.add_argument(
+    hook_token = action("create-hook-token")
+    an_id(hook_token, "--agent", "the agent whose harness's hooks ask")
+    an_id(hook_token, "--channel", "where its asks are posted")
+    hook_token.add_argument(
         "--policy",
         type=pathlib.Path,
         metavar="FILE",
         help="the policy (TOML) of who answers what (default: anyone in the channel, each request)",
     )
-    _token_flags(hook)
+    _token_flags(hook_token)
     revoke = action("revoke-token")
     revoke.add_argument("token_id", type=_uuid, metavar="TOKEN_ID", help="the token's id")
     rotate = action("rotate-token")
@@ -389,6 +389,7 @@ def _parser() -> argparse.ArgumentParser:
         create,
         revoke,
         rotate,
+        hook_token,
         hook,
         hooks,
         *by_id,
