@@ -101,7 +101,10 @@ def deny(event: str, why: str) -> bytes:
 
 
 def fallback(harness: str, event: str, kind: str, why: str) -> bytes:
-    """The configured fallback, saying why it was taken."""
+    """The configured fallback, saying why it was taken (nothing for an
+    event that decides nothing, such as Codex's notify)."""
+    if event not in (PERMISSION_REQUEST, PRE_TOOL_USE):
+        return b""
     if kind == FALLBACK_DENY:
         return deny(event, f"Compass: {why}")
     return no_decision(harness, why)

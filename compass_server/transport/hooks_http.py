@@ -27,8 +27,10 @@ from compass_agentkit import harness as kit
 from compass_server.api.auth import Authenticator
 from compass_server.api.errors import ApiError, Status
 from compass_server.api.text import check_text
+from compass_server.hooks import harness as h
 from compass_server.hooks.held import DEFAULT_TIMEOUT_SECONDS, HookAsks, Reply, refused
 from compass_server.store.errors import InvalidArgument
+from compass_server.store.types import SignIn
 from compass_server.transport.cookies import header_getter
 from compass_server.transport.people_http import BodyRefused, Send, read_body
 
@@ -138,10 +140,16 @@ class HookRoutes:
         except InvalidArgument as exc:
             return refused(ApiError(Status.INVALID_ARGUMENT, exc.message))
         get = header_getter(scope.get("headers", ()))
+        sign_in: SignIn | None = None
+        outage: ApiError | None = None
         try:
             sign_in = await self.auth.sign_in(get("authorization"), hook=True)
         except ApiError as exc:
-            return refused(exc)
+            if exc.status is not Status.UNAVAILABLE:
+                return refused(exc)
+            # Compass can't check the token now: the harness's fallback, as
+            # for any outage (it decides nothing a person would have).
+            outage = exc
         try:
             raw = await read_body(receive, self.request_bytes)
         except BodyRefused as exc:
@@ -163,6 +171,14 @@ class HookRoutes:
             return refused(ApiError(Status.INVALID_ARGUMENT, f"the body is not JSON: {exc.msg}"))
         except InvalidArgument as exc:
             return refused(ApiError(Status.INVALID_ARGUMENT, exc.message))
+        if sign_in is None:
+            assert outage is not None
+            try:
+                request = h.parse(harness, body)
+            except h.BadRequest as exc:
+                return refused(ApiError(Status.INVALID_ARGUMENT, str(exc)))
+            why = f"Compass can't take this request: {outage.message}"
+            return Reply(200, kit.fallback(harness, request.event, fallback, why), reason=why)
         gone = asyncio.Event()
         watching = asyncio.get_running_loop().create_task(_watch(receive, gone))
         try:
