@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
-import uuid
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -358,8 +358,7 @@ async def test_a_hook_token_does_nothing_else(server: Any, api_world: World) -> 
         }
 
 
-@pytest.mark.parametrize("uid", [uuid.uuid4().hex[:4]])
-async def test_bad_requests_are_4xx_with_a_reason(server: Any, api_world: World, uid: str) -> None:
+async def test_bad_requests_are_4xx_with_a_reason(server: Any, api_world: World) -> None:
     w = api_world
     token = await hook_token(w)
     url = f"http://127.0.0.1:{server.http_port}/hooks"
@@ -453,3 +452,73 @@ async def test_bad_requests_are_4xx_with_a_reason(server: Any, api_world: World,
     for reply, status, message in cases:
         assert (reply.status_code, reply.json()["message"]) == (status, message)
     assert await open_asks(w) == []
+
+
+async def test_a_hook_token_is_listed_revoked_and_never_rotated(
+    server: Any, api_world: World
+) -> None:
+    from compass_server.store.errors import FailedPrecondition
+
+    w = api_world
+    hooks = HookStore(w.store.db, w.store.admin)
+    issued, policy = await hooks.create_hook_token(
+        Operator(w.workspace_id),
+        w.agent.account_id,
+        w.channel.channel_id,
+        hook_policy.parse('[[rules]]\nname = "reads"\ntool = "Read"\nask = false\n'),
+        label="laptop hooks",
+    )
+    assert [r.name for r in policy.rules] == ["reads"]
+    assert issued.secret.startswith("cph_")
+    listed = await w.store.admin.list_tokens(
+        Operator(w.workspace_id), w.agent.account_id, None, False, 50, ""
+    )
+    assert "laptop hooks" in [t.label for t in listed.items]
+    with pytest.raises(FailedPrecondition, match="is a hook token, which can't be rotated"):
+        await w.store.admin.rotate_token(Operator(w.workspace_id), issued.token.token_id)
+    await w.store.admin.revoke_token(Operator(w.workspace_id), issued.token.token_id)
+    server.auth.forget(issued.token.token_id)
+    reply = await post(server, issued.secret, PERMISSION)
+    assert (reply.status_code, reply.json()["message"]) == (401, "the token was revoked")
+
+
+async def test_a_policy_is_checked_when_the_token_is_made(api_world: World) -> None:
+    from compass_server.store.errors import InvalidArgument, NotFound
+
+    w = api_world
+    hooks = HookStore(w.store.db, w.store.admin)
+    bad = {
+        "[[rules]]\nname = 1\n": "rules[0].name is 1 to 80 characters",
+        "[[rules]]\nname = 'a'\nanswerers = ['ada']\nquorum = 2\n": (
+            "rules[0].quorum is 2; a quorum is 1 to the number of answerers the rule names (1)"
+        ),
+        "[[rules]]\nname = 'a'\nanswerers = ['@oncall']\n": (
+            "rules[0].answerers names the group @oncall, which [groups] lacks"
+        ),
+        "[[rules]]\nname = 'a'\nmatchh = 'x'\n": "rules[0] has no setting 'matchh'",
+        "rules = 3": "rules is a list of [[rules]] tables",
+        "[x": "the policy is not TOML",
+        "[[rules]]\nname = 'a'\ntool = 'B(a'\n": "rules[0].tool is * or tool names",
+    }
+    for text, why in bad.items():
+        with pytest.raises(InvalidArgument, match=re.escape(why)):
+            hook_policy.parse(text)
+    with pytest.raises(InvalidArgument, match="the policy names @nobody, who is no active person"):
+        await hooks.create_hook_token(
+            Operator(w.workspace_id),
+            w.agent.account_id,
+            w.channel.channel_id,
+            hook_policy.parse("[[rules]]\nname = 'a'\nanswerers = ['nobody']\n"),
+        )
+    with pytest.raises(NotFound, match="no agent"):
+        await hooks.create_hook_token(
+            Operator(w.workspace_id),
+            w.human.account_id,
+            w.channel.channel_id,
+            hook_policy.parse(""),
+        )
+    other = await w.store.create_channel(w.human, "elsewhere", "", [])
+    with pytest.raises(Exception, match="takes no part in channel"):
+        await hooks.create_hook_token(
+            Operator(w.workspace_id), w.agent.account_id, other.channel_id, hook_policy.parse("")
+        )

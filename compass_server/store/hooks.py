@@ -110,4 +110,7 @@ class HookStore:
         """One held request left the ask; how many still wait on it."""
         async with self.db.tx(actor) as conn:
             row = await (await conn.execute(HOOKS["release"], {"ask_id": ask_id})).fetchone()
-        return int(row["holders"]) if row else 0
+            left = int(row["holders"]) if row else 0
+            if row is not None and left == 0:
+                await conn.execute(HOOKS["forget"], {"ask_id": ask_id})
+        return left

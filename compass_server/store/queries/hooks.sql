@@ -22,3 +22,7 @@ RETURNING holders
 UPDATE hook_holds SET holders = greatest(holders - 1, 0), updated_at = now()
 WHERE ask_id = %(ask_id)s
 RETURNING holders
+
+-- name: forget
+-- Nobody holds the ask any more.
+DELETE FROM hook_holds WHERE ask_id = %(ask_id)s AND holders = 0
