@@ -243,6 +243,10 @@ async def test_sessions_each_ask_their_own(server: Any, api_world: World) -> Non
     assert replies == {ALLOWED, denied("Denied by @ada")}
 
 
+async def _one_done(held: list[asyncio.Future[httpx.Response]]) -> bool:
+    return any(h.done() for h in held)
+
+
 async def _at_least(found: Awaitable[list[Ask]], n: int) -> list[Ask]:
     asks = await found
     return asks if len(asks) >= n else []
@@ -522,3 +526,43 @@ async def test_a_policy_is_checked_when_the_token_is_made(api_world: World) -> N
         await hooks.create_hook_token(
             Operator(w.workspace_id), w.agent.account_id, other.channel_id, hook_policy.parse("")
         )
+
+
+async def test_held_requests_are_bounded_per_token_and_in_all(
+    database_url: str, tmp_path: pathlib.Path
+) -> None:
+    from tests.conftest import running_server
+
+    async with running_server(
+        database_url, tmp_path, hooks_held_per_token=2, hooks_held_requests=3
+    ) as srv:
+        w = await World.create(srv.store)
+        one, two = await hook_token(w), await hook_token(w)
+        held = [post(srv, one, {**PERMISSION, "session_id": f"s{i}"}) for i in range(2)]
+        await until(lambda: _at_least(open_asks(w), 2), "two held requests")
+        refused = await post(srv, one, {**PERMISSION, "session_id": "s9"})
+        assert (refused.status_code, refused.json()) == (
+            429,
+            {
+                "code": "resource_exhausted",
+                "message": "this hook token has 2 requests waiting on answers, the most it may; "
+                "answer or end one first",
+            },
+        )
+        held.append(post(srv, two, {**PERMISSION, "session_id": "t1"}))
+        await until(lambda: _at_least(open_asks(w), 3), "three held requests")
+        refused = await post(srv, two, {**PERMISSION, "session_id": "t2"})
+        assert refused.status_code == 429
+        assert refused.json()["message"] == (
+            "this server holds 3 hook requests waiting on answers, the most it may; "
+            "try again shortly"
+        )
+        # Nothing was asked for the refused ones; an answer frees a place.
+        asks = await open_asks(w)
+        assert len(asks) == 3
+        await w.store.answer(w.human, asks[0].ask_id, [Answer("decision", ("allow",))])
+        await until(lambda: _one_done(held), "the answered request's reply")
+        freed = post(srv, two, {**PERMISSION, "session_id": "t3"})
+        await until(lambda: _at_least(open_asks(w), 3), "the freed place taken")
+        for task in [*held, freed]:
+            task.cancel()

@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from playwright.async_api import expect
 
-from compass_server.store.types import Answer, EndingKind
+from compass_server.store.types import Answer, EndingKind, Operator
 from tests.browser import ask_block, question, sign_in
 from tests.procs import ServerProcess
-from tests.slack_standin import SECRET, TEAM, TOKEN, Slack, SlackStandIn, buttons, slack_server
+from tests.slack_standin import SECRET, TOKEN, Slack, SlackStandIn, buttons, slack_server
 from tests.test_faults import own_postgres  # noqa: F401  (the fixture, by name)
 from tests.test_hooks import (
     ALLOWED,
@@ -27,7 +28,7 @@ from tests.test_hooks import (
     the_open_ask,
     until,
 )
-from tests.test_slack_app import KEY, SLACK_CHANNEL, link_by_email
+from tests.test_slack_app import KEY, SLACK_CHANNEL
 from tests.world import World
 
 pytestmark = pytest.mark.timeout(180)
@@ -80,6 +81,8 @@ async def test_allowed_with_a_click_in_slack(slack_srv: Any, standin: SlackStand
     from tests.servers import GrpcClient
 
     w = await World.create(slack_srv.store)
+    # One app per Slack team in the whole database: this test's own team.
+    team = "T" + uuid.uuid4().hex[:10].upper()
     rpc = GrpcClient(slack_srv.grpc_port)
     slack = Slack(slack_srv.http_port)
     try:
@@ -87,7 +90,7 @@ async def test_allowed_with_a_click_in_slack(slack_srv: Any, standin: SlackStand
         made = await rpc.call(
             "ConnectSlackApp",
             ad.ConnectSlackAppRequest(
-                team_id=TEAM, bot_token=TOKEN, signing_secret=SECRET, email_match=True
+                team_id=team, bot_token=TOKEN, signing_secret=SECRET, email_match=True
             ),
             token,
         )
@@ -100,7 +103,15 @@ async def test_allowed_with_a_click_in_slack(slack_srv: Any, standin: SlackStand
             ),
             token,
         )
-        await link_by_email(slack_srv, standin, w, w.human, "U9ADA")
+        email = f"ada-{team.lower()}@example.test"
+        await slack_srv.store.set_email(Operator(w.workspace_id), w.human.account_id, email)
+        standin.users["U9ADA"] = {
+            "id": "U9ADA",
+            "team_id": team,
+            "is_bot": False,
+            "is_email_confirmed": True,
+            "profile": {"email": email},
+        }
         held = post(slack_srv, await hook_token(w), PERMISSION)
         ask = await the_open_ask(w)
         (card,) = await standin.wait(
@@ -112,7 +123,9 @@ async def test_allowed_with_a_click_in_slack(slack_srv: Any, standin: SlackStand
             "Always allow this rule",
             "Deny",
         ]
-        await slack.send(slack.click("U9ADA", shown[0], SLACK_CHANNEL))
+        click = slack.click("U9ADA", shown[0], SLACK_CHANNEL)
+        click["team"]["id"] = click["user"]["team_id"] = team
+        await slack.send(click)
         reply = await held
         assert reply.content == ALLOWED
     finally:
