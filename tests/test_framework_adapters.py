@@ -11,6 +11,8 @@ import asyncio
 import contextlib
 import json
 import operator
+import pathlib
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, TypedDict
@@ -222,7 +224,7 @@ async def test_human_in_the_loop_middleware_decisions(
 
 
 async def test_an_agents_sdk_approval_through_compass(
-    server: Any, api_world: World, app_db: str
+    server: Any, api_world: World, app_db: str, tmp_path: pathlib.Path
 ) -> None:
     from agents import Agent, ModelResponse, Usage, function_tool
     from agents.models.interface import Model
@@ -270,7 +272,8 @@ async def test_an_agents_sdk_approval_through_compass(
     w = api_world
     agent = Agent(name="janitor", instructions="", tools=[clean], model=Scripted())
     async with agent_session(server, w) as session:
-        approvals = CompassApprovals(session, str(w.channel.channel_id), app_db)
+        receipts = tmp_path / "job-1.compass-receipts.jsonl"
+        approvals = CompassApprovals(session, str(w.channel.channel_id), app_db, receipts=receipts)
         await approvals.setup()
         run = asyncio.ensure_future(approvals.run(agent, "clean up", key="job-1"))
         (ask,) = await open_asks(w, 1)
@@ -285,3 +288,16 @@ async def test_an_agents_sdk_approval_through_compass(
         result = await approvals.run(agent, None, key="job-1")
     assert ran == ["build/"]
     assert result.final_output == "all clean"
+    # Its decision's receipt, beside the run, verifies against the server's keys.
+    hook = pathlib.Path(sys.executable).parent / "compass-hook"
+    checked = await asyncio.create_subprocess_exec(
+        str(hook),
+        "verify",
+        str(receipts),
+        "--url",
+        f"http://127.0.0.1:{server.http_port}",
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await checked.communicate()
+    assert checked.returncode == 0
+    assert out.decode().startswith(f"line 1: {ask.ask_id} answered by ada at ")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import pathlib
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -330,11 +331,22 @@ class AskBook:
         await self._run("DELETE FROM {table}_runs WHERE scope = %(s)s", {"s": scope})
 
 
+def _write_receipt(path: pathlib.Path, line: dict[str, Any]) -> None:
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+
 async def answer_all(
-    book: AskBook, asker: Asker, scope: str, pending: Sequence[tuple[str, object, str]]
+    book: AskBook,
+    asker: Asker,
+    scope: str,
+    pending: Sequence[tuple[str, object, str]],
+    receipts: pathlib.Path | None = None,
 ) -> dict[str, Any]:
     """Each pending interrupt (key, value, text shown) asked once and waited
-    for; returns key → resume value, each recorded before it is returned."""
+    for; returns key → resume value, each recorded before it is returned.
+    With `receipts`, each ending's signed receipt is appended there as a JSON
+    line (what `compass-hook verify` checks)."""
     import asyncio
 
     async def one(key: str, value: object, text: str) -> tuple[str, Any]:
@@ -345,7 +357,18 @@ async def answer_all(
         ask_id = found[0] if found else await asker.post(mapped, text, client_key(scope, key))
         if found is None:
             await book.record(scope, key, ask_id)
-        resume = mapped.resume(await asker.ending(ask_id))
+        ending = await asker.ending(ask_id)
+        resume = mapped.resume(ending)
+        if receipts is not None and ending.ask.ending.receipt:
+            line = {
+                "ask_id": ask_id,
+                "scope": scope,
+                "key": key,
+                "ending": ending.name,
+                "decision": resume,
+                "receipt": ending.ask.ending.receipt,
+            }
+            await asyncio.to_thread(_write_receipt, receipts, line)
         await book.answered(scope, key, resume)
         return key, resume
 

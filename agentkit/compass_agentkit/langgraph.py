@@ -21,6 +21,7 @@ Needs the `langgraph` extra (`pip install './agentkit[langgraph]'`).
 
 from __future__ import annotations
 
+import pathlib
 from typing import Any
 
 from langgraph.types import Command
@@ -47,9 +48,13 @@ class CompassInterrupts:
         conn_string: str,
         *,
         table: str = "compass_interrupts",
+        receipts: str | pathlib.Path | None = None,
     ) -> None:
+        """`receipts`: a file each decision's signed receipt is appended to
+        (a JSON line, as compass-hook writes; `compass-hook verify` checks it)."""
         self.asker = Asker(session, channel_id)
         self.book = AskBook(conn_string, table)
+        self.receipts = pathlib.Path(receipts) if receipts is not None else None
 
     async def setup(self) -> None:
         await self.book.setup()
@@ -77,6 +82,7 @@ class CompassInterrupts:
                 self.asker,
                 thread,
                 [(f"{paused}/{interrupt_id}", value, text) for interrupt_id, value in pending],
+                self.receipts,
             )
             await graph.ainvoke(
                 Command(resume={keys[k]: value for k, value in answered.items()}), config

@@ -23,6 +23,7 @@ Needs the `openai-agents` extra (`pip install './agentkit[openai-agents]'`).
 from __future__ import annotations
 
 import json
+import pathlib
 from typing import Any
 
 from agents import Runner, RunState
@@ -61,9 +62,13 @@ class CompassApprovals:
         conn_string: str,
         *,
         table: str = "compass_interrupts",
+        receipts: str | pathlib.Path | None = None,
     ) -> None:
+        """`receipts`: a file each decision's signed receipt is appended to
+        (a JSON line, as compass-hook writes; `compass-hook verify` checks it)."""
         self.asker = Asker(session, channel_id)
         self.book = AskBook(conn_string, table)
+        self.receipts = pathlib.Path(receipts) if receipts is not None else None
 
     async def setup(self) -> None:
         await self.book.setup()
@@ -96,7 +101,7 @@ class CompassApprovals:
                 (str(item.call_id), _as_review(item), f"An agent's run {key} waits for approval")
                 for item in items
             ]
-            answered = await answer_all(self.book, self.asker, key, pending)
+            answered = await answer_all(self.book, self.asker, key, pending, self.receipts)
             for item in items:
                 (decision,) = answered[str(item.call_id)]["decisions"]
                 if decision["type"] == "approve":
