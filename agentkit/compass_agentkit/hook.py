@@ -25,6 +25,7 @@ receipt doesn't hold.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -87,9 +88,10 @@ def _parser() -> Parser:
             help="when nobody decides: the harness's own prompt (ask, default) or deny",
         )
         q.add_argument(
-            "--no-receipts",
-            action="store_true",
-            help="don't write receipts beside the transcript",
+            "--receipts",
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help="write each decision's receipt beside the transcript (default: yes)",
         )
 
     claude = sub.add_parser("claude-code", help="Claude Code's PermissionRequest or PreToolUse")
@@ -187,7 +189,7 @@ async def _ask(args: Any, name: str, body: bytes, data: object) -> int:
         return fallen(f"Compass refused the request ({response.status_code}): {message}")
     if reason:
         _say(reason)
-    if not args.no_receipts:
+    if args.receipts:
         _write_receipt(data, response, name)
     _print(response.content)
     return 0
