@@ -566,3 +566,25 @@ async def test_held_requests_are_bounded_per_token_and_in_all(
         await until(lambda: _at_least(open_asks(w), 3), "the freed place taken")
         for task in [*held, freed]:
             task.cancel()
+
+
+async def test_a_pre_tool_use_hook_on_another_tool(server: Any, api_world: World) -> None:
+    w = api_world
+    token = await hook_token(w)
+    request = {
+        **QUESTIONS,
+        "tool_name": "Bash",
+        "tool_input": {"command": "make deploy", "description": "Ship it"},
+    }
+    held = post(server, token, request)
+    ask = await the_open_ask(w)
+    await w.store.answer(w.human, ask.ask_id, [Answer("decision", ("allow",))])
+    assert (await held).content == (
+        b'{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}'
+    )
+    held = post(server, token, request, fallback="deny", timeout="6")
+    reply = await held
+    assert reply.content == (
+        b'{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny",'
+        b'"permissionDecisionReason":"Compass: nobody answered within the hook\'s 6 s"}}'
+    )

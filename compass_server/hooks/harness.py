@@ -175,10 +175,10 @@ def describe(request: Request, rule: Rule) -> str:
         lines += ["", f'Rule "{rule.name}": {_who(rule)}.']
     elif rule.answerer_handles:
         lines += ["", f"{_who(rule)}."]
-    return blockrules_text("\n".join(lines))
+    return _bounded("\n".join(lines))
 
 
-def blockrules_text(text: str) -> str:
+def _bounded(text: str) -> str:
     if len(text) <= blockrules.MAX_TEXT_CHARS:
         return text
     return text[: blockrules.MAX_TEXT_CHARS - 1] + "…"
@@ -323,4 +323,4 @@ def note_text(request: Request) -> str:
     where = f" in {request.cwd}" if request.cwd else ""
     thread = f" (thread {request.session_id})" if request.session_id else ""
     head = f"Codex finished a turn{where}{thread}."
-    return blockrules_text(f"{head}\n\n{last}" if last else head)
+    return _bounded(f"{head}\n\n{last}" if last else head)

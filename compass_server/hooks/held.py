@@ -240,7 +240,7 @@ class HookAsks:
             done, _ = await asyncio.wait(
                 {waiting, stop, hung_up}, timeout=held_for, return_when=asyncio.FIRST_COMPLETED
             )
-            if waiting in done:
+            if waiting in done and waiting.exception() is None:
                 await self._let_go(actor, ask_id, withdraw=False)
                 return self._decided(actor, message, waiting.result(), request, fallback)
         finally:
@@ -262,7 +262,7 @@ class HookAsks:
         if ended.ending.kind.value == "withdrawn_by_agent":
             why = (
                 "Compass is stopping; nobody answered in time"
-                if self.stopping.is_set()
+                if self.stopping.is_set() or (waiting.done() and not waiting.cancelled())
                 else f"nobody answered within the hook's {hook_seconds:g} s"
             )
             return Reply(

@@ -34,7 +34,7 @@ import json
 import re
 import tomllib
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -306,7 +306,3 @@ def subject_of(tool: str, tool_input: Mapping[str, Any]) -> str:
         if isinstance(value, str):
             return value
     return json.dumps(tool_input, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def names(rules: Iterable[Rule]) -> list[str]:
-    return [r.name for r in rules]
