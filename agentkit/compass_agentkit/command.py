@@ -51,6 +51,8 @@ ENVIRONMENT: Mapping[str, str] = {
     "COMPASS_CONNECT_SECONDS": "how long to try for a first connection (--connect-seconds)",
     "COMPASS_MCP_WAIT_SECONDS": "the longest an ask call waits (--wait-seconds)",
     "COMPASS_LOG_LEVEL": "the least severe level logged",
+    "COMPASS_HOOK_URL": "compass-hook's Compass server, its HTTP address (--url)",
+    "COMPASS_HOOK_TOKEN": "compass-hook's hook token (--token)",
 }
 
 # argparse's words for required arguments that were not given, and for a

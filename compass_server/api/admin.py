@@ -13,9 +13,11 @@ from compass_server.api.auth import Authenticator
 from compass_server.api.sessions import SessionAdmin
 from compass_server.api.slack import SlackAdmin
 from compass_server.api.webhooks import WebhookAdmin
+from compass_server.hooks import policy as hook_policy
 from compass_server.store.admin import AdminStore, Asker
 from compass_server.store.errors import InvalidArgument, Unavailable
 from compass_server.store.follow_up_defaults import FollowUpDefaults
+from compass_server.store.hooks import HookStore
 from compass_server.store.ids import parse_id
 from compass_server.store.people import People
 from compass_server.store.slack import SlackStore
@@ -269,6 +271,22 @@ class AdminApi(WebhookAdmin, SessionAdmin, SlackAdmin):
         )
         secret, info = _issued(issued)
         return ad.CreateTokenResponse(token=secret, token_info=info)
+
+    async def create_hook_token(
+        self, by: Asker, req: ad.CreateHookTokenRequest
+    ) -> ad.CreateHookTokenResponse:
+        issued, policy = await HookStore(self.admin.db, self.admin).create_hook_token(
+            by,
+            parse_id(req.agent_account_id, "agent_account_id"),
+            parse_id(req.channel_id, "channel_id"),
+            hook_policy.parse(req.policy),
+            req.label,
+            _duration(req.expires_in, req.HasField("expires_in")),
+        )
+        secret, info = _issued(issued)
+        return ad.CreateHookTokenResponse(
+            token=secret, token_info=info, rules=[r.name for r in policy.rules]
+        )
 
     async def revoke_token(self, by: Asker, req: ad.RevokeTokenRequest) -> ad.RevokeTokenResponse:
         token = await self.admin.revoke_token(by, parse_id(req.token_id, "token_id"))

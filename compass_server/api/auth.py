@@ -39,6 +39,10 @@ CACHE_SIZE = 10_000
 
 REVOKED = ApiError(Status.UNAUTHENTICATED, "the token was revoked; sign in with a valid token")
 EXPIRED = ApiError(Status.UNAUTHENTICATED, "the token has expired; sign in with a valid token")
+HOOK_ONLY = ApiError(
+    Status.PERMISSION_DENIED,
+    "a hook token only posts a harness's hook requests (POST /hooks/claude-code, /hooks/codex)",
+)
 SIGNED_OUT = ApiError(Status.UNAUTHENTICATED, "this browser session has ended; sign in again")
 
 
@@ -129,7 +133,11 @@ class Authenticator:
 
     # --- sign-in ----------------------------------------------------------------
 
-    async def sign_in(self, authorization: str | None, kind: PrincipalKind = "any") -> SignIn:
+    async def sign_in(
+        self, authorization: str | None, kind: PrincipalKind = "any", *, hook: bool = False
+    ) -> SignIn:
+        """Who the authorization names. A hook token signs in only where `hook`
+        says so (the harnesses' hook endpoints), and nothing else does there."""
         if not authorization:
             raise ApiError(Status.UNAUTHENTICATED, "missing authorization: Bearer <token>")
         scheme, _, token = authorization.partition(" ")
@@ -155,6 +163,15 @@ class Authenticator:
                 self._cache.clear()
             expires = now + found.expires_in if found.expires_in is not None else float("inf")
             self._cache[token] = (now + self.cache_seconds, expires, found)
+        if found.via == "hook" and via == "token":
+            if not hook:
+                raise HOOK_ONLY
+            return found
+        if hook:
+            raise ApiError(
+                Status.PERMISSION_DENIED,
+                "this endpoint takes a hook token (cph_…), made by admin create-hook-token",
+            )
         if found.via != via:
             # A session's secret is no token, nor the reverse.
             raise ApiError(Status.UNAUTHENTICATED, "the token is not valid")

@@ -17,6 +17,8 @@
     compass-server admin list-runners --workspace ID
     compass-server admin list-tokens (--workspace ID | --account ID | --runner ID) [--all]
     compass-server admin create-token (--account ID | --runner ID) [--label L] [--expires-in D]
+    compass-server admin create-hook-token --agent ID --channel ID [--policy FILE] [--label L]
+        [--expires-in D]
     compass-server admin revoke-token TOKEN_ID
     compass-server admin rotate-token TOKEN_ID [--grace D] [--expires-in D]
     compass-server admin create-webhook --workspace ID --url URL [--kind standard|slack]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import pathlib
 from typing import Any
 
 from compass.v1 import admin_pb2 as ad
@@ -11,11 +12,13 @@ from compass_server.cli.admin import Action, Handler, every_page, operator_of, w
 from compass_server.cli.arguments import an_id, duration, token_flags
 from compass_server.cli.output import plain
 from compass_server.store import Store
+from compass_server.store.errors import InvalidArgument
 from compass_server.store.types import Operator
 
 ACTIONS = {
     "list-tokens": "lists tokens (never their secrets), newest first",
     "create-token": "issues another token for an account or a runner",
+    "create-hook-token": "issues a hook token: an agent's harness hooks ask in a channel with it",
     "revoke-token": "refuses a token from now on, on every server",
     "rotate-token": "replaces a token with a new secret; the old one ends",
 }
@@ -37,6 +40,24 @@ def add_parsers(action: Action) -> None:
         "--runner", type=an_id, metavar="ID", help="the runner the token signs in as"
     )
     token_flags(create)
+    hook_token = action("create-hook-token")
+    hook_token.add_argument(
+        "--agent",
+        required=True,
+        type=an_id,
+        metavar="ID",
+        help="the agent whose harness's hooks ask",
+    )
+    hook_token.add_argument(
+        "--channel", required=True, type=an_id, metavar="ID", help="where its asks are posted"
+    )
+    hook_token.add_argument(
+        "--policy",
+        type=pathlib.Path,
+        metavar="FILE",
+        help="the policy (TOML) of who answers what (default: anyone in the channel, each request)",
+    )
+    token_flags(hook_token)
     revoke = action("revoke-token")
     revoke.add_argument("token_id", type=an_id, metavar="TOKEN_ID", help="the token's id")
     rotate = action("rotate-token")
@@ -90,6 +111,24 @@ async def _create_token(store: Store, args: argparse.Namespace) -> dict[str, Any
     return {**plain(r.token_info), "token": r.token}
 
 
+async def _create_hook_token(store: Store, args: argparse.Namespace) -> dict[str, Any]:
+    try:
+        policy = args.policy.read_text(encoding="utf-8") if args.policy else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidArgument(f"can't read the policy file {args.policy}: {exc}") from None
+    r = await AdminApi(store.admin).create_hook_token(
+        await operator_of(store, args.agent),
+        ad.CreateHookTokenRequest(
+            agent_account_id=str(args.agent),
+            channel_id=str(args.channel),
+            policy=policy,
+            label=args.label,
+            expires_in=wire_duration(args.expires_in),
+        ),
+    )
+    return {**plain(r.token_info), "token": r.token, "rules": list(r.rules)}
+
+
 async def _revoke_token(store: Store, args: argparse.Namespace) -> dict[str, Any]:
     r = await AdminApi(store.admin).revoke_token(
         await operator_of(store, args.token_id),
@@ -113,6 +152,7 @@ async def _rotate_token(store: Store, args: argparse.Namespace) -> dict[str, Any
 HANDLERS: dict[str, Handler] = {
     "list-tokens": _list_tokens,
     "create-token": _create_token,
+    "create-hook-token": _create_hook_token,
     "revoke-token": _revoke_token,
     "rotate-token": _rotate_token,
 }

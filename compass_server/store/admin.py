@@ -589,6 +589,11 @@ class AdminStore:
             old = await (await conn.execute(ADMIN["lock_token"], {"id": token_id})).fetchone()
             if old is None:
                 raise NotFound(f"no token {token_id}")
+            if old["kind"] == "hook":
+                raise FailedPrecondition(
+                    f"token {token_id} is a hook token, which can't be rotated; make a new one "
+                    "(CreateHookToken) and revoke this one"
+                )
             if not old["active"]:
                 raise FailedPrecondition(
                     f"token {token_id} is revoked or expired; create a new one instead"

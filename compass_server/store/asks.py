@@ -127,6 +127,21 @@ def ending_item(p: dict[str, Any]) -> dict[str, Any]:
     return item
 
 
+def _always_chosen(ask: Ask, answers: Sequence[Answer]) -> StandingTerms | None:
+    """The standing answer an ask's "always" option makes when it is chosen
+    (a hook's "Always allow this rule"): the person chose it, so it stands."""
+    always = ask.always
+    if always is None:
+        return None
+    for answer in answers:
+        if (
+            answer.question_id == always.question_id
+            and always.option_id in answer.chosen_option_ids
+        ):
+            return StandingTerms(datetime.timedelta(seconds=always.seconds))
+    return None
+
+
 def _check_ask_id(ask_id: str) -> None:
     if not ask_id:
         raise InvalidArgument("ask_id is required")
@@ -165,6 +180,7 @@ class AskCache:
             questions=tuple(blockrules.pending(q) for q in ask.questions),
             ask_id=ask.ask_id,
             trace=ask.trace,
+            always=ask.always,
         )
         self._asks.put(ask.ask_id, content, max(size, weigh(content)))
 
@@ -362,6 +378,8 @@ class AskEndings(StandingAnswers):
         ask = self._asks.get(ask_id)
         if ask is None:
             ask = await self._open_to_answer(actor, ask_id)
+        if standing is None:
+            standing = _always_chosen(ask, answers)
         try:
             answered = blockrules.apply_answers(ask, answers)
             terms = self.standing_terms(standing)

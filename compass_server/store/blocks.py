@@ -18,6 +18,7 @@ from typing import Any
 
 from compass_server.store.errors import Corrupt, InvalidArgument, ResourceExhausted, quoted
 from compass_server.store.types import (
+    AlwaysOption,
     Answer,
     Ask,
     AskAnswerBlock,
@@ -360,6 +361,18 @@ def _option_to_json(o: AskOption) -> dict[str, Any]:
     return out
 
 
+def always_to_json(always: AlwaysOption) -> dict[str, Any]:
+    return {
+        "question_id": always.question_id,
+        "option_id": always.option_id,
+        "seconds": always.seconds,
+    }
+
+
+def _always_from_json(raw: dict[str, Any]) -> AlwaysOption:
+    return AlwaysOption(str(raw["question_id"]), str(raw["option_id"]), float(raw["seconds"]))
+
+
 def block_to_json(block: Block) -> dict[str, Any]:
     if isinstance(block, TextBlock):
         return {"kind": "text", "text": block.text}
@@ -385,6 +398,8 @@ def block_to_json(block: Block) -> dict[str, Any]:
             ask["ending"] = _ending_to_json(block.ending)
         if block.trace:
             ask["trace"] = block.trace
+        if block.always is not None:
+            ask["always"] = always_to_json(block.always)
         if block.quorum:
             ask["quorum"] = block.quorum
         if block.declines_count_against_quorum:
@@ -549,6 +564,7 @@ def block_from_json(raw: dict[str, Any], where: str = "block") -> Block:
                 answerer_handles=tuple(a.get("answerer_handles", ())),
                 ending=ending_from_json(a),
                 trace=str(a.get("trace", "")),
+                always=_always_from_json(a["always"]) if "always" in a else None,
                 quorum=int(a.get("quorum", 0)),
                 declines_count_against_quorum=bool(a.get("declines_count_against_quorum", False)),
                 quorum_votes=tuple(_vote_from_json(v) for v in a.get("quorum_votes", ())),

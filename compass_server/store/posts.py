@@ -40,6 +40,7 @@ from compass_server.store.db import Database, queries, signed_out
 from compass_server.store.errors import Conflict, InvalidArgument, NotFound
 from compass_server.store.types import (
     Actor,
+    AlwaysOption,
     Ask,
     AskQuestion,
     Block,
@@ -205,12 +206,14 @@ class Posts:
         surface: Surface | None = None,
         client_key: str = "",
         allow_identical: bool = False,
+        always: AlwaysOption | None = None,
     ) -> Posted:
         """Posts blocks as the actor, or returns the message this post is
         already (its client key's, or an identical open ask's). Mints one
         ask_id per ask block, settles each ask's deadline and checks its
         answerers, and drops any inbound server-owned ask state; refuses
-        ask_answer blocks."""
+        ask_answer blocks. `always` (the server's own posts only) names the
+        option of its asks whose choice is also a standing answer."""
         check_client_key(client_key)
         stored, ask_ids = blockrules.prepare_for_append(
             blocks, bounds=self.deadline_bounds, follow_up_default=self.follow_up_default
@@ -224,6 +227,10 @@ class Posts:
         for block, sent in zip(blocks_json, blocks, strict=True):
             if isinstance(sent, Ask) and sent.follow_up is None:
                 block["ask"]["follow_up_inherit"] = True
+        if always is not None:
+            for block in blocks_json:
+                if block["kind"] == "ask":
+                    block["ask"]["always"] = blockrules.always_to_json(always)
         posted_in = traceparent_of()
         if posted_in:
             for block in blocks_json:

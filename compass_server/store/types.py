@@ -321,6 +321,15 @@ class FollowUpStep:
 
 
 @dataclass(frozen=True, slots=True)
+class AlwaysOption:
+    """An option whose choice is also a standing answer for `seconds`."""
+
+    question_id: str
+    option_id: str
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
 class Ask:
     questions: tuple[AskQuestion, ...]
     # Server-owned: minted at append; answered/cancelled never both true.
@@ -349,6 +358,10 @@ class Ask:
     follow_up: FollowUp | None = None
     # Server-owned: the follow-up steps taken, in order.
     follow_up_steps: tuple[FollowUpStep, ...] = ()
+    # Server-owned, never on the wire: an option that, chosen, makes the
+    # answer standing (a hook's "Always allow this rule"); only the server's
+    # own posts set it.
+    always: AlwaysOption | None = None
 
     @property
     def is_open(self) -> bool:

@@ -85,9 +85,9 @@ FROM credentials c LEFT JOIN accounts a ON a.id = c.account_id
 WHERE c.id = %(id)s
 
 -- name: lock_token
-SELECT c.id, c.account_id, c.runner_id, c.label, c.created_at, c.expires_at,
+SELECT c.id, c.account_id, c.runner_id, c.label, c.created_at, c.expires_at, c.kind,
        c.revoked_at IS NULL AND (c.expires_at IS NULL OR c.expires_at > now()) AS active
-FROM credentials c WHERE c.id = %(id)s AND c.kind = 'token' FOR UPDATE
+FROM credentials c WHERE c.id = %(id)s AND c.kind IN ('token', 'hook') FOR UPDATE
 
 -- name: list_tokens
 -- Newest first.
@@ -95,7 +95,7 @@ SELECT c.id, c.workspace_id, c.account_id, a.kind AS account_kind, c.runner_id, 
        c.created_at, c.expires_at, c.last_used_at, c.revoked_at, c.replaced_by,
        c.revoked_at IS NULL AND (c.expires_at IS NULL OR c.expires_at > now()) AS active
 FROM credentials c LEFT JOIN accounts a ON a.id = c.account_id
-WHERE c.kind = 'token'
+WHERE c.kind IN ('token', 'hook')
   AND (%(account_id)s::uuid IS NULL OR c.account_id = %(account_id)s)
   AND (%(runner_id)s::uuid IS NULL OR c.runner_id = %(runner_id)s)
   AND (%(include_inactive)s OR (c.revoked_at IS NULL AND (c.expires_at IS NULL OR c.expires_at > now())))

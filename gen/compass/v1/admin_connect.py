@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .admin_pb2 import AssignAgentRequest, AssignAgentResponse, ConnectSlackAppRequest, ConnectSlackAppResponse, CreateAccountRequest, CreateAccountResponse, CreateRunnerRequest, CreateRunnerResponse, CreateTokenRequest, CreateTokenResponse, CreateWebhookRequest, CreateWebhookResponse, DeactivateAccountRequest, DeactivateAccountResponse, DeleteWebhookRequest, DeleteWebhookResponse, DisableWebhookRequest, DisableWebhookResponse, DisconnectSlackAppRequest, DisconnectSlackAppResponse, EnableWebhookRequest, EnableWebhookResponse, GetWebhookDeliveryRequest, GetWebhookDeliveryResponse, GetWorkspaceFollowUpDefaultRequest, GetWorkspaceFollowUpDefaultResponse, ListAccountsRequest, ListAccountsResponse, ListRunnersRequest, ListRunnersResponse, ListSessionsRequest, ListSessionsResponse, ListSlackAppsRequest, ListSlackAppsResponse, ListTokensRequest, ListTokensResponse, ListWebhookDeliveriesRequest, ListWebhookDeliveriesResponse, ListWebhooksRequest, ListWebhooksResponse, ListWorkspaceStandingAnswersRequest, ListWorkspaceStandingAnswersResponse, MapSlackChannelRequest, MapSlackChannelResponse, ReactivateAccountRequest, ReactivateAccountResponse, RedeliverWebhookDeliveryRequest, RedeliverWebhookDeliveryResponse, ReparentAgentRequest, ReparentAgentResponse, RevokeSessionRequest, RevokeSessionResponse, RevokeSessionsRequest, RevokeSessionsResponse, RevokeTokenRequest, RevokeTokenResponse, RotateTokenRequest, RotateTokenResponse, RotateWebhookSecretRequest, RotateWebhookSecretResponse, SetAccountEmailRequest, SetAccountEmailResponse, SetAccountRoleRequest, SetAccountRoleResponse, SetWorkspaceFollowUpDefaultRequest, SetWorkspaceFollowUpDefaultResponse, UnassignAgentRequest, UnassignAgentResponse, UnmapSlackChannelRequest, UnmapSlackChannelResponse, WhoAmIRequest, WhoAmIResponse
+from .admin_pb2 import AssignAgentRequest, AssignAgentResponse, ConnectSlackAppRequest, ConnectSlackAppResponse, CreateAccountRequest, CreateAccountResponse, CreateHookTokenRequest, CreateHookTokenResponse, CreateRunnerRequest, CreateRunnerResponse, CreateTokenRequest, CreateTokenResponse, CreateWebhookRequest, CreateWebhookResponse, DeactivateAccountRequest, DeactivateAccountResponse, DeleteWebhookRequest, DeleteWebhookResponse, DisableWebhookRequest, DisableWebhookResponse, DisconnectSlackAppRequest, DisconnectSlackAppResponse, EnableWebhookRequest, EnableWebhookResponse, GetWebhookDeliveryRequest, GetWebhookDeliveryResponse, GetWorkspaceFollowUpDefaultRequest, GetWorkspaceFollowUpDefaultResponse, ListAccountsRequest, ListAccountsResponse, ListRunnersRequest, ListRunnersResponse, ListSessionsRequest, ListSessionsResponse, ListSlackAppsRequest, ListSlackAppsResponse, ListTokensRequest, ListTokensResponse, ListWebhookDeliveriesRequest, ListWebhookDeliveriesResponse, ListWebhooksRequest, ListWebhooksResponse, ListWorkspaceStandingAnswersRequest, ListWorkspaceStandingAnswersResponse, MapSlackChannelRequest, MapSlackChannelResponse, ReactivateAccountRequest, ReactivateAccountResponse, RedeliverWebhookDeliveryRequest, RedeliverWebhookDeliveryResponse, ReparentAgentRequest, ReparentAgentResponse, RevokeSessionRequest, RevokeSessionResponse, RevokeSessionsRequest, RevokeSessionsResponse, RevokeTokenRequest, RevokeTokenResponse, RotateTokenRequest, RotateTokenResponse, RotateWebhookSecretRequest, RotateWebhookSecretResponse, SetAccountEmailRequest, SetAccountEmailResponse, SetAccountRoleRequest, SetAccountRoleResponse, SetWorkspaceFollowUpDefaultRequest, SetWorkspaceFollowUpDefaultResponse, UnassignAgentRequest, UnassignAgentResponse, UnmapSlackChannelRequest, UnmapSlackChannelResponse, WhoAmIRequest, WhoAmIResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Iterable, Mapping
@@ -112,6 +112,15 @@ class AdminService(Protocol):
     async def create_token(self, request: CreateTokenRequest, ctx: RequestContext[CreateTokenRequest, CreateTokenResponse], /) -> CreateTokenResponse:
         """
         Another token for an account or a runner (shown this once).
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def create_hook_token(self, request: CreateHookTokenRequest, ctx: RequestContext[CreateHookTokenRequest, CreateHookTokenResponse], /) -> CreateHookTokenResponse:
+        """
+        A hook token for an agent: its harness's hooks (Claude Code's http hooks,
+        compass-hook) post its permission requests and questions as asks in one
+        channel, under a policy of who may answer what; it signs in nowhere
+        else. Revoked like any token (RevokeToken); it can't be rotated.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -417,6 +426,17 @@ class AdminServiceASGIApplication(ConnectASGIApplication[AdminService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.create_token,
+                ),
+                "/compass.v1.AdminService/CreateHookToken": Endpoint.unary(
+                    method=MethodInfo(
+                        name="CreateHookToken",
+                        service_name="compass.v1.AdminService",
+                        input=CreateHookTokenRequest,
+                        output=CreateHookTokenResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.create_hook_token,
                 ),
                 "/compass.v1.AdminService/RevokeToken": Endpoint.unary(
                     method=MethodInfo(
@@ -972,6 +992,32 @@ class AdminServiceClient(ConnectClient):
                 service_name="compass.v1.AdminService",
                 input=CreateTokenRequest,
                 output=CreateTokenResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def create_hook_token(
+        self,
+        request: CreateHookTokenRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> CreateHookTokenResponse:
+        """
+        A hook token for an agent: its harness's hooks (Claude Code's http hooks,
+        compass-hook) post its permission requests and questions as asks in one
+        channel, under a policy of who may answer what; it signs in nowhere
+        else. Revoked like any token (RevokeToken); it can't be rotated.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="CreateHookToken",
+                service_name="compass.v1.AdminService",
+                input=CreateHookTokenRequest,
+                output=CreateHookTokenResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),
@@ -1661,6 +1707,15 @@ class AdminServiceSync(Protocol):
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
+    def create_hook_token(self, request: CreateHookTokenRequest, ctx: RequestContext[CreateHookTokenRequest, CreateHookTokenResponse], /) -> CreateHookTokenResponse:
+        """
+        A hook token for an agent: its harness's hooks (Claude Code's http hooks,
+        compass-hook) post its permission requests and questions as asks in one
+        channel, under a policy of who may answer what; it signs in nowhere
+        else. Revoked like any token (RevokeToken); it can't be rotated.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
     def revoke_token(self, request: RevokeTokenRequest, ctx: RequestContext[RevokeTokenRequest, RevokeTokenResponse], /) -> RevokeTokenResponse:
         """
         The token is refused from its next call on every server; streams it
@@ -1961,6 +2016,17 @@ class AdminServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.create_token,
+                ),
+                "/compass.v1.AdminService/CreateHookToken": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="CreateHookToken",
+                        service_name="compass.v1.AdminService",
+                        input=CreateHookTokenRequest,
+                        output=CreateHookTokenResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.create_hook_token,
                 ),
                 "/compass.v1.AdminService/RevokeToken": EndpointSync.unary(
                     method=MethodInfo(
@@ -2516,6 +2582,32 @@ class AdminServiceClientSync(ConnectClientSync):
                 service_name="compass.v1.AdminService",
                 input=CreateTokenRequest,
                 output=CreateTokenResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def create_hook_token(
+        self,
+        request: CreateHookTokenRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> CreateHookTokenResponse:
+        """
+        A hook token for an agent: its harness's hooks (Claude Code's http hooks,
+        compass-hook) post its permission requests and questions as asks in one
+        channel, under a policy of who may answer what; it signs in nowhere
+        else. Revoked like any token (RevokeToken); it can't be rotated.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="CreateHookToken",
+                service_name="compass.v1.AdminService",
+                input=CreateHookTokenRequest,
+                output=CreateHookTokenResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

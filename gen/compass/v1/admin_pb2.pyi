@@ -294,6 +294,30 @@ class CreateTokenResponse(_message.Message):
     token_info: TokenInfo
     def __init__(self, token: _Optional[str] = ..., token_info: _Optional[_Union[TokenInfo, _Mapping]] = ...) -> None: ...
 
+class CreateHookTokenRequest(_message.Message):
+    __slots__ = ("agent_account_id", "channel_id", "policy", "label", "expires_in")
+    AGENT_ACCOUNT_ID_FIELD_NUMBER: _ClassVar[int]
+    CHANNEL_ID_FIELD_NUMBER: _ClassVar[int]
+    POLICY_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_IN_FIELD_NUMBER: _ClassVar[int]
+    agent_account_id: str
+    channel_id: str
+    policy: str
+    label: str
+    expires_in: _duration_pb2.Duration
+    def __init__(self, agent_account_id: _Optional[str] = ..., channel_id: _Optional[str] = ..., policy: _Optional[str] = ..., label: _Optional[str] = ..., expires_in: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+
+class CreateHookTokenResponse(_message.Message):
+    __slots__ = ("token", "token_info", "rules")
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_INFO_FIELD_NUMBER: _ClassVar[int]
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    token: str
+    token_info: TokenInfo
+    rules: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, token: _Optional[str] = ..., token_info: _Optional[_Union[TokenInfo, _Mapping]] = ..., rules: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class RevokeTokenRequest(_message.Message):
     __slots__ = ("token_id",)
     TOKEN_ID_FIELD_NUMBER: _ClassVar[int]

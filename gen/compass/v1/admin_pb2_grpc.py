@@ -89,6 +89,11 @@ class AdminServiceStub:
                 request_serializer=compass_dot_v1_dot_admin__pb2.CreateTokenRequest.SerializeToString,
                 response_deserializer=compass_dot_v1_dot_admin__pb2.CreateTokenResponse.FromString,
                 _registered_method=True)
+        self.CreateHookToken = channel.unary_unary(
+                '/compass.v1.AdminService/CreateHookToken',
+                request_serializer=compass_dot_v1_dot_admin__pb2.CreateHookTokenRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_admin__pb2.CreateHookTokenResponse.FromString,
+                _registered_method=True)
         self.RevokeToken = channel.unary_unary(
                 '/compass.v1.AdminService/RevokeToken',
                 request_serializer=compass_dot_v1_dot_admin__pb2.RevokeTokenRequest.SerializeToString,
@@ -299,6 +304,16 @@ class AdminServiceServicer:
 
     def CreateToken(self, request, context):
         """Another token for an account or a runner (shown this once).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateHookToken(self, request, context):
+        """A hook token for an agent: its harness's hooks (Claude Code's http hooks,
+        compass-hook) post its permission requests and questions as asks in one
+        channel, under a policy of who may answer what; it signs in nowhere
+        else. Revoked like any token (RevokeToken); it can't be rotated.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -564,6 +579,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     servicer.CreateToken,
                     request_deserializer=compass_dot_v1_dot_admin__pb2.CreateTokenRequest.FromString,
                     response_serializer=compass_dot_v1_dot_admin__pb2.CreateTokenResponse.SerializeToString,
+            ),
+            'CreateHookToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateHookToken,
+                    request_deserializer=compass_dot_v1_dot_admin__pb2.CreateHookTokenRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_admin__pb2.CreateHookTokenResponse.SerializeToString,
             ),
             'RevokeToken': grpc.unary_unary_rpc_method_handler(
                     servicer.RevokeToken,
@@ -966,6 +986,33 @@ class AdminService:
             '/compass.v1.AdminService/CreateToken',
             compass_dot_v1_dot_admin__pb2.CreateTokenRequest.SerializeToString,
             compass_dot_v1_dot_admin__pb2.CreateTokenResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateHookToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.AdminService/CreateHookToken',
+            compass_dot_v1_dot_admin__pb2.CreateHookTokenRequest.SerializeToString,
+            compass_dot_v1_dot_admin__pb2.CreateHookTokenResponse.FromString,
             options,
             channel_credentials,
             insecure,

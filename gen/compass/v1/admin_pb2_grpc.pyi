@@ -72,6 +72,12 @@ class AdminServiceStub:
     """Tokens, newest first; never their secrets."""
     CreateToken: _grpc.UnaryUnaryMultiCallable[_admin_pb2.CreateTokenRequest, _admin_pb2.CreateTokenResponse]
     """Another token for an account or a runner (shown this once)."""
+    CreateHookToken: _grpc.UnaryUnaryMultiCallable[_admin_pb2.CreateHookTokenRequest, _admin_pb2.CreateHookTokenResponse]
+    """A hook token for an agent: its harness's hooks (Claude Code's http hooks,
+    compass-hook) post its permission requests and questions as asks in one
+    channel, under a policy of who may answer what; it signs in nowhere
+    else. Revoked like any token (RevokeToken); it can't be rotated.
+    """
     RevokeToken: _grpc.UnaryUnaryMultiCallable[_admin_pb2.RevokeTokenRequest, _admin_pb2.RevokeTokenResponse]
     """The token is refused from its next call on every server; streams it
     opened end with UNAUTHENTICATED within seconds. Revoking a revoked token
@@ -218,6 +224,12 @@ class AdminServiceAsyncStub(AdminServiceStub):
     """Tokens, newest first; never their secrets."""
     CreateToken: _aio.UnaryUnaryMultiCallable[_admin_pb2.CreateTokenRequest, _admin_pb2.CreateTokenResponse]  # type: ignore[assignment]
     """Another token for an account or a runner (shown this once)."""
+    CreateHookToken: _aio.UnaryUnaryMultiCallable[_admin_pb2.CreateHookTokenRequest, _admin_pb2.CreateHookTokenResponse]  # type: ignore[assignment]
+    """A hook token for an agent: its harness's hooks (Claude Code's http hooks,
+    compass-hook) post its permission requests and questions as asks in one
+    channel, under a policy of who may answer what; it signs in nowhere
+    else. Revoked like any token (RevokeToken); it can't be rotated.
+    """
     RevokeToken: _aio.UnaryUnaryMultiCallable[_admin_pb2.RevokeTokenRequest, _admin_pb2.RevokeTokenResponse]  # type: ignore[assignment]
     """The token is refused from its next call on every server; streams it
     opened end with UNAUTHENTICATED within seconds. Revoking a revoked token
@@ -421,6 +433,18 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.CreateTokenResponse, _abc.Awaitable[_admin_pb2.CreateTokenResponse]]:
         """Another token for an account or a runner (shown this once)."""
+
+    @_abc_1.abstractmethod
+    def CreateHookToken(
+        self,
+        request: _admin_pb2.CreateHookTokenRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.CreateHookTokenResponse, _abc.Awaitable[_admin_pb2.CreateHookTokenResponse]]:
+        """A hook token for an agent: its harness's hooks (Claude Code's http hooks,
+        compass-hook) post its permission requests and questions as asks in one
+        channel, under a policy of who may answer what; it signs in nowhere
+        else. Revoked like any token (RevokeToken); it can't be rotated.
+        """
 
     @_abc_1.abstractmethod
     def RevokeToken(
