@@ -24,3 +24,6 @@ ALTER TABLE messages DROP CONSTRAINT messages_workspace_id_fkey;
 ALTER TABLE asks DROP CONSTRAINT asks_workspace_id_fkey;
 ALTER TABLE ask_history DROP CONSTRAINT ask_history_workspace_id_fkey;
 ALTER TABLE events DROP CONSTRAINT events_workspace_id_fkey;
+-- An ask's print is written with the workspace its writer proved, and goes
+-- when the ask ends.
+ALTER TABLE ask_prints DROP CONSTRAINT ask_prints_workspace_id_fkey;

@@ -12,6 +12,7 @@ CREATE OR REPLACE FUNCTION compass_answer_ask(
 ) RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
+  proof record;
   ws uuid;
   last_id bigint;
   locked record;
@@ -22,11 +23,12 @@ DECLARE
   taken jsonb;
   change jsonb;
 BEGIN
-  ws := compass_writer_scope(cred, actor);
+  proof := compass_proof(cred, actor);
+  ws := proof.ws;
   IF ws IS NULL THEN
     RETURN jsonb_build_object('status', 'unscoped');
   END IF;
-  IF NOT compass_vouched(actor) THEN
+  IF NOT proof.vouched THEN
     RETURN jsonb_build_object('status', 'not_found');
   END IF;
   SELECT * INTO locked FROM compass_lock_ask(ask, actor);

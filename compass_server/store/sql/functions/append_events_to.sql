@@ -21,15 +21,23 @@ BEGIN
     chunk := current_setting('compass.staged_' || chunks);
   END IF;
   IF chunks = 0 OR length(chunk) >= 65536 THEN
-    PERFORM set_config('compass.staged_chunks', (chunks + 1)::text, true),
-      set_config('compass.staged_' || (chunks + 1), doc, true);
+    chunks := chunks + 1;
+    chunk := doc;
   ELSE
-    PERFORM set_config('compass.staged_' || chunks, chunk || E'\n' || doc, true);
+    chunk := chunk || E'\n' || doc;
   END IF;
-  -- After staging: a trigger made immediate (SET CONSTRAINTS) finds them.
   IF strpos(staged, ws::text) = 0 THEN
-    PERFORM set_config('compass.staged_workspaces', staged || ws::text || ' ', true);
-    INSERT INTO event_flushes (workspace_id) VALUES (ws);
+    -- The workspace's first events of the transaction: staged, then its
+    -- marker row, in one statement (a trigger made immediate, SET
+    -- CONSTRAINTS, finds them staged).
+    INSERT INTO event_flushes (workspace_id)
+      SELECT ws
+      WHERE set_config('compass.staged_chunks', chunks::text, true) IS NOT NULL
+        AND set_config('compass.staged_' || chunks, chunk, true) IS NOT NULL
+        AND set_config('compass.staged_workspaces', staged || ws::text || ' ', true) IS NOT NULL;
+  ELSE
+    PERFORM set_config('compass.staged_chunks', chunks::text, true),
+      set_config('compass.staged_' || chunks, chunk, true);
   END IF;
   RETURN 0;
 END

@@ -11,6 +11,7 @@ CREATE OR REPLACE FUNCTION compass_end_ask(
 ) RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
+  proof record;
   ws uuid;
   last_id bigint;
   locked record;
@@ -24,11 +25,12 @@ BEGIN
   IF kind NOT IN ('declined', 'withdrawn_by_agent', 'withdrawn_by_owner') THEN
     RAISE EXCEPTION 'compass_end_ask does not end an ask as %', kind;
   END IF;
-  ws := compass_writer_scope(cred, actor);
+  proof := compass_proof(cred, actor);
+  ws := proof.ws;
   IF ws IS NULL THEN
     RETURN jsonb_build_object('status', 'unscoped');
   END IF;
-  IF NOT compass_vouched(actor) THEN
+  IF NOT proof.vouched THEN
     RETURN jsonb_build_object('status', 'not_found');
   END IF;
   SELECT * INTO locked FROM compass_lock_ask(ask, actor);

@@ -4,8 +4,11 @@
 -- it takes part in the channel; returns the asking agent (NULL: none of that).
 CREATE OR REPLACE FUNCTION compass_lock_ask_for(cred bytea, actor uuid, ask text) RETURNS uuid
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  proof record;
 BEGIN
-  IF compass_writer_scope(cred, actor) IS NULL OR NOT compass_vouched(actor) THEN
+  proof := compass_proof(cred, actor);
+  IF proof.ws IS NULL OR NOT proof.vouched THEN
     RETURN NULL;
   END IF;
   RETURN (SELECT (l.m).author_id FROM compass_lock_ask(ask, actor) l);

@@ -1,44 +1,11 @@
 -- after: 0054
 
--- Proves the transaction's scope, once: the workspace of the credential
--- (while it still signs in) and, when `actor` is named, whether the
--- credential vouches for it (its own account, or an agent assigned to its
--- runner). Keeps both in compass_scopes for this backend's transaction,
--- where row-level security reads them (compass_workspace, compass_actor)
--- with no query of its own; names both in compass.credential and
--- compass.actor too. It takes no workspace and no account it doesn't prove,
--- and nothing else writes compass_scopes: a caller can't claim another
--- workspace. Returns the workspace, NULL when the credential scopes nothing.
+-- The workspace compass_proof proves and notes for the transaction (NULL:
+-- the credential scopes nothing).
 CREATE OR REPLACE FUNCTION compass_note_scope(cred bytea, actor uuid) RETURNS uuid
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
-DECLARE
-  ws uuid;
+LANGUAGE plpgsql AS $$
 BEGIN
-  -- One statement: the proof, its note, and the names in the settings.
-  WITH proof AS (
-    SELECT (SELECT c.workspace_id FROM credentials c
-            WHERE c.token_hash = cred
-              AND (c.revoked_at IS NULL OR c.revoked_at >= now())
-              AND (c.expires_at IS NULL OR c.expires_at > now())) AS workspace_id,
-           (SELECT actor FROM credentials c
-            WHERE actor IS NOT NULL AND c.token_hash = cred
-              AND (c.revoked_at IS NULL OR c.revoked_at >= now())
-              AND (c.expires_at IS NULL OR c.expires_at > now())
-              AND (c.account_id = actor OR EXISTS (
-                SELECT 1 FROM runner_agents ra
-                WHERE ra.runner_id = c.runner_id AND ra.agent_id = actor))) AS actor_id
-  ), noted AS (
-    INSERT INTO compass_scopes (pid, at, workspace_id, actor_id)
-    SELECT pg_backend_pid(), now(), proof.workspace_id, proof.actor_id FROM proof
-    ON CONFLICT (pid) DO UPDATE
-      SET at = EXCLUDED.at, workspace_id = EXCLUDED.workspace_id, actor_id = EXCLUDED.actor_id
-    RETURNING workspace_id
-  )
-  SELECT noted.workspace_id INTO ws FROM noted
-  WHERE pg_catalog.set_config('compass.credential', pg_catalog.encode(cred, 'hex'), true)
-          IS NOT NULL
-    AND pg_catalog.set_config('compass.actor', coalesce(actor::text, ''), true) IS NOT NULL;
-  RETURN ws;
+  RETURN (compass_proof(cred, actor)).ws;
 END
 $$;
 REVOKE ALL ON FUNCTION compass_note_scope(cred bytea, actor uuid) FROM PUBLIC, compass_app, compass_maintenance, compass_writer;

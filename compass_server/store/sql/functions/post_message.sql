@@ -11,6 +11,7 @@ CREATE OR REPLACE FUNCTION compass_post_message(
 ) RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
+  proof record;
   ws uuid;
   last_id bigint;
   m messages%ROWTYPE;
@@ -26,11 +27,12 @@ DECLARE
   taken jsonb;
   answered_now int := 0;
 BEGIN
-  ws := compass_writer_scope(cred, author);
+  proof := compass_proof(cred, author);
+  ws := proof.ws;
   IF ws IS NULL THEN
     RETURN jsonb_build_object('unscoped', true);
   END IF;
-  IF NOT compass_vouched(author) THEN
+  IF NOT proof.vouched THEN
     RETURN NULL;
   END IF;
   -- The author's row: a move of the author or of an agent above it rewrites

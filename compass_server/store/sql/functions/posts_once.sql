@@ -4,6 +4,7 @@
 CREATE OR REPLACE FUNCTION compass_posts_once(items jsonb) RETURNS jsonb
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 DECLARE
+  proof record;
   n int := jsonb_array_length(items);
   results jsonb[] := array_fill(NULL::jsonb, ARRAY[n]);
   fresh jsonb := '[]';
@@ -29,9 +30,10 @@ BEGIN
     ORDER BY (x.item ->> 'author_id')::uuid, x.n
   LOOP
     author := (it.item ->> 'author_id')::uuid;
-    ws := compass_writer_scope(decode(it.item ->> 'cred', 'hex'), author);
+    proof := compass_proof(decode(it.item ->> 'cred', 'hex'), author);
+    ws := proof.ws;
     scopes[it.n] := ws;
-    IF ws IS NULL OR NOT compass_vouched(author) THEN
+    IF ws IS NULL OR NOT proof.vouched THEN
       -- Refused by the post itself, the way it refuses it.
       fresh := fresh || jsonb_build_array(it.item);
       slots := slots || it.n;
