@@ -33,7 +33,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from bench import ceiling, empty_grpc, fanout, server_lifecycle, server_post, store_growth
+from bench import ceiling, empty_grpc, fanout, peers, server_lifecycle, server_post, store_growth
 from bench.harness import (
     BenchContext,
     LoadResult,
@@ -70,6 +70,8 @@ ROWS: tuple[Row, ...] = (
     ceiling.ROW,
     server_lifecycle.ROW,
     server_lifecycle.CONNECT_ROW,
+    peers.LANGGRAPH_ROW,
+    peers.A2A_ROW,
     server_post.ROW,
     empty_grpc.ROW,
     empty_grpc.PAIR_ROW,
