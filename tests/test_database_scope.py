@@ -611,3 +611,55 @@ async def test_a_transactions_noted_scope_cannot_be_forged(
     # Another backend's note is out of sight.
     seen = await (await app_conn.execute("SELECT count(*) AS n FROM compass_scopes")).fetchone()
     assert seen is not None and seen["n"] <= 1
+
+
+async def credential_reads(conn: psycopg.AsyncConnection[Any]) -> int:
+    """How often this transaction has read the credentials table so far."""
+    row = await (
+        await conn.execute(
+            "SELECT coalesce(seq_scan, 0) + coalesce(idx_scan, 0) AS n"
+            " FROM pg_stat_xact_user_tables WHERE relname = 'credentials'"
+        )
+    ).fetchone()
+    return int(row["n"]) if row else 0
+
+
+async def test_a_transaction_proves_its_credential_once(
+    app_conn: psycopg.AsyncConnection[Any], store: Store
+) -> None:
+    """Every write function of a transaction proves the credential it is
+    given, but the credential is read once: a second proof of the same
+    credential and account reads nothing; another credential is proved anew
+    and its scope is the one row-level security reads from then on."""
+    a, b = await World.create(store), await World.create(store)
+    await a.post_text(a.human, "of a")
+    await b.post_text(b.human, "of b")
+    prove = "SELECT compass_scope(%s, %s) AS ws"
+    async with app_conn.transaction():
+        first = await (
+            await app_conn.execute(prove, (a.human.credential, a.human.account_id))
+        ).fetchone()
+        read = await credential_reads(app_conn)
+        assert first == {"ws": a.workspace_id} and read > 0
+        for _ in range(3):
+            again = await (
+                await app_conn.execute(prove, (a.human.credential, a.human.account_id))
+            ).fetchone()
+            assert again == {"ws": a.workspace_id}
+        assert await credential_reads(app_conn) == read
+        other = await (
+            await app_conn.execute(prove, (b.human.credential, b.human.account_id))
+        ).fetchone()
+        assert other == {"ws": b.workspace_id}
+        assert await credential_reads(app_conn) > read
+        rows = await (await app_conn.execute("SELECT workspace_id FROM messages")).fetchall()
+        assert {r["workspace_id"] for r in rows} == {b.workspace_id}
+        # The same credential for another account is a proof of its own.
+        bare = await (
+            await app_conn.execute(prove, (b.human.credential, a.human.account_id))
+        ).fetchone()
+        assert bare == {"ws": b.workspace_id}
+        vouched = await (
+            await app_conn.execute("SELECT compass_vouched_actor() AS actor")
+        ).fetchone()
+        assert vouched == {"actor": None}

@@ -152,30 +152,60 @@ async def migrate(url: str) -> list[int]:
         row = await cur.fetchone()
         fresh = row is None or row[0] == 0
         for version, name, sql in migrations():
-            async with conn.transaction():
-                await conn.execute(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})".encode())
-                cur = await conn.execute(
-                    "SELECT 1 FROM schema_migrations WHERE version = %s", (version,)
-                )
-                if await cur.fetchone():
-                    continue
-                if _statements(sql):
-                    await conn.execute(sql.encode())
-                await conn.execute(
-                    "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
-                    (version, name),
-                )
-                # Built from empty, a database gets each file right after the
-                # migration it follows; one migrated before (servers may be
-                # running on it) gets every changed file at once, below.
-                for d in following.get(version, ()) if fresh else ():
-                    await _define(conn, d)
+            for attempt in range(1, MIGRATION_TRIES + 1):
+                try:
+                    done = await _apply(conn, version, name, sql, following, fresh)
+                    break
+                except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected):
+                    if attempt == MIGRATION_TRIES:
+                        raise
+                    log.warning("migration %04d waited too long for a lock; trying again", version)
+                    await asyncio.sleep(min(0.1 * attempt, 1.0))
+            if done:
                 applied.append(version)
                 log.info("applied migration %04d_%s", version, name)
         # Migrations grant every table to compass_app: not this one.
         await conn.execute("REVOKE ALL ON schema_definitions FROM compass_app")
         await _redefine(conn)
     return applied
+
+
+# How long a migration waits for a table's lock before it lets go of every
+# lock it holds and tries again, and how often it does. Shorter than
+# PostgreSQL's deadlock_timeout (1 s): a migration that takes a second table's
+# lock while a running server's transaction waits for the first gives up
+# before that transaction could be the one a deadlock aborts.
+MIGRATION_LOCK_TIMEOUT = "500ms"
+MIGRATION_TRIES = 40
+
+
+async def _apply(
+    conn: psycopg.AsyncConnection[Any],
+    version: int,
+    name: str,
+    sql: str,
+    following: dict[int, list[Definition]],
+    fresh: bool,
+) -> bool:
+    """One migration in a transaction of its own; False when another process
+    applied it first."""
+    async with conn.transaction():
+        await conn.execute(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})".encode())
+        cur = await conn.execute("SELECT 1 FROM schema_migrations WHERE version = %s", (version,))
+        if await cur.fetchone():
+            return False
+        await conn.execute(f"SET LOCAL lock_timeout = '{MIGRATION_LOCK_TIMEOUT}'".encode())
+        if _statements(sql):
+            await conn.execute(sql.encode())
+        await conn.execute(
+            "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (version, name)
+        )
+        # Built from empty, a database gets each file right after the
+        # migration it follows; one migrated before (servers may be
+        # running on it) gets every changed file at once, after them all.
+        for d in following.get(version, ()) if fresh else ():
+            await _define(conn, d)
+    return True
 
 
 # How long a redefinition waits for its table's lock (a policy is replaced

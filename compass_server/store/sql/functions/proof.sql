@@ -1,4 +1,4 @@
--- after: 0054
+-- after: 0057
 
 -- Proves the transaction's scope, once: the workspace of the credential
 -- (while it still signs in) and, when `actor` is named, whether the
@@ -10,9 +10,25 @@
 -- account it doesn't prove, and nothing else writes compass_scopes: a
 -- caller can't claim another workspace. `ws` is NULL when the credential
 -- scopes nothing; `vouched` says whether `actor` is the account it may act as.
+-- Proved once per transaction: the same credential and account proved again
+-- (every write function of the transaction proves what it is given) take
+-- the note, which is what row-level security already reads.
 CREATE OR REPLACE FUNCTION compass_proof(cred bytea, actor uuid, OUT ws uuid, OUT vouched boolean)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
+DECLARE
+  noted_ws uuid;
+  noted_actor uuid;
 BEGIN
+  SELECT s.workspace_id, s.actor_id INTO noted_ws, noted_actor FROM compass_scopes s
+  WHERE s.pid = pg_backend_pid() AND s.at = now()
+    AND s.credential = cred AND s.asked IS NOT DISTINCT FROM actor;
+  IF FOUND THEN
+    PERFORM pg_catalog.set_config('compass.credential', pg_catalog.encode(cred, 'hex'), true),
+            pg_catalog.set_config('compass.actor', coalesce(actor::text, ''), true);
+    ws := noted_ws;
+    vouched := actor IS NOT NULL AND noted_actor IS NOT DISTINCT FROM actor;
+    RETURN;
+  END IF;
   -- One statement: the proof, its note, and the names in the settings.
   WITH proof AS (
     SELECT (SELECT c.workspace_id FROM credentials c
@@ -27,10 +43,11 @@ BEGIN
                 SELECT 1 FROM runner_agents ra
                 WHERE ra.runner_id = c.runner_id AND ra.agent_id = actor))) AS actor_id
   ), noted AS (
-    INSERT INTO compass_scopes (pid, at, workspace_id, actor_id)
-    SELECT pg_backend_pid(), now(), proof.workspace_id, proof.actor_id FROM proof
+    INSERT INTO compass_scopes (pid, at, workspace_id, actor_id, credential, asked)
+    SELECT pg_backend_pid(), now(), proof.workspace_id, proof.actor_id, cred, actor FROM proof
     ON CONFLICT (pid) DO UPDATE
-      SET at = EXCLUDED.at, workspace_id = EXCLUDED.workspace_id, actor_id = EXCLUDED.actor_id
+      SET at = EXCLUDED.at, workspace_id = EXCLUDED.workspace_id, actor_id = EXCLUDED.actor_id,
+          credential = EXCLUDED.credential, asked = EXCLUDED.asked
     RETURNING workspace_id, actor_id
   )
   SELECT noted.workspace_id, actor IS NOT NULL AND noted.actor_id IS NOT DISTINCT FROM actor
