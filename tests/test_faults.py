@@ -192,14 +192,23 @@ class OwnPostgres:
         self.data_dir = data_dir
 
     def _run(self, action: str) -> str:
-        out = subprocess.run(
-            [sys.executable, "-c", _PG, action, str(self.data_dir)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
-        return out.stdout.strip().splitlines()[-1]
+        # A loaded machine can lose the port the server picked to another
+        # process before it binds it: starting again picks another.
+        tries = 3 if action == "start" else 1
+        for attempt in range(1, tries + 1):
+            out = subprocess.run(
+                [sys.executable, "-c", _PG, action, str(self.data_dir)],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            if out.returncode == 0:
+                return out.stdout.strip().splitlines()[-1]
+            if attempt == tries:
+                raise AssertionError(
+                    f"embedded PostgreSQL {action} failed ({out.returncode}): {out.stderr[-2000:]}"
+                )
+        raise AssertionError("unreachable")
 
     def start(self) -> str:
         return self._run("start")

@@ -38,7 +38,9 @@ async def test_the_page_shows_the_steps_and_lets_the_person_added_answer(
                 follow_up=FollowUp(
                     remind_after=1.5 * S,
                     remind_times=1,
-                    escalate_after=3 * S,
+                    # Room for a loaded machine to sign grace in and show the
+                    # ask before the escalation makes it hers.
+                    escalate_after=10 * S,
                     escalate_to=(grace.account_id,),
                 ),
             )
@@ -53,7 +55,7 @@ async def test_the_page_shows_the_steps_and_lets_the_person_added_answer(
     steps = form.get_by_role("list", name="Follow-ups")
     await expect(steps.locator("> li")).to_have_count(1, timeout=15_000)
     await expect(steps.locator("> li").first).to_contain_text("Reminded ada")
-    await expect(steps.locator("> li")).to_have_count(2, timeout=15_000)
+    await expect(steps.locator("> li")).to_have_count(2, timeout=30_000)
     await expect(steps.locator("> li").nth(1)).to_contain_text("Escalated to grace (urgent)")
     await expect(form).to_have_class("block-ask", timeout=15_000)
     await page.screenshot(path=str(shots / "web-follow-ups-escalated.png"), full_page=True)
