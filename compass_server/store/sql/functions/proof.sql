@@ -15,22 +15,14 @@
 -- the note, which is what row-level security already reads.
 CREATE OR REPLACE FUNCTION compass_proof(cred bytea, actor uuid, OUT ws uuid, OUT vouched boolean)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
-DECLARE
-  noted_ws uuid;
-  noted_actor uuid;
 BEGIN
-  SELECT s.workspace_id, s.actor_id INTO noted_ws, noted_actor FROM compass_scopes s
-  WHERE s.pid = pg_backend_pid() AND s.at = now()
-    AND s.credential = cred AND s.asked IS NOT DISTINCT FROM actor;
-  IF FOUND THEN
-    PERFORM pg_catalog.set_config('compass.credential', pg_catalog.encode(cred, 'hex'), true),
-            pg_catalog.set_config('compass.actor', coalesce(actor::text, ''), true);
-    ws := noted_ws;
-    vouched := actor IS NOT NULL AND noted_actor IS NOT DISTINCT FROM actor;
-    RETURN;
-  END IF;
-  -- One statement: the proof, its note, and the names in the settings.
-  WITH proof AS (
+  -- One statement: the note when this transaction proved the same already,
+  -- else the proof and its note; and the names in the settings.
+  WITH noted AS (
+    SELECT s.workspace_id, s.actor_id FROM compass_scopes s
+    WHERE s.pid = pg_backend_pid() AND s.at = now()
+      AND s.credential = cred AND s.asked IS NOT DISTINCT FROM actor
+  ), proof AS (
     SELECT (SELECT c.workspace_id FROM credentials c
             WHERE c.token_hash = cred
               AND (c.revoked_at IS NULL OR c.revoked_at >= now())
@@ -42,16 +34,21 @@ BEGIN
               AND (c.account_id = actor OR EXISTS (
                 SELECT 1 FROM runner_agents ra
                 WHERE ra.runner_id = c.runner_id AND ra.agent_id = actor))) AS actor_id
-  ), noted AS (
+    WHERE NOT EXISTS (SELECT 1 FROM noted)
+  ), proved AS (
     INSERT INTO compass_scopes (pid, at, workspace_id, actor_id, credential, asked)
     SELECT pg_backend_pid(), now(), proof.workspace_id, proof.actor_id, cred, actor FROM proof
     ON CONFLICT (pid) DO UPDATE
       SET at = EXCLUDED.at, workspace_id = EXCLUDED.workspace_id, actor_id = EXCLUDED.actor_id,
           credential = EXCLUDED.credential, asked = EXCLUDED.asked
     RETURNING workspace_id, actor_id
+  ), scope AS (
+    SELECT workspace_id, actor_id FROM noted
+    UNION ALL
+    SELECT workspace_id, actor_id FROM proved
   )
-  SELECT noted.workspace_id, actor IS NOT NULL AND noted.actor_id IS NOT DISTINCT FROM actor
-    INTO ws, vouched FROM noted
+  SELECT scope.workspace_id, actor IS NOT NULL AND scope.actor_id IS NOT DISTINCT FROM actor
+    INTO ws, vouched FROM scope
   WHERE pg_catalog.set_config('compass.credential', pg_catalog.encode(cred, 'hex'), true)
           IS NOT NULL
     AND pg_catalog.set_config('compass.actor', coalesce(actor::text, ''), true) IS NOT NULL;
