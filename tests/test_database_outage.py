@@ -32,6 +32,14 @@ pytestmark = pytest.mark.timeout(300)
 AT_ONCE = 3.0
 
 
+def _get(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as r:
+            return int(r.status), r.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
 def _readyz(port: int) -> int:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
@@ -147,6 +155,10 @@ async def test_calls_fail_at_once_while_the_database_is_stopped_and_recover(
             assert "database" in message and "retry" in message, message
             status, message, took = await _connect_list(server.http_port, token)
             assert status == "unavailable" and took < AT_ONCE, (status, message, took)
+        # The people's pages say so too: 503, never a 500.
+        for path in ("/a/" + "x" * 43, "/auth/address/" + "y" * 43):
+            code, body = await asyncio.to_thread(_get, server.http_port, path)
+            assert code == 503 and "try again" in body, (path, code, body)
         await asyncio.to_thread(pg.start)
         await _until_ready(server.http_port, 200)
         assert (await _grpc_list(server.grpc_port, token, 10))[0] == "ok"

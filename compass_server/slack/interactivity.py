@@ -41,6 +41,7 @@ from compass_server.store.errors import (
     NotFound,
     PermissionDenied,
     StoreError,
+    Unavailable,
 )
 from compass_server.store.slack import AppKeys, SlackStore
 from compass_server.store.store import Store
@@ -125,6 +126,15 @@ class SlackRoutes:
                 await self._link(scope, receive, send, path[len("/slack/link/") :])
             else:
                 await respond(send, 404, b"no such page\n", "text/plain")
+        except Unavailable:
+            # Slack shows the person that it failed; they try again.
+            await respond(
+                send,
+                503,
+                b"the database is unavailable; try again shortly\n",
+                "text/plain",
+                headers=[(b"retry-after", b"5")],
+            )
         except Exception:
             incident = uuid.uuid4().hex[:12]
             log.exception("Slack request failed (incident %s)", incident)

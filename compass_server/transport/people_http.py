@@ -23,7 +23,7 @@ from compass_server.api.auth import Authenticator
 from compass_server.api.errors import ApiError, to_api_error
 from compass_server.api.text import check_line, check_text, without_refused
 from compass_server.signin.flow import AttemptRefused, Refused, SignInFailed, SignInFlow
-from compass_server.store.errors import StoreError
+from compass_server.store.errors import StoreError, Unavailable
 from compass_server.store.links import LinkClosed, LinkPass
 from compass_server.store.store import Store
 from compass_server.store.types import Actor, Answer, Ask, AskEnding, EndingKind, Surface
@@ -68,6 +68,9 @@ def page(title: str, *body: str) -> bytes:
 def para(text: str, cls: str = "") -> str:
     attr = f' class="{cls}"' if cls else ""
     return f"<p{attr}>{html.escape(text)}</p>"
+
+
+UNAVAILABLE_TEXT = "The server can't reach its database right now; try again in a few seconds."
 
 
 async def respond(
@@ -170,6 +173,15 @@ class PeopleRoutes:
                 await self._address(scope, send, path[len("/auth/address/") :])
             else:
                 await respond(send, 404, page("Not found", para("There is no such page.")))
+        except Unavailable:
+            # An outage, not a fault: the operator's signal is /readyz and
+            # compass_database_up, not a traceback per page asked for.
+            await respond(
+                send,
+                503,
+                page("Try again shortly", para(UNAVAILABLE_TEXT)),
+                headers=[(b"retry-after", b"5")],
+            )
         except Exception:
             # Nothing of the exception reaches the person.
             incident = uuid.uuid4().hex[:12]
