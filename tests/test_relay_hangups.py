@@ -20,9 +20,10 @@ from tests.test_memory_bounds import Stalled, post_big
 from tests.test_metrics import scrape, value
 from tests.world import World
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(600)
 
-DEADLINE = 60.0
+# What the gauges and logs may take to settle on a loaded machine.
+DEADLINE = 120.0
 
 
 def _page_call(w: World) -> gw.CommsCallRequest:

@@ -23,7 +23,8 @@ from tests.test_ask_expiry import fresh_database_url, open_world  # noqa: F401  
 from tests.test_ask_expiry import post_through as post
 from tests.world import World
 
-pytestmark = pytest.mark.timeout(120)
+# Six servers started and stopped: room for a loaded machine.
+pytestmark = pytest.mark.timeout(300)
 
 DRAIN = 0.2
 # What stopping may take after the drain (streams end, pools close) on a
