@@ -20,7 +20,8 @@ from compass_server.store.types import Actor
 from tests.world import World
 
 RELAY = "/compass.v1.AgentGatewayService/Relay"
-WAIT = 10.0
+# A call or delivery awaited: generous, for a loaded machine.
+WAIT = 30.0
 
 
 class StreamEnded(Exception):

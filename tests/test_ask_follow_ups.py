@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime
+import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -121,17 +122,20 @@ async def test_reminders_then_an_escalation_at_their_times(world: World, db: Dat
 async def test_a_step_racing_an_answer_loses_cleanly(world: World, db: Database) -> None:
     store = Store(db, deadline_bounds=SHORT)
     w = world
+    # Due in 3 s: room for a loaded machine to hold the row before it is due.
     ask = dataclasses.replace(
-        two_question_ask(), follow_up=FollowUp(remind_after=0.3 * S, remind_times=3)
+        two_question_ask(), follow_up=FollowUp(remind_after=3 * S, remind_times=3)
     )
+    posted = time.monotonic()
     held = await store.append_message(w.agent, w.channel.channel_id, [ask])
     ask_id = only_ask(held).ask_id
     # An answer holds the row as the reminder comes due: the sweep skips
     # it without waiting, and once the answer commits no step follows.
     async with await psycopg.AsyncConnection.connect(db.url) as lock:
         await lock.execute("SELECT 1 FROM messages WHERE id = %s FOR UPDATE", (held.message_id,))
+        assert time.monotonic() - posted < 3, "the row was held only after the reminder was due"
         answering = asyncio.ensure_future(store.answer_ask(w.human, ask_id, GOOD))
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(max(0.5, posted + 3.3 - time.monotonic()))
         assert not answering.done()
         assert await asyncio.wait_for(store.take_follow_ups(), 5) == 0
         await lock.commit()

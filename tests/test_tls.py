@@ -179,7 +179,7 @@ async def test_plain_text_beyond_loopback_warns(
 
 
 async def first_event(stream: Any) -> pb.Event:
-    return await asyncio.wait_for(anext(stream), 15)
+    return await asyncio.wait_for(anext(stream), 30)
 
 
 async def post(channel: grpc.aio.Channel, world: World, text: str) -> None:
