@@ -45,6 +45,11 @@ function draftOf(askId) {
   return draft;
 }
 
+/** Opens an ask with a choice already picked (a mail's one-click choice); only Submit sends it. */
+export function preset(askId, questionId, optionId) {
+  draftOf(askId).picks.set(questionId, new Set([optionId]));
+}
+
 function staged(draft) {
   return Boolean(
     draft &&
