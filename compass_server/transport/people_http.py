@@ -513,18 +513,18 @@ class PeopleRoutes:
         """The page's answer or decline, and a notification's tap, as JSON:
         {askId, action: "answer" | "decline", answers, reason, tap}. A tap
         answers only an ask one tap can answer."""
+        try:
+            raw = await read_body(receive, MAX_FORM_BYTES)
+        except BodyRefused as exc:
+            code = "resource_exhausted" if exc.status == 413 else "unavailable"
+            await _json(send, exc.status, _error(code, exc.why))
+            return
         get = header_getter(scope.get("headers", ()))
         kind = (get("content-type") or "").split(";")[0].strip().lower()
         if kind != "application/json":
             await _json(
                 send, 415, _error("invalid_argument", "Send the answer as JSON from the page.")
             )
-            return
-        try:
-            raw = await read_body(receive, MAX_FORM_BYTES)
-        except BodyRefused as exc:
-            code = "resource_exhausted" if exc.status == 413 else "unavailable"
-            await _json(send, exc.status, _error(code, exc.why))
             return
         if other is not None:
             try:
