@@ -364,3 +364,29 @@ async def test_a_tap_and_the_page_race_and_exactly_one_ends_the_ask(
         answers = [b for m in page_of.items for b in m.blocks if isinstance(b, AskAnswerBlock)]
         # One answer message per ask, never a second.
         assert len(answers) == len({a.ask_id for a in answers}) == 12
+
+
+async def test_the_link_page_and_its_files_come_gzipped_and_light(
+    api_world: World, server: Any
+) -> None:
+    """What a phone downloads to answer: the page, the stylesheet and the
+    modules it names, gzipped where the browser takes it."""
+    from compass_server.transport.people_http import LINK_MODULES
+
+    w = api_world
+    ask_id = await posted(w, billing_ask(w.human))
+    link = await mint(w, ask_id, w.human)
+    total = 0
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.http_port}") as http:
+        for path in [f"/a/{link.secret}", "/app.css", *(f"/{m}" for m in LINK_MODULES)]:
+            async with http.stream("GET", path, headers={"accept-encoding": "gzip"}) as res:
+                raw = b"".join([part async for part in res.aiter_raw()])
+            assert res.status_code == 200, path
+            assert res.headers["content-encoding"] == "gzip", path
+            total += len(raw)
+            plain = await http.get(path, headers={"accept-encoding": "identity"})
+            assert "content-encoding" not in plain.headers and plain.status_code == 200
+        assert total < 40 * 1024, total
+        # The link's page still says what it is, gzipped or not.
+        page = await http.get(f"/a/{link.secret}")
+        assert "scout asks" in page.text and page.headers["content-encoding"] == "gzip"
