@@ -682,7 +682,7 @@ async def _tap(page: Any, tag: str, choice: str) -> None:
 
 
 def test_a_push_carries_choices_only_for_an_ask_one_tap_answers() -> None:
-    from compass_server.notify.push import actions
+    from compass_server.notify.push import ACTION_CHARS, actions
 
     def ask(*questions: Any, quorum: Any = None) -> dict[str, Any]:
         return {"questions": list(questions), "quorum": quorum}
@@ -699,6 +699,11 @@ def test_a_push_carries_choices_only_for_an_ask_one_tap_answers() -> None:
         {"action": "o1", "title": "Option 1Option 1"},
     ]
     assert len(actions(ask(q(1)))) == 1
+    # A long label is cut to what a button shows.
+    long = q(2)
+    long["options"][0]["label"] = "a choice with a very long label " * 3
+    [first, _] = actions(ask(long))
+    assert len(first["title"]) == ACTION_CHARS and first["title"].endswith("…")
     # More than a notification shows, several at once, more than one question,
     # a free-text-only question, a quorum's final vote: the page, not a tap.
     for needs_more in (
