@@ -223,9 +223,7 @@ async def test_on_a_phone_an_ask_opened_from_its_address_shows_its_top_and_keeps
         [
             Ask(
                 questions=(
-                    billing_ask()
-                    .questions[0]
-                    .__class__(question_id="region", question=long_question, header="Overflow"),
+                    AskQuestion(question_id="region", question=long_question, header="Overflow"),
                 ),
                 answerer_ids=(w.human.account_id,),
             )
