@@ -400,6 +400,11 @@ async def test_a_link_in_another_person_s_browser_answers_nothing_and_says_so(
     assert "This browser is signed in to Compass as grace" in text
     assert f'href="/#/ask/{ask_id}"' in text and "Open the ask as grace" in text
     assert "link-data" not in text and "Which database?" in text
+    # Nor does its page's read of the ask, from that browser.
+    read = await http.get(
+        f"/a/{link.secret}", headers={**cookie_of(graces), "accept": "application/json"}
+    )
+    assert read.status_code == 403 and read.json()["code"] == "permission_denied"
     # Its answer, sent from that browser all the same, answers nothing.
     body = {"askId": ask_id, "action": "answer", "answers": answers(db=["pg"], langs=[])}
     refused = await send(http, link.secret, body, headers=cookie_of(graces))

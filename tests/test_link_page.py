@@ -390,3 +390,33 @@ async def test_the_link_page_and_its_files_come_gzipped_and_light(
         # The link's page still says what it is, gzipped or not.
         page = await http.get(f"/a/{link.secret}")
         assert "scout asks" in page.text and page.headers["content-encoding"] == "gzip"
+
+
+async def test_an_ending_that_came_another_way_shows_on_the_open_page(
+    api_world: World, browser: Any, server: Any
+) -> None:
+    from playwright.async_api import expect
+
+    w = api_world
+    ask_id = await posted(w, billing_ask(w.human))
+    link = await mint(w, ask_id, w.human)
+    async with new_tab(browser, server, PHONE) as tab:
+        await tab.goto(f"/a/{link.secret}")
+        form = ask_block(tab, ask_id)
+        await question(form, "db").get_by_label("MySQL").check()
+        await w.store.cancel_ask(w.agent, ask_id)
+        # The person comes back to the page (or its next read comes round).
+        await tab.evaluate("document.dispatchEvent(new Event('visibilitychange'))")
+        await expect(form.locator(".ask-ending-line")).to_have_text(
+            "Withdrawn by the asker — no longer taking answers."
+        )
+        await expect(form.locator(".ask-dropped")).to_have_text("Your unsent answers were cleared.")
+        await expect(form.get_by_role("button", name="Submit answers")).to_have_count(0)
+    # The page reads the ask as JSON from the link; that changes nothing either.
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{server.http_port}") as http:
+        read = await http.get(f"/a/{link.secret}", headers={"accept": "application/json"})
+        assert read.status_code == 200
+        [block] = [b["ask"] for b in read.json()["askMessage"]["blocks"] if "ask" in b]
+        assert block["cancelled"] is True
+        unknown = await http.get("/a/cpl_nothing", headers={"accept": "application/json"})
+        assert unknown.status_code == 404 and unknown.json()["code"] == "not_found"

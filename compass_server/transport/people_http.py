@@ -394,22 +394,35 @@ class PeopleRoutes:
             )
             return
         if not SECRET_SHAPE.fullmatch(secret):
-            await self._closed(send, "unknown", posted=method == "POST")
+            await self._closed(send, "unknown", posted=method == "POST" or _wants_json(scope))
             return
         try:
             opened = await self.store.open_ask_link(secret)
         except LinkClosed as exc:
-            await self._closed(send, exc.why, posted=method == "POST")
+            await self._closed(send, exc.why, posted=method == "POST" or _wants_json(scope))
             return
         here = await self._signed_in_here(scope)
         theirs = here is None or here.account_id == opened.actor.account_id
         if method == "POST":
             await self._answer(scope, receive, send, opened, None if theirs else here)
             return
+        wants_json = _wants_json(scope)
         if not theirs:
             # Another person's browser: the link never answers as its person here.
             assert here is not None
+            if wants_json:
+                await _json(send, 403, _error("permission_denied", "This link isn't yours here."))
+                return
             await self._not_theirs(send, opened, here, head=method == "HEAD")
+            return
+        if wants_json:
+            # The open page reads the ask again, to show an ending that came another way.
+            try:
+                message, _ = await self.store.get_ask(opened.actor, opened.ask_id)
+            except StoreError:
+                await _json(send, 404, _error("not_found", _CLOSED["gone"][0] + "."))
+                return
+            await _json(send, 200, {"askMessage": _ask_message(message, opened.ask_id)})
             return
         # A mail's one-click choice opens the ask with it chosen; only a submit answers.
         query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
@@ -574,6 +587,12 @@ class PeopleRoutes:
                 "askMessage": _ask_message(message, opened.ask_id),
             },
         )
+
+
+def _wants_json(scope: dict[str, Any]) -> bool:
+    """A GET from the link's own page (its script reads the ask again)."""
+    accept = header_getter(scope.get("headers", ()))("accept") or ""
+    return scope["method"] != "POST" and "application/json" in accept
 
 
 def _not_theirs_words(theirs: str, mine: str) -> str:

@@ -4,7 +4,11 @@
 
 import { preset, renderAsk } from "./ask.js";
 import { replaceChildren } from "./dom.js";
-import { Model } from "./model.js";
+import { isClosed, Model } from "./model.js";
+
+// How often the open page reads its ask again while it is open and in view,
+// to show an ending that came another way (an answer elsewhere, an expiry).
+const REREAD_MS = 15000;
 
 const data = JSON.parse(document.getElementById("link-data").textContent);
 const root = document.getElementById("ask");
@@ -63,6 +67,29 @@ function draw() {
   // Drawn again: the focus stays on the same control when it is still there.
   if (keep && document.activeElement === document.body) document.getElementById(keep)?.focus({ preventScroll: true });
 }
+
+/** The ask as the server has it now; drawn again only when it changed. */
+async function reread() {
+  const before = model.ask(data.askId);
+  if (!before || isClosed(before.ask)) {
+    clearInterval(rereading);
+    return;
+  }
+  if (document.visibilityState !== "visible") return;
+  try {
+    const response = await fetch(location.pathname, { headers: { accept: "application/json" } });
+    if (!response.ok) return;
+    const { askMessage } = await response.json();
+    const was = JSON.stringify(before.ask);
+    model.upsertMessage(askMessage);
+    if (JSON.stringify(model.ask(data.askId)?.ask) !== was) draw();
+  } catch {
+    // Offline for now: the next read, or the person's Submit, finds out.
+  }
+}
+
+const rereading = setInterval(reread, REREAD_MS);
+document.addEventListener("visibilitychange", reread);
 
 if (data.choose) {
   const found = model.ask(data.askId);
