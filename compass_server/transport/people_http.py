@@ -2,8 +2,9 @@
 OpenID provider (/auth/…) and the page a one-ask link opens (/a/<link>).
 
 Failures are a readable HTML page with the status that fits, never a
-traceback. A link's GET shows and changes nothing; its form answers with a
-POST.
+traceback. A link's GET shows and changes nothing: a page whose script
+(web/static/link.js) draws the ask with the app's own component. The page,
+and a notification's tap, answer with a POST of JSON to the link.
 """
 
 from __future__ import annotations
