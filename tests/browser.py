@@ -129,3 +129,27 @@ async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+AXE = pathlib.Path(__file__).parent / "vendor" / "axe" / "axe.min.js"
+# What axe checks: WCAG 2.x A and AA (labels, names, roles, contrast) and its
+# best practices (one main landmark, headings in order, content in landmarks).
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]
+
+
+async def accessibility_problems(page: Any) -> list[str]:
+    """axe-core's violations on the page as it stands, one line each (empty
+    when none). Loaded by the test's own evaluate, which the page's
+    Content-Security-Policy doesn't govern: the page itself runs no new script."""
+    if not await page.evaluate("typeof window.axe === 'object'"):
+        await page.evaluate(AXE.read_text())
+    found: list[dict[str, Any]] = await page.evaluate(
+        """async (tags) => {
+             const result = await axe.run(document, { runOnly: { type: "tag", values: tags } });
+             return result.violations.map((v) => ({
+               id: v.id, help: v.help, nodes: v.nodes.map((n) => n.target.join(" ")).slice(0, 5),
+             }));
+           }""",
+        AXE_TAGS,
+    )
+    return [f"{v['id']}: {v['help']} ({', '.join(v['nodes'])})" for v in found]

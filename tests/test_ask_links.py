@@ -1,11 +1,14 @@
-"""Links that open one ask for one person: what the page shows, that opening
-changes nothing, that it answers only its ask as its person, and that it
-opens nothing else."""
+"""Links that open one ask for one person: what the page carries, that
+opening changes nothing, that its JSON answer answers only its ask as its
+person, and that it opens nothing else. How the page looks and is used in a
+browser: tests/test_link_page.py."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime
+import html
+import json
 import re
 from typing import Any
 
@@ -43,6 +46,33 @@ async def http(server: Any) -> Any:
         yield client
 
 
+def page_data(text: str) -> dict[str, Any]:
+    """The ask the link's page carries for its script to draw."""
+    found = re.search(r'<script type="application/json" id="link-data">(.*?)</script>', text)
+    assert found, text
+    return json.loads(found.group(1))  # type: ignore[no-any-return]
+
+
+def shown_ask(data: dict[str, Any]) -> dict[str, Any]:
+    [ask] = [b["ask"] for b in data["askMessage"]["blocks"] if "ask" in b]
+    return ask  # type: ignore[no-any-return]
+
+
+async def send(
+    http: httpx.AsyncClient, secret: str, body: dict[str, Any], **kw: Any
+) -> httpx.Response:
+    """What the page (and a notification's tap) sends: JSON to the link."""
+    return await http.post(f"/a/{secret}", json=body, **kw)
+
+
+def answers(**given: Any) -> list[dict[str, Any]]:
+    out = []
+    for qid, value in given.items():
+        chosen, words = value if isinstance(value, tuple) else (value, "")
+        out.append({"questionId": qid, "chosenOptionIds": chosen, "customText": words})
+    return out
+
+
 async def state(w: World, ask_id: str) -> Ask:
     _, ask = await w.store.get_ask(w.human, ask_id)
     return ask
@@ -70,19 +100,20 @@ async def test_the_link_answers_its_ask_as_its_person_and_then_shows_the_ending(
     w = api_world
     ask_id = await ask_for(w, w.human)
     link = await mint(w, ask_id, w.human)
-    done = await http.post(
-        f"/a/{link.secret}",
-        data={
-            "ask_id": ask_id,
+    done = await send(
+        http,
+        link.secret,
+        {
+            "askId": ask_id,
             "action": "answer",
-            "q.db": "pg",
-            "q.langs": ["py", "go"],
-            "t.langs": "and some Rust",
+            "answers": answers(db=["pg"], langs=(["py", "go"], "and some Rust")),
         },
     )
     assert done.status_code == 200, done.text
-    assert "Your answer was recorded." in done.text
-    assert "Answered by ada" in done.text
+    assert done.json()["message"] == "Your answer was recorded."
+    assert done.json()["ended"] is True
+    ending = shown_ask(done.json())["ending"]
+    assert ending["kind"] == "ASK_ENDING_KIND_ANSWERED" and ending["actorHandle"] == "ada"
     ask = await state(w, ask_id)
     assert ask.ending is not None and ask.ending.kind is EndingKind.ANSWERED
     assert ask.ending.actor_id == w.human.account_id and ask.ending.surface is Surface.WEB
@@ -90,12 +121,17 @@ async def test_the_link_answers_its_ask_as_its_person_and_then_shows_the_ending(
     assert ask.questions[1].custom_text == "and some Rust"
     # Later, the link shows how it ended; a second answer changes nothing.
     again = await http.get(f"/a/{link.secret}")
-    assert again.status_code == 200 and "Answered by ada" in again.text
-    assert "<form" not in again.text
-    twice = await http.post(
-        f"/a/{link.secret}", data={"ask_id": ask_id, "action": "answer", "q.db": "my"}
+    assert again.status_code == 200
+    assert shown_ask(page_data(again.text))["ending"]["actorHandle"] == "ada"
+    twice = await send(
+        http,
+        link.secret,
+        {"askId": ask_id, "action": "answer", "answers": answers(db=["my"], langs=[])},
     )
-    assert twice.status_code == 409 and "already answered" in twice.text
+    assert twice.status_code == 409 and "already answered" in twice.json()["message"]
+    assert twice.json()["code"] == "already_exists"
+    # The refusal carries the ask as it stands, so the page can say how it ended.
+    assert shown_ask(twice.json())["ending"]["actorHandle"] == "ada"
     assert (await state(w, ask_id)).questions[0].chosen_option_ids == ("pg",)
 
 
@@ -105,17 +141,20 @@ async def test_the_link_declines_and_shows_an_ending_that_came_another_way(
     w = api_world
     first = await ask_for(w, w.human)
     link = await mint(w, first, w.human)
-    done = await http.post(
-        f"/a/{link.secret}", data={"ask_id": first, "action": "decline", "reason": "not mine"}
+    done = await send(
+        http, link.secret, {"askId": first, "action": "decline", "reason": "not mine"}
     )
-    assert "You declined this ask." in done.text and "Declined by ada: not mine" in done.text
+    assert done.json()["message"] == "You declined this ask."
+    ending = shown_ask(done.json())["ending"]
+    assert ending["kind"] == "ASK_ENDING_KIND_DECLINED" and ending["reason"] == "not mine"
 
     second = await ask_for(w, w.human)
     other = await mint(w, second, w.human)
     await w.store.cancel_ask(w.agent, second)
     shown = await http.get(f"/a/{other.secret}")
-    assert "Withdrawn by the agent by scout" in shown.text or "Withdrawn" in shown.text
-    assert "<form" not in shown.text
+    assert (
+        shown_ask(page_data(shown.text))["ending"]["kind"] == "ASK_ENDING_KIND_WITHDRAWN_BY_AGENT"
+    )
 
 
 async def test_the_link_answers_no_other_ask_and_opens_nothing_else(
@@ -126,9 +165,7 @@ async def test_the_link_answers_no_other_ask_and_opens_nothing_else(
     other = await ask_for(w, w.human)
     link = await mint(w, mine, w.human)
     # The form can't be pointed at another ask.
-    refused = await http.post(
-        f"/a/{link.secret}", data={"ask_id": other, "action": "decline", "reason": "x"}
-    )
+    refused = await send(http, link.secret, {"askId": other, "action": "decline", "reason": "x"})
     assert refused.status_code == 403
     assert (await state(w, other)).is_open and (await state(w, mine)).is_open
     # The secret signs nothing else in: not as a token, not as a session cookie.
@@ -191,8 +228,8 @@ async def test_a_revoked_or_expired_link_opens_nothing(
     await asyncio.sleep(1.2)
     page = await http.get(f"/a/{short.secret}")
     assert page.status_code == 410 and "This link has expired" in page.text
-    post = await http.post(f"/a/{short.secret}", data={"ask_id": ask_id, "action": "decline"})
-    assert post.status_code == 410
+    post = await send(http, short.secret, {"askId": ask_id, "action": "decline"})
+    assert post.status_code == 410 and "expired" in post.json()["message"]
     unknown = await http.get("/a/cpl_nothing-here")
     assert unknown.status_code == 404 and "This link opens nothing" in unknown.text
     assert (await state(w, ask_id)).is_open
@@ -214,35 +251,41 @@ async def test_webhook_payloads_carry_no_link(api_world: World) -> None:
 @pytest.mark.parametrize(
     ("where", "typed", "char"),
     [
-        ("t.langs", "an escape \x1b[31m red", "U+001B"),
-        ("t.langs", "a bell \x07", "U+0007"),
-        ("t.db", "DEL \x7f", "U+007F"),
-        ("t.db", "a C1 control \x85", "U+0085"),
-        ("t.langs", "a NUL \x00 here", "U+0000"),
+        ("db", "an escape \x1b[31m red", "U+001B"),
+        ("langs", "a bell \x07", "U+0007"),
+        ("db", "DEL \x7f", "U+007F"),
+        ("db", "a C1 control \x85", "U+0085"),
+        ("langs", "a NUL \x00 here", "U+0000"),
         ("reason", "not \x1b]0;mine\x07", "U+001B"),
         ("reason", "a NUL \x00", "U+0000"),
     ],
 )
-async def test_the_link_form_takes_text_by_the_rule_every_surface_keeps(
+async def test_the_link_takes_text_by_the_rule_every_surface_keeps(
     api_world: World, http: httpx.AsyncClient, client: Any, where: str, typed: str, char: str
 ) -> None:
-    """The link's form refuses what the Connect API refuses, with the same
-    sentence: nothing is recorded, and what was typed is kept in the form."""
+    """The link refuses what the Connect API refuses, with the same sentence:
+    nothing is recorded."""
     from tests.servers import CallError
 
     w = api_world
     ask_id = await ask_for(w, w.human)
     link = await mint(w, ask_id, w.human)
-    form = {"ask_id": ask_id, "action": "decline" if where == "reason" else "answer", where: typed}
-    refused = await http.post(f"/a/{link.secret}", data=form)
+
+    def body(words: str) -> dict[str, Any]:
+        if where == "reason":
+            return {"askId": ask_id, "action": "decline", "reason": words}
+        given = {"db": ([], ""), "langs": ([], "")}
+        given[where] = ([], words)
+        return {"askId": ask_id, "action": "answer", "answers": answers(**given)}
+
+    refused = await send(http, link.secret, body(typed))
     assert refused.status_code == 400, refused.text
     rule = f"has a control character ({char}) at position {typed.index(chr(int(char[2:], 16)))}"
-    assert rule in refused.text, refused.text
-    assert "text takes tab, line feed and carriage return, no other" in refused.text
-    assert "Incident" not in refused.text
-    # The words typed are still in the form, less what can't be taken.
-    kept = "".join(c for c in typed if c.isprintable())
-    assert f">{kept}</textarea>" in refused.text.replace("&#x27;", "'")
+    said = refused.json()["message"]
+    assert refused.json()["code"] == "invalid_argument"
+    assert rule in said, said
+    assert "text takes tab, line feed and carriage return, no other" in said
+    assert "Incident" not in said
     assert (await state(w, ask_id)).is_open
     # The same text through the API is refused by the same rule.
     with pytest.raises(CallError) as info:
@@ -266,24 +309,70 @@ async def test_the_link_form_takes_text_by_the_rule_every_surface_keeps(
             )
     assert info.value.code == "invalid_argument" and rule in info.value.message
     # Line breaks and tabs are text.
-    fine = {**form, where: "two\nlines\tand a tab"}
-    done = await http.post(f"/a/{link.secret}", data=fine)
+    done = await send(http, link.secret, body("two\nlines\tand a tab"))
     assert done.status_code == 200, done.text
     ask = await state(w, ask_id)
     assert ask.ending is not None
-    said = (
+    kept = (
         ask.ending.reason
         if where == "reason"
-        else ask.questions[0 if where == "t.db" else 1].custom_text
+        else ask.questions[0 if where == "db" else 1].custom_text
     )
-    assert said == "two\nlines\tand a tab"
+    assert kept == "two\nlines\tand a tab"
+
+
+async def test_bad_json_to_the_link_is_a_clear_4xx_and_records_nothing(
+    api_world: World, http: httpx.AsyncClient
+) -> None:
+    w = api_world
+    ask_id = await ask_for(w, w.human)
+    link = await mint(w, ask_id, w.human)
+    url = f"/a/{link.secret}"
+    for content, kind, status in [
+        (b"ask_id=x&action=answer", "application/x-www-form-urlencoded", 415),
+        (b"{", "application/json", 400),
+        (b"[]", "application/json", 400),
+        (b'{"askId": "%s", "action": "shout"}' % ask_id.encode(), "application/json", 400),
+        (b'{"askId": "%s", "action": "answer"}' % ask_id.encode(), "application/json", 400),
+        (
+            b'{"askId": "%s", "action": "answer", "answers": [{"questionId": 3}]}'
+            % ask_id.encode(),
+            "application/json",
+            400,
+        ),
+        (
+            b'{"askId": "%s", "action": "answer", "answers": [{"questionId": "db"}]}'
+            % ask_id.encode(),
+            "application/json",
+            400,
+        ),
+        (
+            b'{"askId": "%s", "action": "decline", "tap": 1}' % ask_id.encode(),
+            "application/json",
+            400,
+        ),
+        (
+            b'{"askId": "%s", "action": "decline", "reason": 5}' % ask_id.encode(),
+            "application/json",
+            400,
+        ),
+        (b"\xff\xfe", "application/json", 400),
+    ]:
+        res = await http.post(url, content=content, headers={"content-type": kind})
+        assert res.status_code == status, (content, res.text)
+        assert res.json()["message"] and "Traceback" not in res.text
+    too_big = await http.post(
+        url, content=b" " * (300 * 1024), headers={"content-type": "application/json"}
+    )
+    assert too_big.status_code == 413
+    assert (await state(w, ask_id)).is_open
 
 
 def cookie_of(secret: str) -> dict[str, str]:
     return {"cookie": f"compass_session={secret}"}
 
 
-async def test_the_link_says_whose_answer_it_records_before_submit(
+async def test_the_link_says_whose_answer_it_records(
     api_world: World, http: httpx.AsyncClient
 ) -> None:
     w = api_world
@@ -291,8 +380,8 @@ async def test_the_link_says_whose_answer_it_records_before_submit(
     link = await mint(w, ask_id, w.human)
     page = await http.get(f"/a/{link.secret}")
     assert page.status_code == 200
-    said = page.text.find("Your answer is recorded as ada.")
-    assert 0 <= said < page.text.find(">Submit<"), page.text
+    assert "Your answer is recorded as ada." in page.text
+    assert page_data(page.text)["answerer"]["handle"] == "ada"
 
 
 async def test_a_link_in_another_person_s_browser_answers_nothing_and_says_so(
@@ -306,21 +395,24 @@ async def test_a_link_in_another_person_s_browser_answers_nothing_and_says_so(
     graces = await session_for(w.store, w, w.other_human)
     shown = await http.get(f"/a/{link.secret}", headers=cookie_of(graces))
     assert shown.status_code == 200, shown.text
-    assert "This link answers as ada" in shown.text
-    assert "This browser is signed in to Compass as grace" in shown.text
-    assert f'href="/#/ask/{ask_id}"' in shown.text and "Open the ask as grace" in shown.text
-    assert "<form" not in shown.text and "Which database?" in shown.text
-    # Its form, sent from that browser all the same, answers nothing.
-    form = {"ask_id": ask_id, "action": "answer", "q.db": "pg"}
-    refused = await http.post(f"/a/{link.secret}", data=form, headers=cookie_of(graces))
-    assert refused.status_code == 403, refused.text
-    assert (
-        "Nothing was recorded" in refused.text and "signed in to Compass as grace" in refused.text
+    text = html.unescape(shown.text)
+    assert "This link answers as ada" in text
+    assert "This browser is signed in to Compass as grace" in text
+    assert f'href="/#/ask/{ask_id}"' in text and "Open the ask as grace" in text
+    assert "link-data" not in text and "Which database?" in text
+    # Nor does its page's read of the ask, from that browser.
+    read = await http.get(
+        f"/a/{link.secret}", headers={**cookie_of(graces), "accept": "application/json"}
     )
-    declined = await http.post(
-        f"/a/{link.secret}",
-        data={"ask_id": ask_id, "action": "decline"},
-        headers=cookie_of(graces),
+    assert read.status_code == 403 and read.json()["code"] == "permission_denied"
+    # Its answer, sent from that browser all the same, answers nothing.
+    body = {"askId": ask_id, "action": "answer", "answers": answers(db=["pg"], langs=[])}
+    refused = await send(http, link.secret, body, headers=cookie_of(graces))
+    assert refused.status_code == 403, refused.text
+    said = refused.json()["message"]
+    assert "Nothing was recorded" in said and "signed in to Compass as grace" in said
+    declined = await send(
+        http, link.secret, {"askId": ask_id, "action": "decline"}, headers=cookie_of(graces)
     )
     assert declined.status_code == 403
     assert (await state(w, ask_id)).is_open
@@ -329,9 +421,9 @@ async def test_a_link_in_another_person_s_browser_answers_nothing_and_says_so(
     adas = await session_for(w.store, w, w.human)
     for headers in (cookie_of(adas), cookie_of("cs_garbage"), {}):
         page = await http.get(f"/a/{link.secret}", headers=headers)
-        assert "<form" in page.text and "Your answer is recorded as ada." in page.text
-    done = await http.post(f"/a/{link.secret}", data=form, headers=cookie_of(adas))
-    assert done.status_code == 200 and "Your answer was recorded." in done.text
+        assert "Your answer is recorded as ada." in page.text and "link-data" in page.text
+    done = await send(http, link.secret, body, headers=cookie_of(adas))
+    assert done.status_code == 200 and done.json()["message"] == "Your answer was recorded."
     ask = await state(w, ask_id)
     assert ask.ending is not None and ask.ending.actor_id == w.human.account_id
 

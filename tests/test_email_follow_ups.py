@@ -76,7 +76,14 @@ async def test_a_reminder_in_the_thread_and_an_escalation_to_a_new_person(
 
     # Grace's own link answers the ask, which named only ada at its post.
     async with httpx.AsyncClient() as http:
-        done = await http.post(plain, data={"ask_id": ask_id, "action": "answer", "q.go": "y"})
+        done = await http.post(
+            plain,
+            json={
+                "askId": ask_id,
+                "action": "answer",
+                "answers": [{"questionId": "go", "chosenOptionIds": ["y"]}],
+            },
+        )
         assert done.status_code == 200, done.text
     _, ended = await w.store.get_ask(w.human, ask_id)
     assert ended.ending is not None and ended.ending.kind is EndingKind.ANSWERED

@@ -626,3 +626,191 @@ async def test_an_escalation_is_pushed_to_the_person_it_adds_even_in_their_quiet
     shown = grace.decrypt(got.body)
     assert shown["title"] == "Urgent: scout asks" and shown["tag"] == f"ask-{ask_id}"
     assert got.headers.get("urgency") == "high"
+
+
+async def _deliver_to_worker(page: Any, origin: str, payload: str) -> None:
+    """A push as the push service would hand it to this page's service worker."""
+    cdp = await page.context.new_cdp_session(page)
+    registrations: list[dict[str, Any]] = []
+    cdp.on(
+        "ServiceWorker.workerRegistrationUpdated",
+        lambda e: registrations.extend(e["registrations"]),
+    )
+    await cdp.send("ServiceWorker.enable")
+    ours: set[str] = set()
+    deadline = time.monotonic() + 30
+    while not ours and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+        ours = {r["registrationId"] for r in registrations if r["scopeURL"] == origin + "/"}
+    assert ours
+    for registration_id in ours:
+        with contextlib.suppress(Exception):
+            await cdp.send(
+                "ServiceWorker.deliverPushMessage",
+                {"origin": origin, "registrationId": registration_id, "data": payload},
+            )
+
+
+async def _shown(page: Any, tag: str, done: Any) -> list[dict[str, Any]]:
+    """This page's notifications with `tag`, once `done(them)` holds."""
+    deadline = time.monotonic() + 60
+    while True:
+        shown: list[dict[str, Any]] = await page.evaluate(
+            """(tag) => navigator.serviceWorker.ready
+                 .then((r) => r.getNotifications({ tag }))
+                 .then((ns) => ns.map((n) => ({ title: n.title, body: n.body,
+                   actions: n.actions.map((a) => ({ action: a.action, title: a.title })) })))""",
+            tag,
+        )
+        if done(shown) or time.monotonic() > deadline:
+            return shown
+        await asyncio.sleep(0.05)
+
+
+async def _tap(page: Any, tag: str, choice: str) -> None:
+    """A tap on a choice of the notification: the worker's own handler of it,
+    run in the worker (a headless browser has no notification to press)."""
+    [worker] = page.context.service_workers
+    await worker.evaluate(
+        """async ([tag, choice]) => {
+             const [shown] = await self.registration.getNotifications({ tag });
+             shown.close();
+             await tapped(shown, choice);
+           }""",
+        [tag, choice],
+    )
+
+
+def test_a_push_carries_choices_only_for_an_ask_one_tap_answers() -> None:
+    from compass_server.notify.push import ACTION_CHARS, actions
+
+    def ask(*questions: Any, quorum: Any = None) -> dict[str, Any]:
+        return {"questions": list(questions), "quorum": quorum}
+
+    def q(options: int, multiple: bool = False) -> dict[str, Any]:
+        return {
+            "question_id": "go",
+            "allow_multiple": multiple,
+            "options": [{"id": f"o{i}", "label": f"Option {i}" * (i + 1)} for i in range(options)],
+        }
+
+    assert actions(ask(q(2))) == [
+        {"action": "o0", "title": "Option 0"},
+        {"action": "o1", "title": "Option 1Option 1"},
+    ]
+    assert len(actions(ask(q(1)))) == 1
+    # A long label is cut to what a button shows.
+    long = q(2)
+    long["options"][0]["label"] = "a choice with a very long label " * 3
+    [first, _] = actions(ask(long))
+    assert len(first["title"]) == ACTION_CHARS and first["title"].endswith("…")
+    # More than a notification shows, several at once, more than one question,
+    # a free-text-only question, a quorum's final vote: the page, not a tap.
+    for needs_more in (
+        ask(q(3)),
+        ask(q(2, multiple=True)),
+        ask(q(2), q(2)),
+        ask(q(0)),
+        ask(q(2), quorum={"required": 2}),
+        ask(),
+    ):
+        assert actions(needs_more) == [], needs_more
+
+
+async def test_a_tap_on_a_pushed_choice_answers_from_the_service_worker(
+    pushing: Any, rpc: GrpcClient, w: World, service: Receiver, browser: Any, shots: Any
+) -> None:
+    """The push of a one-tap ask carries its choices; a tap answers it through
+    the link with no page opened, and the notification says so. A second tap
+    (or the page's own Submit) is told the ask already ended; nothing else is
+    recorded."""
+    from playwright.async_api import expect
+
+    from tests.browser import PHONE, ask_block, new_tab, question, sign_in
+
+    origin = f"http://127.0.0.1:{pushing.http_port}"
+    await push_endpoint(rpc, w)
+    subscribed = await subscribe(rpc, w, service)
+    ask_id = await post(w, ship_it(w.human))
+    [got] = await service.wait_for(1, where=at(subscribed))
+    pushed = subscribed.decrypt(got.body)
+    assert pushed["actions"] == [{"action": "y", "title": "Yes"}, {"action": "n", "title": "No"}]
+    assert pushed["ask_id"] == ask_id and pushed["question_id"] == "go"
+    tag = f"ask-{ask_id}"
+
+    async with new_tab(browser, pushing, PHONE) as page:
+        await page.context.grant_permissions(["notifications"], origin=origin)
+        await sign_in(page, tok(w))
+        await page.evaluate("navigator.serviceWorker.ready.then(() => true)")
+        # The link's page is open too, a choice made but not sent.
+        link = await page.context.new_page()
+        await link.goto(pushed["url"])
+        form = ask_block(link, ask_id)
+        await question(form, "go").get_by_label("No").check()
+
+        import json as _json
+
+        await _deliver_to_worker(page, origin, _json.dumps(pushed))
+        shown = await _shown(page, tag, lambda s: bool(s))
+        assert shown == [
+            {
+                "title": "scout asks",
+                "body": "Release",
+                "actions": [{"action": "y", "title": "Yes"}, {"action": "n", "title": "No"}],
+            }
+        ]
+        await _tap(page, tag, "y")
+        shown = await _shown(page, tag, lambda s: s and s[0]["body"] != "Release")
+        assert shown == [{"title": "scout asks", "body": "Answered: Yes.", "actions": []}]
+        _, ask = await w.store.get_ask(w.human, ask_id)
+        assert ask.ending is not None and ask.ending.actor_id == w.human.account_id
+        assert ask.questions[0].chosen_option_ids == ("y",)
+
+        # The page's Submit after the tap: told why, nothing recorded.
+        await form.get_by_role("button", name="Submit answers").click()
+        await expect(form.locator(".ask-ending-line")).to_have_text("Answered by ada.")
+        await expect(form.locator(".ask-dropped")).to_have_text(
+            "Your answers weren't recorded: the ask had already ended."
+        )
+        await link.screenshot(path=str(shots / "link-after-tap-390.png"), full_page=True)
+
+        # The same push again (a second device's, say): its tap is told the ask ended.
+        await _deliver_to_worker(page, origin, _json.dumps(pushed))
+        await _shown(page, tag, lambda s: s and s[0]["actions"])
+        await _tap(page, tag, "n")
+        shown = await _shown(page, tag, lambda s: s and s[0]["body"].startswith("Not answered"))
+        [said] = shown
+        assert said["body"].startswith("Not answered: ") and "already answered" in said["body"]
+        assert said["actions"] == []
+    _, ask = await w.store.get_ask(w.human, ask_id)
+    assert ask.questions[0].chosen_option_ids == ("y",)
+
+
+async def test_a_push_about_an_ask_that_needs_more_carries_no_choices(
+    pushing: Any, rpc: GrpcClient, w: World, service: Receiver
+) -> None:
+    from tests.world import two_question_ask
+
+    await push_endpoint(rpc, w)
+    subscribed = await subscribe(rpc, w, service)
+    ask_id = await post(
+        w, Ask(questions=two_question_ask().questions, answerer_ids=(w.human.account_id,))
+    )
+    [got] = await service.wait_for(1, where=at(subscribed))
+    pushed = subscribed.decrypt(got.body)
+    assert pushed["actions"] == [] and pushed["ask_id"] == ask_id
+    # A tap forged for it anyway is refused: it opens the page instead.
+    async with httpx.AsyncClient() as http:
+        tapped = await http.post(
+            pushed["url"],
+            json={
+                "askId": ask_id,
+                "action": "answer",
+                "tap": True,
+                "answers": [{"questionId": "db", "chosenOptionIds": ["pg"]}],
+            },
+        )
+    assert tapped.status_code == 400 and tapped.json()["code"] == "failed_precondition"
+    assert "more than one tap" in tapped.json()["message"]
+    _, ask = await w.store.get_ask(w.human, ask_id)
+    assert ask.is_open

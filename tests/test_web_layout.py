@@ -203,3 +203,82 @@ async def test_the_page_has_a_favicon(page: Any, server: Any) -> None:
         response = await http.get(f"http://127.0.0.1:{server.http_port}{href}")
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("image/")
+
+
+async def test_on_a_phone_an_ask_opened_from_its_address_shows_its_top_and_keeps_submit_in_reach(
+    browser: Any, server: Any, api_world: World, shots: Path
+) -> None:
+    from compass_server.store.types import Answer, Ask, AskQuestion
+    from tests.browser import new_tab
+    from tests.test_link_page import INTRO, billing_ask
+
+    w = api_world
+    long_question = (
+        "Which of the three regions should take the overflow traffic while the primary "
+        "cluster is being rebuilt over the weekend?"
+    )
+    answered = await w.store.append_message(
+        w.agent,
+        w.channel.channel_id,
+        [
+            Ask(
+                questions=(
+                    AskQuestion(question_id="region", question=long_question, header="Overflow"),
+                ),
+                answerer_ids=(w.human.account_id,),
+            )
+        ],
+    )
+    answered_id = next(b.ask_id for b in answered.blocks if isinstance(b, Ask))
+    await w.store.answer_ask(w.human, answered_id, [Answer("region", (), "eu-west")])
+    tall = await w.store.append_message(
+        w.agent, w.channel.channel_id, [TextBlock(INTRO), billing_ask(w.human)]
+    )
+    ask_id = next(b.ask_id for b in tall.blocks if isinstance(b, Ask))
+    for i in range(30):
+        await w.post_text(w.agent, f"filler {i}")
+    async with new_tab(browser, server, PHONE) as page:
+        await sign_in(page, tok(w))
+        await page.goto(f"/#/ask/{ask_id}")
+        message = page.locator(f'li.message[data-message-id="{tall.message_id}"]')
+        await expect(message).to_have_class(re.compile("focused"))
+
+        # The message's top (who asks, and why) is in view, not scrolled past.
+        async def top_in_view() -> bool:
+            box = await message.bounding_box()
+            pane = await page.locator(".channel-view .scroller").bounding_box()
+            return (
+                box is not None
+                and pane is not None
+                and pane["y"] - 1 <= box["y"] <= pane["y"] + pane["height"] / 3
+            )
+
+        await until(top_in_view, "the ask's top in view")
+        await expect(message.get_by_text(INTRO)).to_be_in_viewport()
+        # Submit is in reach though the ask is taller than the screen.
+        form = ask_block(page, ask_id)
+        assert (await form.bounding_box() or {"height": 0})["height"] > PHONE["height"]
+        submit = form.get_by_role("button", name="Submit answers")
+        pane = await page.locator(".channel-view .scroller").bounding_box()
+        box = await submit.bounding_box()
+        assert pane is not None and box is not None
+        assert pane["y"] <= box["y"] and box["y"] + box["height"] <= pane["y"] + pane["height"] + 1
+        await page.screenshot(path=str(shots / "web-phone-ask-opened.png"))
+        # And it sends: the questions scrolled by, the bar stayed.
+        await question(form, "db").get_by_label("MySQL").check()
+        await submit.click()
+        await expect(form.locator(".ask-ending-line")).to_have_text("Answered by ada.")
+
+        # An answered question is read whole: it wraps, it is never cut with "…".
+        summary = ask_block(page, answered_id)
+        await summary.scroll_into_view_if_needed()
+        text = summary.locator(".ask-answers dt .question-text")
+        await expect(text).to_have_text(long_question)
+        cut = await text.evaluate(
+            """(el) => ({ over: el.scrollWidth > el.clientWidth + 1,
+                          style: getComputedStyle(el).textOverflow,
+                          lines: Math.round(el.getBoundingClientRect().height /
+                                 parseFloat(getComputedStyle(el).lineHeight || 20)) })"""
+        )
+        assert not cut["over"] and cut["style"] != "ellipsis", cut
+        await page.screenshot(path=str(shots / "web-phone-answered-wraps.png"))

@@ -31,6 +31,7 @@ from compass_server.store.types import (
     Directory,
     Event,
     WebhookEventType,
+    takes_one_tap,
 )
 from compass_server.webhooks.payloads import Notice, notices
 from compass_server.webhooks.sender import Outcome, Sender
@@ -45,6 +46,22 @@ TEXT_CHARS = 200
 PUSH_TTL = 24 * 3600
 # How long a VAPID signature is good for (at most 24 h, RFC 8292).
 VAPID_SECONDS = 12 * 3600
+# The most of an option's label a notification's action button carries.
+ACTION_CHARS = 40
+
+
+def actions(ask: dict[str, Any]) -> list[dict[str, str]]:
+    """The choices of an ask one tap answers, as a notification's actions
+    ({action: option id, title: label}); none for an ask that needs more."""
+    questions: list[dict[str, Any]] = ask["questions"]
+    first: dict[str, Any] = questions[0] if questions else {"allow_multiple": False, "options": []}
+    required = (ask.get("quorum") or {}).get("required", 0)
+    if not takes_one_tap(len(questions), first["allow_multiple"], len(first["options"]), required):
+        return []
+    return [
+        {"action": o["id"], "title": _clip(o["label"] or o["id"], ACTION_CHARS)}
+        for o in first["options"]
+    ]
 
 
 def recipients(notice: Notice, d: Directory, default: bool) -> list[uuid.UUID]:
@@ -107,6 +124,8 @@ class PushDrafts:
                             "text": _clip(first["header"] or first["question"], TEXT_CHARS),
                             "channel": _clip(data["channel"]["name"], 80),
                             "urgent": bool(step is not None and step.get("urgent")),
+                            "question_id": first.get("question_id", ""),
+                            "actions": actions(data["ask"]),
                         }
                         out.append(
                             DeliveryDraft(
@@ -203,6 +222,10 @@ class Pusher:
             "url": f"{self.public_url}/a/{minted.secret}",
             "tag": f"ask-{body['ask_id']}",
             "urgent": bool(body.get("urgent")),
+            # A tap on one of these answers through the link, from the service worker.
+            "ask_id": body["ask_id"],
+            "question_id": body.get("question_id", ""),
+            "actions": body.get("actions", []),
         }
         info = {"endpoint": sub["endpoint"], "keys": {"p256dh": sub["p256dh"], "auth": sub["auth"]}}
         # Imported when first needed: it brings requests and aiohttp, which

@@ -375,6 +375,26 @@ class Ask:
         """Answers a quorum ask has so far."""
         return sum(1 for v in self.quorum_votes if v.kind is VoteKind.ANSWER)
 
+    @property
+    def one_tap(self) -> bool:
+        """Answered by one tap on a notification's action: see `takes_one_tap`."""
+        q = self.questions
+        return takes_one_tap(
+            len(q), bool(q and q[0].allow_multiple), len(q[0].options) if q else 0, self.quorum
+        )
+
+
+# The most choices a notification carries as its actions: two is what every
+# platform that shows Web Push actions shows.
+TAP_CHOICES = 2
+
+
+def takes_one_tap(questions: int, allow_multiple: bool, options: int, quorum: int) -> bool:
+    """An ask one tap answers: a single question of one choice among at most
+    TAP_CHOICES, and no quorum (a vote there is final for its person, so it is
+    made on the page where the other votes are seen)."""
+    return questions == 1 and not allow_multiple and 0 < options <= TAP_CHOICES and not quorum
+
 
 @dataclass(frozen=True, slots=True)
 class AskAnswerBlock:

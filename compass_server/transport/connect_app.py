@@ -394,6 +394,8 @@ class Router:
         send = with_headers(send, PAGE_HEADERS)
         for prefix, route in self.routes.items():
             if path.startswith(prefix):
+                if path.startswith(_COMPRESSED_PAGES):
+                    scope, send = self._gzipped(scope, send)
                 await route(scope, receive, send)
                 return
         file = _FILE.match(path)
@@ -412,9 +414,16 @@ class Router:
             await _connect_refusal(send, 404, f"there is no service {wrong.group(1)}{hint}")
             return
         if path == "/healthz" or self.static:
+            scope, send = self._gzipped(scope, send)
             await _static(scope, send)
             return
         await _plain(send, 404, b"not found\n")
+
+    def _gzipped(self, scope: dict[str, Any], send: Any) -> tuple[dict[str, Any], Any]:
+        """The page's files and a link's page, gzipped where the browser takes
+        it: what a phone on a slow network waits for."""
+        scope, gzip_accepted = _without_gzip(scope)
+        return scope, _compressed_past(self.compress_min_bytes, send) if gzip_accepted else send
 
     async def _file(self, scope: dict[str, Any], send: Any, item: str, attachment: str) -> None:
         if scope["method"] not in ("GET", "HEAD"):
@@ -576,6 +585,8 @@ def _without_gzip(scope: dict[str, Any]) -> tuple[dict[str, Any], bool]:
 
 
 _GZIP = Gzip()
+# Server-made pages answered gzipped, past the same size as Connect's answers.
+_COMPRESSED_PAGES = ("/a/",)
 
 
 def _compressed_past(min_bytes: int, send: Any) -> Any:

@@ -2,13 +2,16 @@
 OpenID provider (/auth/…) and the page a one-ask link opens (/a/<link>).
 
 Failures are a readable HTML page with the status that fits, never a
-traceback. A link's GET shows and changes nothing; its form answers with a
-POST.
+traceback. A link's GET shows and changes nothing: a page whose script
+(web/static/link.js) draws the ask with the app's own component. The page,
+and a notification's tap, answer with a POST of JSON to the link.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import datetime
 import html
 import json
@@ -19,16 +22,19 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from google.protobuf import json_format
+
 from compass_server.api.auth import Authenticator
 from compass_server.api.errors import ApiError, to_api_error
-from compass_server.api.text import check_line, check_text, without_refused
+from compass_server.api.mapping import message_to_wire
+from compass_server.api.text import check_line, check_text
 from compass_server.signin.flow import AttemptRefused, Refused, SignInFailed, SignInFlow
 from compass_server.store.errors import StoreError, Unavailable
 from compass_server.store.links import LinkClosed, LinkPass
 from compass_server.store.store import Store
-from compass_server.store.types import Actor, Answer, Ask, AskEnding, EndingKind, Surface
+from compass_server.store.types import Actor, Answer, Ask, Message, Surface, TextBlock
 from compass_server.transport.cookies import SessionCookies, header_getter
-from compass_server.transport.headers import page_policy
+from compass_server.transport.headers import LINK_POLICY, PAGE_POLICY
 
 log = logging.getLogger(__name__)
 
@@ -43,25 +49,40 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 # A posted form: each field's values.
 Form = dict[str, list[str]]
 
-_STYLE = """
-body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem}
-h1{font-size:1.4rem}
-fieldset{border:1px solid #ccd;border-radius:6px;margin:0 0 1rem;padding:.5rem 1rem}
-legend{font-weight:600}label{display:block;margin:.25rem 0}textarea{width:100%;min-height:3rem}
-.aside{color:#555555}.refused{color:#8a1f11}
-button{font:inherit;padding:.4rem 1rem;margin-right:.5rem}
-"""
+# The modules the link page runs, named up front so a slow phone fetches them
+# at once instead of one import after another.
+LINK_MODULES = (
+    "link.js",
+    "ask.js",
+    "dom.js",
+    "ended.js",
+    "model.js",
+    "question.js",
+    "quorum.js",
+    "rpc.js",
+    "standing.js",
+)
 
 
-_POLICY = page_policy(_STYLE).encode()
-
-
-def page(title: str, *body: str) -> bytes:
+def _head(title: str, extra: str = "") -> str:
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         '<meta name=viewport content="width=device-width, initial-scale=1">'
-        f"<title>{html.escape(title)} · Compass</title><style>{_STYLE}</style></head>"
-        f"<body><main><h1>{html.escape(title)}</h1>{''.join(body)}</main></body></html>"
+        '<meta name=color-scheme content="light dark">'
+        f"<title>{html.escape(title)} · Compass</title>"
+        '<link rel=icon href="/favicon.svg" type="image/svg+xml">'
+        f'<link rel=stylesheet href="/app.css">{extra}</head>'
+    )
+
+
+def page(title: str, *body: str) -> bytes:
+    """A server-made page in the app's look: a bar with the product's name,
+    then the title and the body in one card."""
+    return (
+        f"{_head(title)}<body class=page>"
+        '<header class="topbar"><p class="brand">Compass</p></header>'
+        f'<main class="page-main"><div class="card"><h1>{html.escape(title)}</h1>'
+        f"{''.join(body)}</div></main></body></html>"
     ).encode()
 
 
@@ -80,6 +101,7 @@ async def respond(
     content_type: str = "text/html; charset=utf-8",
     headers: list[tuple[bytes, bytes]] | None = None,
     referrer: bytes = b"no-referrer",
+    policy: str = PAGE_POLICY,
 ) -> None:
     """`referrer`: the page's Referrer-Policy; a form that checks where it was
     posted from needs same-origin (no-referrer makes the browser send Origin: null)."""
@@ -94,7 +116,7 @@ async def respond(
                 (b"x-content-type-options", b"nosniff"),
                 (b"referrer-policy", referrer),
                 (b"x-frame-options", b"DENY"),
-                (b"content-security-policy", _POLICY),
+                (b"content-security-policy", policy.encode()),
                 *(headers or []),
             ],
         }
@@ -381,43 +403,52 @@ class PeopleRoutes:
         method = scope["method"]
         if method not in ("GET", "HEAD", "POST"):
             await respond(
-                send, 405, page("Not allowed", para("Open the link, or answer its form."))
+                send, 405, page("Not allowed", para("Open the link, or answer on its page."))
             )
             return
         if not SECRET_SHAPE.fullmatch(secret):
-            await respond(send, 404, _closed_page("unknown"))
+            await self._closed(send, "unknown", posted=method == "POST" or _wants_json(scope))
             return
         try:
             opened = await self.store.open_ask_link(secret)
         except LinkClosed as exc:
-            await respond(send, 410 if exc.why != "unknown" else 404, _closed_page(exc.why))
+            await self._closed(send, exc.why, posted=method == "POST" or _wants_json(scope))
             return
         here = await self._signed_in_here(scope)
-        if here is not None and here.account_id != opened.actor.account_id:
-            # Another person's browser: the link never answers as its person here.
-            await self._not_theirs(
-                send, opened, here, posted=method == "POST", head=method == "HEAD"
-            )
-            return
+        theirs = here is None or here.account_id == opened.actor.account_id
         if method == "POST":
-            try:
-                body = await read_body(receive, MAX_FORM_BYTES)
-            except BodyRefused as exc:
-                await respond(send, exc.status, page("Not taken", para(exc.why)))
+            await self._answer(scope, receive, send, opened, None if theirs else here)
+            return
+        wants_json = _wants_json(scope)
+        if not theirs:
+            # Another person's browser: the link never answers as its person here.
+            assert here is not None
+            if wants_json:
+                await _json(send, 403, _error("permission_denied", "This link isn't yours here."))
                 return
-            await self._answer(
-                send,
-                opened,
-                secret,
-                urllib.parse.parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True),
-            )
+            await self._not_theirs(send, opened, here, head=method == "HEAD")
+            return
+        if wants_json:
+            # The open page reads the ask again, to show an ending that came another way.
+            try:
+                message, _ = await self.store.get_ask(opened.actor, opened.ask_id)
+            except StoreError:
+                await _json(send, 404, _error("not_found", _CLOSED["gone"][0] + "."))
+                return
+            await _json(send, 200, {"askMessage": _ask_message(message, opened.ask_id)})
             return
         # A mail's one-click choice opens the ask with it chosen; only a submit answers.
         query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        chosen = (query.get("choose") or [""])[0]
-        await self._show(
-            send, opened, secret, notice="", status=200, head=method == "HEAD", chosen=chosen
-        )
+        chosen = (query.get("choose") or [""])[0][:100]
+        await self._show(send, opened, head=method == "HEAD", chosen=chosen)
+
+    async def _closed(self, send: Send, why: str, *, posted: bool) -> None:
+        status = 404 if why == "unknown" else 410
+        if posted:
+            title, text = _CLOSED.get(why, _CLOSED["unknown"])
+            await _json(send, status, {"code": "not_found", "message": f"{title}. {text}"})
+            return
+        await respond(send, status, _closed_page(why))
 
     async def _signed_in_here(self, scope: dict[str, Any]) -> Actor | None:
         """The person this browser's session signs in, if it holds a live one."""
@@ -434,9 +465,7 @@ class PeopleRoutes:
         found = await self.store.get_accounts(actor, [actor.account_id])
         return found[0].handle if found else "someone"
 
-    async def _not_theirs(
-        self, send: Send, opened: LinkPass, here: Actor, *, posted: bool, head: bool
-    ) -> None:
+    async def _not_theirs(self, send: Send, opened: LinkPass, here: Actor, *, head: bool) -> None:
         try:
             message, ask = await self.store.get_ask(opened.actor, opened.ask_id)
             theirs, mine = await self._handle(opened.actor), await self._handle(here)
@@ -449,85 +478,228 @@ class PeopleRoutes:
             f"This link is {theirs}'s",
             para(f"{message.author_handle} asks:", "aside"),
             f"<ul>{asked}</ul>",
-            para(
-                ("Nothing was recorded. " if posted else "")
-                + f"This link answers as {theirs}. This browser is signed in to Compass as "
-                f"{mine}, so the link doesn't answer here.",
-                "refused",
-            ),
-            f'<p><a href="/#/ask/{e(ask.ask_id)}">Open the ask as {e(mine)}</a>: '
-            "you can answer it there if it is yours to answer.</p>",
+            para(_not_theirs_words(theirs, mine), "refused"),
+            f'<p><a class="button primary" href="/#/ask/{e(ask.ask_id)}">'
+            f"Open the ask as {e(mine)}</a></p>",
+            para("You can answer it there if it is yours to answer.", "aside"),
             para(
                 f"To answer as {theirs}, sign out of Compass in this browser first, "
                 "or open the link in a private window.",
                 "aside",
             ),
         )
-        await respond(send, 403 if posted else 200, b"" if head else body)
+        await respond(send, 200, b"" if head else body)
 
-    async def _show(
-        self,
-        send: Send,
-        opened: LinkPass,
-        secret: str,
-        *,
-        notice: str,
-        status: int,
-        head: bool = False,
-        chosen: str = "",
-        sent: Form | None = None,
-    ) -> None:
+    async def _show(self, send: Send, opened: LinkPass, *, head: bool, chosen: str) -> None:
+        """The page: who asks and why, and whose answer it records, drawn here;
+        the ask itself drawn by the app's own component (link.js) from the
+        data the page carries, so the first paint needs no second request."""
         try:
             message, ask = await self.store.get_ask(opened.actor, opened.ask_id)
+            answerer = await self._handle(opened.actor)
         except StoreError:
             await respond(send, 404, _closed_page("gone"))
             return
-        answerer = await self._handle(opened.actor)
-        body = _ask_page(message.author_handle, answerer, ask, secret, notice, chosen, sent or {})
-        await respond(send, status, b"" if head else body)
+        e = html.escape
+        intro = "".join(
+            f'<p class="block-text">{e(b.text)}</p>'
+            for b in message.blocks
+            if isinstance(b, TextBlock)
+        )
+        data = {
+            "askId": ask.ask_id,
+            "askMessage": _ask_message(message, ask.ask_id),
+            "answerer": {"accountId": str(opened.actor.account_id), "handle": answerer},
+            "choose": chosen,
+        }
+        # Inert data, never run: "<" is escaped so no text in it can end the element.
+        blob = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+        preload = "".join(f'<link rel=modulepreload href="/{m}">' for m in LINK_MODULES)
+        body = (
+            f'{_head("An ask for you", preload)}<body class="page link-page">'
+            '<header class="topbar"><p class="brand">Compass</p>'
+            f'<p class="signed-in" id="answerer">Your answer is recorded as {e(answerer)}.</p>'
+            "</header>"
+            '<main class="page-main"><article class="card link-ask" aria-labelledby="asker">'
+            f'<h1 id="asker">{e(message.author_handle)} asks</h1>{intro}'
+            '<div id="ask" class="link-ask-body"><p class="aside">Loading the ask…</p></div>'
+            '<p id="link-status" class="link-status" role="status"></p>'
+            '<noscript><p class="refused">This page needs JavaScript to answer. '
+            f'<a href="/#/ask/{e(ask.ask_id)}">Open the ask in Compass</a>.</p></noscript>'
+            "</article></main>"
+            f'<script type="application/json" id="link-data">{blob}</script>'
+            '<script type=module src="/link.js"></script>'
+            "</body></html>"
+        ).encode()
+        await respond(send, 200, b"" if head else body, policy=LINK_POLICY)
 
-    async def _answer(self, send: Send, opened: LinkPass, secret: str, form: Form) -> None:
-        if (form.get("ask_id") or [""])[0] != opened.ask_id:
-            await respond(
-                send,
-                403,
-                page("Not this ask", para("This link answers only the ask it was sent for.")),
+    async def _answer(
+        self, scope: dict[str, Any], receive: Any, send: Send, opened: LinkPass, other: Actor | None
+    ) -> None:
+        """The page's answer or decline, and a notification's tap, as JSON:
+        {askId, action: "answer" | "decline", answers, reason, tap}. A tap
+        answers only an ask one tap can answer."""
+        try:
+            raw = await read_body(receive, MAX_FORM_BYTES)
+        except BodyRefused as exc:
+            code = "resource_exhausted" if exc.status == 413 else "unavailable"
+            await _json(send, exc.status, _error(code, exc.why))
+            return
+        get = header_getter(scope.get("headers", ()))
+        kind = (get("content-type") or "").split(";")[0].strip().lower()
+        if kind != "application/json":
+            await _json(
+                send, 415, _error("invalid_argument", "Send the answer as JSON from the page.")
             )
             return
-        action = (form.get("action") or [""])[0]
-        try:
-            if action == "decline":
-                reason = (form.get("reason") or [""])[0]
-                # A person's words take the one rule every surface keeps.
-                check_text(reason, "Your reason")
-                await self.store.decline_ask(
-                    opened.actor, opened.ask_id, reason, surface=Surface.WEB
-                )
-                notice = "You declined this ask."
-            elif action == "answer":
-                _, ask = await self.store.get_ask(opened.actor, opened.ask_id)
-                answers = []
-                for q in ask.questions:
-                    chosen = tuple(form.get(f"q.{q.question_id}", []))
-                    words = (form.get(f"t.{q.question_id}") or [""])[0]
-                    for option in chosen:
-                        check_line(option, "A choice")
-                    check_text(words, f"Your words for “{_cut(q.header or q.question)}”")
-                    answers.append(Answer(q.question_id, chosen, words))
-                await self.store.answer_ask(
-                    opened.actor, opened.ask_id, answers, surface=Surface.WEB
-                )
-                notice = "Your answer was recorded."
-            else:
-                await respond(send, 400, page("Nothing to do", para("Answer or decline the ask.")))
-                return
-        except StoreError as exc:
-            error = to_api_error(exc)
-            status = 409 if error.status.token == "already_exists" else error.status.http
-            # What was sent stays in the form, to be put right and sent again.
-            await self._show(send, opened, secret, notice=error.message, status=status, sent=form)
+        if other is not None:
+            try:
+                theirs, mine = await self._handle(opened.actor), await self._handle(other)
+            except StoreError:
+                theirs, mine = "someone else", "someone"
+            why = "Nothing was recorded. " + _not_theirs_words(theirs, mine)
+            await _json(send, 403, _error("permission_denied", why))
             return
-        await self._show(send, opened, secret, notice=notice, status=200)
+        try:
+            sent = _sent(raw, opened.ask_id)
+            _, ask = await self.store.get_ask(opened.actor, opened.ask_id)
+            if sent.tap and not ask.one_tap:
+                raise _Refused(
+                    400, "failed_precondition", "This ask needs more than one tap: open it."
+                )
+            if sent.action == "decline":
+                await self.store.decline_ask(
+                    opened.actor, opened.ask_id, sent.reason, surface=Surface.WEB
+                )
+                said = "You declined this ask."
+            else:
+                await self.store.answer_ask(
+                    opened.actor, opened.ask_id, sent.answers, surface=Surface.WEB
+                )
+                said = "Your answer was recorded."
+        except _Refused as exc:
+            await _json(send, exc.status, _error(exc.code, exc.message))
+            return
+        except (StoreError, ApiError) as exc:
+            error = exc if isinstance(exc, ApiError) else to_api_error(exc)
+            out = _error(error.status.token, error.message)
+            # How the ask stands now, so the page and the notification can say how it ended.
+            with contextlib.suppress(StoreError):
+                message, _ = await self.store.get_ask(opened.actor, opened.ask_id)
+                out["askMessage"] = _ask_message(message, opened.ask_id)
+            await _json(send, error.status.http, out)
+            return
+        message, ask = await self.store.get_ask(opened.actor, opened.ask_id)
+        await _json(
+            send,
+            200,
+            {
+                "outcome": sent.action,
+                "message": said,
+                "ended": not ask.is_open,
+                "askMessage": _ask_message(message, opened.ask_id),
+            },
+        )
+
+
+def _wants_json(scope: dict[str, Any]) -> bool:
+    """A GET from the link's own page (its script reads the ask again)."""
+    accept = header_getter(scope.get("headers", ()))("accept") or ""
+    return scope["method"] != "POST" and "application/json" in accept
+
+
+def _not_theirs_words(theirs: str, mine: str) -> str:
+    return (
+        f"This link answers as {theirs}. This browser is signed in to Compass as "
+        f"{mine}, so the link doesn't answer here."
+    )
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+@dataclasses.dataclass(frozen=True)
+class _Sent:
+    action: str
+    answers: list[Answer]
+    reason: str
+    tap: bool
+
+
+def _bad(message: str) -> _Refused:
+    return _Refused(400, "invalid_argument", message)
+
+
+def _sent(raw: bytes, ask_id: str) -> _Sent:
+    """The page's JSON, checked field by field; _Refused names what is wrong."""
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise _bad("The answer isn't JSON.") from None
+    if not isinstance(body, dict):
+        raise _bad("The answer must be a JSON object.")
+    if body.get("askId") != ask_id:
+        raise _Refused(403, "permission_denied", "This link answers only the ask it was sent for.")
+    action = body.get("action")
+    if action not in ("answer", "decline"):
+        raise _bad("Answer or decline the ask.")
+    reason = body.get("reason", "")
+    if not isinstance(reason, str):
+        raise _bad("reason must be text.")
+    tap = body.get("tap", False)
+    if not isinstance(tap, bool):
+        raise _bad("tap must be true or false.")
+    answers: list[Answer] = []
+    if action == "decline":
+        # A person's words take the one rule every surface keeps.
+        check_text(reason, "Your reason")
+    else:
+        given = body.get("answers")
+        if not isinstance(given, list):
+            raise _bad("answers must be a list.")
+        for a in given:
+            if not isinstance(a, dict):
+                raise _bad("Each answer must be an object.")
+            qid, chosen, words = (
+                a.get("questionId"),
+                a.get("chosenOptionIds", []),
+                a.get("customText", ""),
+            )
+            if not isinstance(qid, str) or not isinstance(words, str):
+                raise _bad("An answer's questionId and customText must be text.")
+            if not isinstance(chosen, list) or not all(isinstance(c, str) for c in chosen):
+                raise _bad("An answer's chosenOptionIds must be a list of ids.")
+            check_line(qid, "A question id")
+            for option in chosen:
+                check_line(option, "A choice")
+            check_text(words, "Your words")
+            answers.append(Answer(qid, tuple(chosen), words))
+    return _Sent(action, answers, reason, tap)
+
+
+def _error(code: str, message: str) -> dict[str, Any]:
+    return {"code": code, "message": message}
+
+
+async def _json(send: Send, status: int, body: dict[str, Any]) -> None:
+    await respond(send, status, json.dumps(body, ensure_ascii=False).encode(), "application/json")
+
+
+def _ask_message(message: Message, ask_id: str) -> dict[str, Any]:
+    """The message as the app reads it (proto3 JSON), holding its words and
+    this ask only: a link shows nothing else."""
+    kept = [
+        b
+        for b in message.blocks
+        if isinstance(b, TextBlock) or (isinstance(b, Ask) and b.ask_id == ask_id)
+    ]
+    wire = message_to_wire(dataclasses.replace(message, blocks=tuple(kept)))
+    return json_format.MessageToDict(wire)
 
 
 _CLOSED = {
@@ -556,83 +728,3 @@ _ADDRESS_CLOSED = {
 def _closed_page(why: str) -> bytes:
     title, text = _CLOSED.get(why, _CLOSED["unknown"])
     return page(title, para(text), '<p><a href="/">Open Compass</a></p>')
-
-
-_ENDED = {
-    EndingKind.ANSWERED: "Answered",
-    EndingKind.DECLINED: "Declined",
-    EndingKind.WITHDRAWN_BY_AGENT: "Withdrawn by the agent",
-    EndingKind.WITHDRAWN_BY_OWNER: "Withdrawn",
-    EndingKind.EXPIRED: "Expired: nobody answered in time",
-}
-
-
-def _ending_text(ending: AskEnding) -> str:
-    text = _ENDED.get(ending.kind, "Ended")
-    if ending.actor_handle and ending.kind is not EndingKind.EXPIRED:
-        text += f" by {ending.actor_handle}"
-    if ending.reason:
-        text += f": {ending.reason}"
-    if ending.at is not None:
-        text += f" ({ending.at.strftime('%Y-%m-%d %H:%M UTC')})"
-    return text + "."
-
-
-def _cut(text: str, most: int = 80) -> str:
-    return text if len(text) <= most else text[: most - 1] + "…"
-
-
-def _ask_page(
-    author: str,
-    answerer: str,
-    ask: Ask,
-    secret: str,
-    notice: str,
-    choose: str = "",
-    sent: Form | None = None,
-) -> bytes:
-    e = html.escape
-    sent = sent or {}
-    parts = [para(f"{author} asks:", "aside")]
-    if notice:
-        parts.append(f'<p role="status" class="aside"><strong>{e(notice)}</strong></p>')
-    if ask.ending is not None or not ask.is_open:
-        said = _ending_text(ask.ending) if ask.ending else "This ask has ended."
-        parts.append(f'<p id="ending"><strong>{e(said)}</strong></p>')
-        for q in ask.questions:
-            chosen = [o.label for o in q.options if o.id in q.chosen_option_ids]
-            answer = ", ".join(chosen + ([q.custom_text] if q.custom_text else [])) or "—"
-            parts.append(f"<p><strong>{e(q.question)}</strong><br>{e(answer)}</p>")
-        return page("An ask for you", *parts)
-    form = [
-        f'<form method="post" action="/a/{e(secret)}">',
-        f'<input type="hidden" name="ask_id" value="{e(ask.ask_id)}">',
-    ]
-    for q in ask.questions:
-        kind = "checkbox" if q.allow_multiple else "radio"
-        picked = set(sent.get(f"q.{q.question_id}", [])) or ({choose} if choose else set())
-        form.append(f"<fieldset><legend>{e(q.header or q.question)}</legend>")
-        if q.header:
-            form.append(para(q.question))
-        for o in q.options:
-            form.append(
-                f'<label><input type="{kind}" name="q.{e(q.question_id)}" value="{e(o.id)}"'
-                f"{' checked' if o.id in picked else ''}> "
-                f"{e(o.label)}{(' — ' + e(o.description)) if o.description else ''}</label>"
-            )
-        words = without_refused((sent.get(f"t.{q.question_id}") or [""])[0])
-        form.append(
-            f'<label>Your own words<textarea name="t.{e(q.question_id)}">{e(words)}</textarea>'
-            "</label>"
-        )
-        form.append("</fieldset>")
-    form.append(f'<p id="answerer">Your answer is recorded as {e(answerer)}.</p>')
-    form.append('<button type="submit" name="action" value="answer">Submit</button>')
-    reason = without_refused((sent.get("reason") or [""])[0])
-    form.append(
-        "<details><summary>Decline instead</summary>"
-        f'<label>Why (optional)<textarea name="reason">{e(reason)}</textarea></label>'
-        '<button type="submit" name="action" value="decline">Decline</button></details>'
-    )
-    form.append("</form>")
-    return page("An ask for you", *parts, *form)

@@ -13,6 +13,7 @@ import { madeNote, newStanding, renderStandingOption, standingTerms } from "./st
 
 const DROPPED = "Your unsent answers were cleared.";
 const REFUSED = "Your answers weren't recorded: the ask had already ended.";
+const NOT_DECLINED = "Your decline wasn't recorded: the ask had already ended.";
 
 // Picks and typed text are local until Submit: askId → { picks, text, error,
 // confirming, declining, reason }; confirming is "skip" or "withdraw" while
@@ -43,6 +44,11 @@ function draftOf(askId) {
     drafts.set(askId, draft);
   }
   return draft;
+}
+
+/** Opens an ask with a choice already picked (a mail's one-click choice); only Submit sends it. */
+export function preset(askId, questionId, optionId) {
+  draftOf(askId).picks.set(questionId, new Set([optionId]));
 }
 
 function staged(draft) {
@@ -346,6 +352,7 @@ async function end(ask, message, ctx, method, extra) {
     sending.delete(ask.askId);
     if (error && !closedNow(ctx, ask.askId)) draftOf(ask.askId).error = error;
     else drafts.delete(ask.askId);
+    if (error && closedNow(ctx, ask.askId)) dropped.set(ask.askId, NOT_DECLINED);
     ctx.refresh(message.messageId);
     return;
   }
@@ -454,6 +461,8 @@ async function submit(askId, ctx, { skipAll = false } = {}) {
     sending.delete(askId);
     if (error && !closedNow(ctx, askId)) draftOf(askId).error = error;
     else drafts.delete(askId);
+    // Ended another way meanwhile: the status line says how, the note that these answers weren't taken.
+    if (error && closedNow(ctx, askId)) dropped.set(askId, REFUSED);
     ctx.refresh(message.messageId);
     return;
   }

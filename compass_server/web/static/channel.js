@@ -59,8 +59,9 @@ export class ChannelView {
     const el = this.elementOf(focus.message.messageId);
     if (!el) return;
     el.classList.add("focused");
-    // After any scroll to the newest that the frame still makes.
-    requestAnimationFrame(() => el.scrollIntoView({ block: "center" }));
+    // After any scroll to the newest that the frame still makes; its top (who
+    // asks, and why) in view, even when the ask is taller than the pane.
+    requestAnimationFrame(() => el.scrollIntoView({ block: "start" }));
   }
 
   close() {
