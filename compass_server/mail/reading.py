@@ -11,7 +11,7 @@ import re
 from compass_server.store.replies import TOKEN_SHAPE
 from compass_server.store.types import AskQuestion
 
-_LOCAL = re.compile(r"ask\+([A-Za-z2-7]{24})")
+_LOCAL = re.compile(r"ask\+([A-Za-z2-7]{24})", re.I)
 # Where the quoted mail begins in the common clients' replies.
 _QUOTE_STARTS = (
     re.compile(r"^-{2,}\s*Original Message\s*-{2,}$", re.I),
