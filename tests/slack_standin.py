@@ -191,6 +191,36 @@ class Slack:
             headers["x-slack-signature"] = verifier.generate_signature(timestamp=stamp, body=body)
         return await self.client.post(self.url, content=body, headers=headers)
 
+    async def command(
+        self, user: str, text: str, *, team: str = TEAM, secret: str | None = None
+    ) -> httpx.Response:
+        """`/compass TEXT` typed by the user, as Slack posts a slash command."""
+        body = urllib.parse.urlencode(
+            {
+                "token": "deprecated",
+                "team_id": team,
+                "team_domain": "compass",
+                "channel_id": "C1",
+                "user_id": user,
+                "user_name": user.lower(),
+                "command": "/compass",
+                "text": text,
+                "response_url": "https://hooks.slack.test/commands/1",
+                "trigger_id": f"trigger-{next(self._n)}",
+            }
+        )
+        stamp = str(int(time.time()))
+        verifier = SignatureVerifier(secret or self.secret)
+        return await self.client.post(
+            self.url.replace("/interactivity", "/commands"),
+            content=body,
+            headers={
+                "content-type": "application/x-www-form-urlencoded",
+                "x-slack-request-timestamp": stamp,
+                "x-slack-signature": verifier.generate_signature(timestamp=stamp, body=body),
+            },
+        )
+
     def click(self, user: str, button: dict[str, Any], channel: str = "C1") -> dict[str, Any]:
         n = next(self._n)
         return {
