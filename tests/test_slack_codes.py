@@ -188,3 +188,27 @@ async def test_the_command_route_answers_bad_input_with_a_clear_4xx(srv: Any) ->
         assert (await http.post(url, content=b"\xff\xfe")).status_code == 401
         big = b"x" * (300 * 1024)
         assert (await http.post(url, content=big)).status_code == 413
+
+
+@pytest.mark.browser
+async def test_the_page_shows_a_code_that_links_slack_for_a_person_signed_in_with_a_token(
+    srv: Any, rpc: GrpcClient, slack: Slack, browser: Any, w: World, shots: Any
+) -> None:
+    from playwright.async_api import expect
+
+    from tests.browser import PHONE, new_tab, sign_in
+
+    await connect(rpc, w)
+    async with new_tab(browser, srv, viewport=PHONE) as page:
+        await sign_in(page, tok(w))
+        await page.goto("/#/settings")
+        await expect(page.get_by_text("Answer asks in Slack as yourself.")).to_be_visible()
+        await page.get_by_role("button", name="Link my Slack account").click()
+        shown = page.locator("#settings-slack-code")
+        await expect(shown).to_contain_text("In Slack, type /compass link ")
+        await page.screenshot(path=str(shots / "web-settings-slack-code.png"), full_page=True)
+        code = (await shown.locator("code").inner_text()).removeprefix("/compass link ")
+        assert "now linked to ada" in said(await slack.command("U0PAGE", f"link {code}"))
+        await page.reload()
+        await expect(page.get_by_text("Your Slack account is linked.")).to_be_visible()
+        await expect(page.get_by_label("A direct message in Slack")).to_be_visible()
