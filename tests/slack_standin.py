@@ -1,8 +1,9 @@
 """A stand-in for Slack on loopback: its Web API (chat.postMessage,
 chat.update, chat.postEphemeral, views.open, users.info) answering as Slack
 does — `ok`, `error`, a bot token checked, HTTP 429 with Retry-After when
-told to rate limit — and recording every call; and a client that sends
-interactivity payloads signed as Slack signs them."""
+told to rate limit — and recording every call (listed, for docs/slack.md's
+walkthrough, at `<api url>_calls`); and a client that sends interactivity
+payloads and slash commands signed as Slack signs them."""
 
 from __future__ import annotations
 
@@ -73,6 +74,10 @@ class SlackStandIn:
             body = json.loads(r.body or b"{}")
         except ValueError:
             return _slack({"ok": False, "error": "invalid_json"})
+        if method == "_calls":
+            # Not Slack's: what Compass called so far, for a walkthrough to read.
+            seen = [{"method": c.method, "body": c.body} for c in self.calls]
+            return Reply(200, json.dumps(seen).encode(), content_type="application/json")
         call = Call(method, token, body)
         if self.limited[method] > 0:
             self.limited[method] -= 1
