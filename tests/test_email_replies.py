@@ -29,7 +29,7 @@ from compass_server.store.types import Ask, AskOption, AskQuestion, EndingKind
 from compass_server.store.vault import new_key
 from tests.conftest import running_server
 from tests.mailbox import Mailbox, parts
-from tests.servers import GrpcClient
+from tests.servers import CallError, GrpcClient
 from tests.world import World, two_question_ask
 
 pytestmark = pytest.mark.timeout(120)
@@ -502,3 +502,70 @@ def test_a_reply_is_read_from_its_own_first_line() -> None:
     assert declined is not None and declined.declined and declined.reason == "not now"
     assert reply_token(f"Compass <ASK+{'A' * 24}@Reply.Example.Test>", DOMAIN) == "a" * 24
     assert reply_token(f"ask+{'a' * 24}@elsewhere.test", DOMAIN) is None
+
+
+async def test_two_replies_and_an_rpc_racing_end_the_ask_once_and_the_others_are_told(
+    mailing: Any, rpc: GrpcClient, mailbox: Mailbox, w: World
+) -> None:
+    from compass.v1 import comms_pb2 as pb
+
+    for n in range(1, 4):
+        ask_id = await post(w, ship_it(w.human))
+        first = await notice(mailbox, ada(w), n)
+        to = str(first["Reply-To"])
+
+        async def answer_by_rpc(ask_id: str) -> str:
+            try:
+                await rpc.call(
+                    "RespondToAsk",
+                    pb.RespondToAskRequest(
+                        ask_id=ask_id,
+                        answers=[pb.AskQuestionAnswer(question_id="go", chosen_option_ids=["y"])],
+                    ),
+                    w.tokens[w.human.account_id],
+                )
+            except CallError as exc:
+                return exc.code
+            return "ok"
+
+        _, by_hook, by_rpc = await asyncio.gather(
+            by_smtp(mailing, reply(to, ada(w), "2", first), ada(w)),
+            by_webhook(mailing, reply(to, ada(w), "decline: too soon", first), ada(w)),
+            answer_by_rpc(ask_id),
+        )
+        endings = await history(mailing, ask_id)
+        assert len(endings) == 1, endings
+        said = [text_of(await answer_to(mailbox, ada(w), 2 * n - i)) for i in (1, 0)]
+        recorded = [s for s in said if s.startswith("Recorded")]
+        told = [s for s in said if "this ask has ended" in s]
+        if endings == [("answered", "grpc")]:
+            assert by_rpc == "ok" and recorded == [] and len(told) == 2
+        else:
+            assert by_rpc == "already_exists" and len(recorded) == 1 and len(told) == 1
+            hook = by_hook.json()["outcome"]
+            assert hook == ("declined" if endings == [("declined", "email")] else "ended")
+
+
+@pytest.mark.browser
+async def test_an_ask_answered_by_reply_shows_how_it_ended_on_the_page(
+    mailing: Any, mailbox: Mailbox, browser: Any, w: World, shots: Any
+) -> None:
+    from playwright.async_api import expect
+
+    from tests.browser import DESKTOP, PHONE, ask_block, new_tab, sign_in
+
+    for n, (door, size) in enumerate((("smtp", PHONE), ("webhook", DESKTOP)), 1):
+        ask_id = await post(w, ship_it(w.human))
+        first = await notice(mailbox, ada(w), n)
+        msg = reply(str(first["Reply-To"]), ada(w), "1. Yes", first)
+        if door == "smtp":
+            await by_smtp(mailing, msg, ada(w))
+        else:
+            assert (await by_webhook(mailing, msg, ada(w))).json() == {"outcome": "answered"}
+        async with new_tab(browser, mailing, viewport=size) as page:
+            await sign_in(page, w.tokens[w.human.account_id])
+            await page.goto(f"/#/ask/{ask_id}")
+            await expect(ask_block(page, ask_id).get_by_text("Answered by ada")).to_be_visible()
+            await page.screenshot(
+                path=str(shots / f"reply-{door}-{size['width']}.png"), full_page=True
+            )

@@ -453,6 +453,10 @@ class SlackRoutes:
                     "Sign in to connect Slack",
                     para("Sign in to Compass, then this link connects your Slack account."),
                     *logins,
+                    para(
+                        "Signed in to Compass with a token? Take a one-time code in Compass "
+                        "(Notification settings, Slack) and type /compass link CODE in Slack."
+                    ),
                 ),
             )
             return
