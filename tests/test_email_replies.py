@@ -569,3 +569,28 @@ async def test_an_ask_answered_by_reply_shows_how_it_ended_on_the_page(
             await page.screenshot(
                 path=str(shots / f"reply-{door}-{size['width']}.png"), full_page=True
             )
+
+
+@pytest.mark.parametrize(
+    ("env", "why"),
+    [
+        ({"COMPASS_MAIL_LISTEN": "127.0.0.1:2525"}, "set mail.reply_domain too"),
+        (
+            {
+                "COMPASS_MAIL_LISTEN": "127.0.0.1:2525",
+                "COMPASS_MAIL_REPLY_DOMAIN": DOMAIN,
+                "COMPASS_WORKERS": "2",
+            },
+            "needs workers = 1",
+        ),
+        ({"COMPASS_MAIL_LISTEN": "not an address"}, "COMPASS_MAIL_LISTEN must be [HOST:]PORT"),
+    ],
+)
+def test_the_listener_is_refused_at_start_without_what_it_needs(
+    env: dict[str, str], why: str
+) -> None:
+    from compass_server import config
+
+    with pytest.raises(config.ConfigError) as refused:
+        config.load(env=env)
+    assert why in str(refused.value)
