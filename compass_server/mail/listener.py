@@ -48,12 +48,16 @@ class _Handler:
         content = envelope.content
         if isinstance(content, str):
             content = content.encode("utf-8", "surrogateescape")
-        message = email.message_from_bytes(content, policy=email.policy.default)
-        assert isinstance(message, email.message.EmailMessage)
         try:
-            outcome = await self.replies.take(
-                inbound_of(message, envelope.mail_from, list(envelope.rcpt_tos))
-            )
+            message = email.message_from_bytes(content, policy=email.policy.default)
+            assert isinstance(message, email.message.EmailMessage)
+            mail = inbound_of(message, envelope.mail_from, list(envelope.rcpt_tos))
+        except Exception:
+            # A mail the parser can't read is refused for good: sent again, it reads no better.
+            log.info("a reply by mail that can't be read was refused")
+            return "554 5.6.0 this mail can't be read"
+        try:
+            outcome = await self.replies.take(mail)
         except Exception:
             log.exception("a reply by mail failed")
             return "451 4.3.0 try again later"

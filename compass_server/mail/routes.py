@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import email
+import email.errors
 import email.message
 import email.parser
 import email.policy
@@ -165,6 +166,10 @@ class MailRoutes:
             mail = inbound_of_form(_form(get("content-type") or "", body))
         except Unreadable as exc:
             await respond(send, 400, f"not a mail Compass can read: {exc}\n".encode(), "text/plain")
+            return
+        except (ValueError, LookupError, TypeError, email.errors.MessageError) as exc:
+            log.info("an inbound mail that can't be read (%s)", type(exc).__name__)
+            await respond(send, 400, b"not a mail Compass can read\n", "text/plain")
             return
         outcome = await self.replies.take(mail)
         log.info("a reply by mail (webhook): %s", outcome.value)
