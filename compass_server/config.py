@@ -834,7 +834,7 @@ class Settings:
     mail_reply_domain: str | None = _s(
         None,
         "mail",
-        Text("a domain", optional=True, metavar="DOMAIN"),
+        Text("a domain", optional=True, metavar="HOST"),
         "the domain of the reply address each mail about an ask carries (ask+TOKEN@DOMAIN), "
         "whose mail reaches mail.listen or the inbound webhook; empty: mails carry none",
     )
@@ -848,7 +848,7 @@ class Settings:
     mail_inbound_secret: str | None = _s(
         None,
         "mail",
-        Secret("a secret", "SECRET"),
+        Secret("a secret", "KEY"),
         "what the inbound-mail webhook (POST /mail/inbound) must carry, as ?key= or "
         "authorization (Bearer, or Basic's password); empty: the webhook is off "
         "(masked when shown)",

@@ -20,7 +20,14 @@ import uuid
 import aiosmtplib
 
 from compass_server.api.text import check_text
-from compass_server.mail.reading import Choice, address_of, first_line, read_choice, reply_token
+from compass_server.mail.reading import (
+    Choice,
+    address_of,
+    first_line,
+    read_choice,
+    reply_token,
+    text_of_html,
+)
 from compass_server.notify.mailer import Relay
 from compass_server.store.admin import hash_token
 from compass_server.store.errors import (
@@ -101,8 +108,6 @@ def automatic(message: email.message.Message) -> bool:
 
 def body_text(message: email.message.EmailMessage) -> str:
     """A mail's text: its plain part, else its HTML's text."""
-    from compass_server.mail.reading import text_of_html
-
     part = message.get_body(("plain", "html"))
     if part is None:
         return ""
