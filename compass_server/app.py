@@ -36,6 +36,9 @@ from compass_server.asks import DEADLINES, Expiry
 from compass_server.config import DEFAULT_GRPC_LISTEN, DEFAULT_HTTP_LISTEN, Settings
 from compass_server.events.hub import CHANNEL, EventHub
 from compass_server.hooks.held import HookAsks
+from compass_server.mail.inbound import Replies
+from compass_server.mail.listener import MailListener
+from compass_server.mail.routes import MailRoutes
 from compass_server.notify.email import MailDrafts
 from compass_server.notify.mailer import Mailer, Relay
 from compass_server.notify.preferences import Preferences, quiet_hours_of
@@ -178,6 +181,7 @@ class CompassServer:
             ("--http-listen", s.http_listen),
             ("--relay-listen", s.relay_listen),
             ("--metrics-listen", s.metrics_listen),
+            ("--mail-listen", s.mail_listen),
         ]
         addresses = {flag: listen_address(value, flag) for flag, value in listens if value}
         for flag, at in addresses.items():
@@ -345,7 +349,14 @@ class CompassServer:
             admin_pb2, "IdentityService", IdentityApi(self.store.admin), "any"
         )
         preferences = ServiceBinding.of(
-            preferences_pb2, "PreferencesService", PreferencesApi(self.push), "account"
+            preferences_pb2,
+            "PreferencesService",
+            PreferencesApi(
+                self.push,
+                self.slack,
+                datetime.timedelta(seconds=settings.slack_code_seconds),
+            ),
+            "account",
         )
         # With a relay listener of its own, the relay is served only there.
         own_relay = settings.relay_listen is not None
@@ -389,6 +400,21 @@ class CompassServer:
             link_lifetime=datetime.timedelta(seconds=settings.slack_link_seconds),
             request_bytes=settings.slack_request_bytes,
         )
+        self.replies = (
+            Replies(
+                self.store,
+                self.slack,
+                domain=settings.mail_reply_domain,
+                public_url=settings.public_url,
+                relay=self._relay(),
+                timeout=settings.webhook_timeout_seconds,
+            )
+            if settings.mail_reply_domain
+            else None
+        )
+        self.mail_routes = MailRoutes(
+            self.replies, settings.mail_inbound_secret, most_bytes=settings.mail_inbound_bytes
+        )
         self.hooks = HookStore(self.db, self.store.admin)
         self.hook_routes = HookRoutes(
             self.auth,
@@ -422,6 +448,7 @@ class CompassServer:
                     "/a/": people_routes,
                     "/slack/": self.slack_routes,
                     "/hooks/": self.hook_routes,
+                    "/mail/": self.mail_routes,
                 },
             ),
             http_at,
@@ -436,6 +463,18 @@ class CompassServer:
                 own, addresses["--metrics-listen"], "--metrics-listen"
             )
             self.metrics_port = self.metrics_http.port
+        if self.replies is not None and "--mail-listen" in addresses:
+            self.mail_listener = MailListener(
+                self.replies,
+                most_bytes=settings.mail_inbound_bytes,
+                hostname=settings.mail_reply_domain or "compass",
+            )
+            await self.mail_listener.start(*addresses["--mail-listen"])
+            self.mail_port = self.mail_listener.port
+            log.info(
+                "replies by mail listening on %s (SMTP)",
+                joined(addresses["--mail-listen"][0], self.mail_port),
+            )
         self.started = True
         await self._health()
         scheme = "https" if tls else "http"
@@ -635,6 +674,20 @@ class CompassServer:
 
         m.samplers += [process, database]
 
+    def _relay(self) -> Relay | None:
+        """The SMTP relay mail goes through, when set."""
+        s = self.settings
+        if not s.smtp_host:
+            return None
+        return Relay(
+            s.smtp_host,
+            s.smtp_port,
+            s.smtp_security,
+            s.smtp_username,
+            s.smtp_password,
+            str(s.smtp_ca_file) if s.smtp_ca_file else None,
+        )
+
     def _courier(self, reach: Reach) -> Courier | None:
         """The webhook courier, when this server has a webhook key."""
         settings = self.settings
@@ -648,22 +701,17 @@ class CompassServer:
             log.info("webhooks are sent by other processes: webhooks.courier is off")
             return None
         mailer = None
-        if settings.smtp_host:
+        relay = self._relay()
+        if relay is not None:
             mailer = Mailer(
-                Relay(
-                    settings.smtp_host,
-                    settings.smtp_port,
-                    settings.smtp_security,
-                    settings.smtp_username,
-                    settings.smtp_password,
-                    str(settings.smtp_ca_file) if settings.smtp_ca_file else None,
-                ),
+                relay,
                 self.store,
                 settings.public_url,
                 # One mail, its link made and every answer of the relay, takes
                 # at most an attempt's time.
                 timeout=settings.webhook_timeout_seconds,
                 preferences=self.push.preferences_of,
+                reply_domain=settings.mail_reply_domain,
             )
         sender = Sender(
             reach,
@@ -706,6 +754,7 @@ class CompassServer:
             ("gateway", "close"),
             ("expiry", "stop"),
             ("courier", "stop"),
+            ("mail_listener", "stop"),
             ("slack_routes", "stop"),
             ("slack_web", "close"),
             ("auth", "close"),

@@ -58,7 +58,12 @@ from compass_server.signin.oidc import (
     SESSION_MAX,
 )
 from compass_server.signin.providers import Provider, ProviderError, providers
-from compass_server.slack.settings import SLACK_API_URL, SLACK_LINK_SECONDS, SLACK_REQUEST_BYTES
+from compass_server.slack.settings import (
+    SLACK_API_URL,
+    SLACK_CODE_SECONDS,
+    SLACK_LINK_SECONDS,
+    SLACK_REQUEST_BYTES,
+)
 from compass_server.store.asks import ASK_CACHE_BYTES
 from compass_server.store.blocks import follow_up_default
 from compass_server.store.channels import CHANNELS_PER_ACCOUNT
@@ -437,6 +442,7 @@ _PREFIX = {
     "slack": "slack_",
     "notify": "notify_",
     "hooks": "hooks_",
+    "mail": "mail_",
 }
 SECTIONS = (
     "",
@@ -446,6 +452,7 @@ SECTIONS = (
     "tracing",
     "webhooks",
     "smtp",
+    "mail",
     "notify",
     "signin",
     "receipts",
@@ -823,6 +830,35 @@ class Settings:
     smtp_ca_file: pathlib.Path | None = _s(
         None, "smtp", Path(optional=True), "CA certificates to verify the relay by"
     )
+    # --- replies to mails about asks ---
+    mail_reply_domain: str | None = _s(
+        None,
+        "mail",
+        Text("a domain", optional=True, metavar="HOST"),
+        "the domain of the reply address each mail about an ask carries (ask+TOKEN@DOMAIN), "
+        "whose mail reaches mail.listen or the inbound webhook; empty: mails carry none",
+    )
+    mail_listen: str | None = _s(
+        None,
+        "mail",
+        Address(optional=True),
+        "an SMTP listener of this server's own that takes replies to mails about asks "
+        "(needs workers = 1); empty: none",
+    )
+    mail_inbound_secret: str | None = _s(
+        None,
+        "mail",
+        Secret("a secret", "KEY"),
+        "what the inbound-mail webhook (POST /mail/inbound) must carry, as ?key= or "
+        "authorization (Bearer, or Basic's password); empty: the webhook is off "
+        "(masked when shown)",
+    )
+    mail_inbound_bytes: int = _s(
+        1 << 20,
+        "limits",
+        Count(),
+        "the largest reply mail taken by mail.listen (552) or the inbound webhook (413)",
+    )
     # --- how people are told: the defaults of what each chooses ---
     notify_page: bool = _s(
         True,
@@ -917,6 +953,13 @@ class Settings:
         "slack",
         Seconds(),
         "how long the link that connects a Slack user to their Compass account opens",
+    )
+    slack_code_seconds: float = _s(
+        SLACK_CODE_SECONDS,
+        "slack",
+        Seconds(),
+        "how long a person's one-time code (shown on the page, typed in Slack) links their "
+        "Slack account",
     )
     slack_request_bytes: int = _s(
         SLACK_REQUEST_BYTES,
@@ -1152,6 +1195,10 @@ def _check_together(s: Settings, sources: Mapping[str, str]) -> None:
         )
     if s.tls_cert is not None and s.tls_key is not None:
         check_tls_files(s.tls_cert, s.tls_key, s.tls_client_ca, sources)
+    if s.mail_listen is not None and not s.mail_reply_domain:
+        raise ConfigError("mail.listen takes replies to reply addresses: set mail.reply_domain too")
+    if s.mail_listen is not None and s.workers != 1:
+        raise ConfigError("mail.listen is one SMTP listener: it needs workers = 1")
     if s.replay_bytes_per_token > s.replay_bytes:
         raise ConfigError("limits.replay_bytes_per_token can't be more than limits.replay_bytes")
 

@@ -30,6 +30,10 @@ from tests.slack_standin import SECRET, TOKEN, SlackStandIn
 from tests.test_people_sessions import session_for
 from tests.world import World, two_question_ask
 
+# Replies by mail: the site's reply domain and its inbound webhook's secret.
+MAIL_DOMAIN = "reply.site.test"
+MAIL_SECRET = "site-inbound-secret"
+
 
 @dataclass
 class Site:
@@ -79,6 +83,9 @@ async def site_server(
         [settings],
         webhook_key=new_key(),
         slack_api_url=standin.api_url,
+        mail_reply_domain=MAIL_DOMAIN,
+        mail_inbound_secret=MAIL_SECRET,
+        mail_inbound_bytes=64 * 1024,
     ) as srv:
         team = "T" + uuid.uuid4().hex[:10].upper()
         rpc = GrpcClient(srv.grpc_port)

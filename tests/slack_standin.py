@@ -1,8 +1,9 @@
 """A stand-in for Slack on loopback: its Web API (chat.postMessage,
 chat.update, chat.postEphemeral, views.open, users.info) answering as Slack
 does — `ok`, `error`, a bot token checked, HTTP 429 with Retry-After when
-told to rate limit — and recording every call; and a client that sends
-interactivity payloads signed as Slack signs them."""
+told to rate limit — and recording every call (listed, for docs/slack.md's
+walkthrough, at `<api url>_calls`); and a client that sends interactivity
+payloads and slash commands signed as Slack signs them."""
 
 from __future__ import annotations
 
@@ -73,6 +74,10 @@ class SlackStandIn:
             body = json.loads(r.body or b"{}")
         except ValueError:
             return _slack({"ok": False, "error": "invalid_json"})
+        if method == "_calls":
+            # Not Slack's: what Compass called so far, for a walkthrough to read.
+            seen = [{"method": c.method, "body": c.body} for c in self.calls]
+            return Reply(200, json.dumps(seen).encode(), content_type="application/json")
         call = Call(method, token, body)
         if self.limited[method] > 0:
             self.limited[method] -= 1
@@ -190,6 +195,36 @@ class Slack:
             headers["x-slack-request-timestamp"] = stamp
             headers["x-slack-signature"] = verifier.generate_signature(timestamp=stamp, body=body)
         return await self.client.post(self.url, content=body, headers=headers)
+
+    async def command(
+        self, user: str, text: str, *, team: str = TEAM, secret: str | None = None
+    ) -> httpx.Response:
+        """`/compass TEXT` typed by the user, as Slack posts a slash command."""
+        body = urllib.parse.urlencode(
+            {
+                "token": "deprecated",
+                "team_id": team,
+                "team_domain": "compass",
+                "channel_id": "C1",
+                "user_id": user,
+                "user_name": user.lower(),
+                "command": "/compass",
+                "text": text,
+                "response_url": "https://hooks.slack.test/commands/1",
+                "trigger_id": f"trigger-{next(self._n)}",
+            }
+        )
+        stamp = str(int(time.time()))
+        verifier = SignatureVerifier(secret or self.secret)
+        return await self.client.post(
+            self.url.replace("/interactivity", "/commands"),
+            content=body,
+            headers={
+                "content-type": "application/x-www-form-urlencoded",
+                "x-slack-request-timestamp": stamp,
+                "x-slack-signature": verifier.generate_signature(timestamp=stamp, body=body),
+            },
+        )
 
     def click(self, user: str, button: dict[str, Any], channel: str = "C1") -> dict[str, Any]:
         n = next(self._n)

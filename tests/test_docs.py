@@ -7,7 +7,9 @@ block right after it must match what it printed on stdout (`…` is anything);
 `<!-- page: NAME -->` is a step a person takes on the page, taken here in
 Chromium. The shell works in an empty folder that holds only a `.venv` link,
 so a step that writes where it runs fails, and it reaches a fresh server on
-loopback: the docs' default addresses are pointed at its ports.
+loopback: the docs' default addresses are pointed at its ports. docs/slack.md
+talks to a stand-in of Slack's Web API started here (`SLACK_API_URL` in its
+shell).
 
 To debug a page: DOCS_TRACE=1 traces each step (`set -x`) into the stderr a
 failure shows; DOCS_STEP_SECONDS changes how long one step may take.
@@ -35,6 +37,7 @@ from sybil.parsers.markdown.lexers import DirectiveInHTMLCommentLexer
 
 from tests.oidc import free_port
 from tests.procs import ServerProcess
+from tests.slack_standin import SlackStandIn
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -316,6 +319,8 @@ async def run_page(
     for tool in ("curl", "jq"):
         assert shutil.which(tool), f"the walkthroughs need {tool}"
     own = None
+    # docs/slack.md talks to a stand-in of Slack's Web API; its steps find it here.
+    standin = await SlackStandIn().start() if page.name == "slack.md" else None
     if restarts(page):
         own = server = ServerProcess(database_url, env=dict(server.extra_env)).start()
     folder, scratch = tmp_path / "reader", tmp_path / "steps"
@@ -330,6 +335,7 @@ async def run_page(
         # The addresses admin commands print (sign-in, one-ask links) are its too.
         "COMPASS_PUBLIC_URL": f"http://127.0.0.1:{server.http_port}",
         "COMPASS_LOG_LEVEL": "WARNING",
+        **({"SLACK_API_URL": standin.api_url} if standin is not None else {}),
     }
     shell = Shell(folder, scratch, env)
     walk = Walkthrough(
@@ -349,6 +355,8 @@ async def run_page(
         await asyncio.to_thread(run_all)
     finally:
         shell.close()
+        if standin is not None:
+            await standin.close()
         if walk.server is not None:
             assert walk.server.stop() == 0, "".join(walk.server.log)
     left = sorted(p.name for p in folder.iterdir() if p.name != ".venv")

@@ -10,6 +10,7 @@ Each test below runs its own share of examples; together they are at least
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import urllib.parse
@@ -18,13 +19,21 @@ from typing import Any
 
 import h11
 import httpx
+import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compass_server.store import Store
 from compass_server.store.types import Ask
-from tests.http_site import Site, site_server, slack_body, slack_headers
+from tests.http_site import (
+    MAIL_DOMAIN,
+    MAIL_SECRET,
+    Site,
+    site_server,
+    slack_body,
+    slack_headers,
+)
 from tests.oidc import Provider, provider
 from tests.slack_standin import SlackStandIn
 from tests.world import two_question_ask
@@ -34,12 +43,14 @@ pytestmark = pytest.mark.timeout(600)
 TOTAL_EXAMPLES = 10_000
 # The routes' shares of the examples.
 SHARES = {
-    "files": 1_500,
+    "files": 1_250,
     "pictures": 500,
-    "auth": 1_500,
+    "auth": 1_250,
     "callback": 1_000,
     "logout": 1_000,
-    "link": 2_000,
+    "link": 1_500,
+    "mail": 500,
+    "slack_commands": 500,
     "slack": 1_500,
     "slack_link": 1_000,
     "address": 500,
@@ -544,6 +555,142 @@ async def test_fuzzed_slack_link_pages(
     if data.draw(st.booleans()):
         headers.append((b"origin", site.base.encode()))
     await _sent(http, caplog, method, f"/slack/link/{code}", headers=headers, body=body)
+
+
+# --- replies by mail, and Slack's slash command -----------------------------------------
+
+
+@pytest.fixture(scope="module")
+async def reply_address(site: Site) -> str:
+    """A reply address of the site's person for its ask (a two-question ask:
+    a reply from them is told to open the page, and answers nothing)."""
+    w = site.world
+    async with await psycopg.AsyncConnection.connect(site.server.database_url) as conn:
+        await conn.execute(
+            "UPDATE accounts SET email = 'ada@site.test' WHERE id = %s", (w.human.account_id,)
+        )
+    token = await site.server.store.mail_reply_token(
+        w.workspace_id, site.ask_id, w.human.account_id
+    )
+    return f"ask+{token}@{MAIL_DOMAIN}"
+
+
+MAIL_FIELDS = ["from", "to", "subject", "text", "html", "envelope", "SPF", "dkim", "headers"]
+
+
+@st.composite
+def mail_form(draw: st.DrawFn, address: str) -> dict[str, str]:
+    odd = st.text(max_size=30) | st.sampled_from(
+        [
+            address,
+            "ada@site.test",
+            "Ada <ada@site.test>",
+            "1",
+            "decline: x",
+            '{"to": ["' + address + '"], "from": "ada@site.test"}',
+            '{"to": 1}',
+            "[",
+            "{@site.test : pass}",
+            "pass",
+            "Auto-Submitted: auto-replied\nAuthentication-Results: x; dkim=fail",
+            "<p>1</p>",
+        ]
+    )
+    keys = draw(st.lists(st.sampled_from(MAIL_FIELDS), max_size=9, unique=True))
+    return {k: draw(odd) for k in keys}
+
+
+def multipart(form: dict[str, str]) -> tuple[bytes, bytes]:
+    boundary = "compass-fuzz-boundary"
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n'.encode()
+        + v.encode("utf-8", "surrogatepass")
+        + b"\r\n"
+        for k, v in form.items()
+    ]
+    body = b"".join(parts) + f"--{boundary}--\r\n".encode()
+    return body, f"multipart/form-data; boundary={boundary}".encode()
+
+
+@fuzzing("mail")
+@given(
+    method=METHODS,
+    how=st.sampled_from(["multipart", "multipart", "urlencoded", "raw", "json"]),
+    keyed=st.sampled_from(["query", "bearer", "basic", "wrong", "none"]),
+    raw=st.binary(max_size=80),
+    extra=extra_headers(),
+    data=st.data(),
+)
+async def test_fuzzed_inbound_mail(
+    site: Site,
+    http: httpx.AsyncClient,
+    reply_address: str,
+    caplog: pytest.LogCaptureFixture,
+    faults: list[str],
+    method: str,
+    how: str,
+    keyed: str,
+    raw: bytes,
+    extra: list[tuple[bytes, bytes]],
+    data: st.DataObject,
+) -> None:
+    form = data.draw(mail_form(reply_address))
+    if how == "multipart":
+        body, kind = multipart(form)
+    elif how == "urlencoded":
+        body, kind = urllib.parse.urlencode(form).encode(), b"application/x-www-form-urlencoded"
+    elif how == "json":
+        body, kind = json.dumps(form).encode(), b"application/json"
+    else:
+        body, kind = raw, data.draw(header_value)
+    headers = [(b"content-type", kind)]
+    path = "/mail/inbound"
+    if keyed == "query":
+        path += f"?key={MAIL_SECRET}"
+    elif keyed == "bearer":
+        headers.append((b"authorization", f"Bearer {MAIL_SECRET}".encode()))
+    elif keyed == "basic":
+        headers.append(
+            (b"authorization", b"Basic " + base64.b64encode(f"x:{MAIL_SECRET}".encode()))
+        )
+    elif keyed == "wrong":
+        path += "?" + data.draw(query)
+    extra = [(k, v) for k, v in extra if k not in (b"content-type", b"authorization")]
+    res = await _sent(http, caplog, method, path, headers=headers + extra, body=body)
+    if res is not None and method == "POST" and keyed in ("query", "bearer", "basic"):
+        assert res.status_code in (200, 400, 413), (form, res.status_code, res.text[:200])
+
+
+@fuzzing("slack_commands")
+@given(
+    how=st.sampled_from(["signed", "signed", "unsigned", "raw"]),
+    raw=st.binary(max_size=80),
+    fields=st.dictionaries(
+        st.sampled_from(["team_id", "user_id", "text", "command", "channel_id"]),
+        st.text(max_size=20)
+        | st.sampled_from(["U1", "link", "link ABCD-2345", "link " + "A" * 300, "T", "x y z"]),
+    ),
+    team=st.booleans(),
+    extra=extra_headers(),
+)
+async def test_fuzzed_slack_commands(
+    site: Site,
+    http: httpx.AsyncClient,
+    caplog: pytest.LogCaptureFixture,
+    faults: list[str],
+    how: str,
+    raw: bytes,
+    fields: dict[str, str],
+    team: bool,
+    extra: list[tuple[bytes, bytes]],
+) -> None:
+    if team:
+        fields = {**fields, "team_id": site.team}
+    body = raw if how == "raw" else urllib.parse.urlencode(fields).encode()
+    headers = [(k.encode(), v.encode()) for k, v in slack_headers(body).items()]
+    if how == "unsigned":
+        headers = headers[:1]
+    await _sent(http, caplog, "POST", "/slack/commands", headers=headers + extra, body=body)
 
 
 # --- the harnesses' hook endpoints --------------------------------------------------

@@ -70,6 +70,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "relay": {"api", "events", "receipts", "store", "telemetry"},
     "transport": {"api", "events", "hooks", "signin", "store", "telemetry"},
     "slack": {"api", "notify", "signin", "store", "transport", "webhooks"},
+    "mail": {"api", "notify", "store", "transport"},
     "cli": {"api", "app", "config", "receipts", "startup", "store", "telemetry"},
 }
 

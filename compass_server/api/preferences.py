@@ -3,11 +3,14 @@ notification surfaces, quiet hours and push subscriptions."""
 
 from __future__ import annotations
 
+import datetime
+
 from compass.v1 import preferences_pb2 as pb
 from compass_server.api import mapping as wire
 from compass_server.notify.preferences import Preferences, checked, hhmm
 from compass_server.store.errors import FailedPrecondition
 from compass_server.store.push import PushStore
+from compass_server.store.slack import SlackStore
 from compass_server.store.types import Actor
 
 _MAIL_TO_WIRE = {
@@ -33,8 +36,15 @@ def preferences_to_wire(p: Preferences) -> pb.NotificationPreferences:
 class PreferencesApi:
     """Principal "account": a person's own preferences."""
 
-    def __init__(self, store: PushStore) -> None:
+    def __init__(
+        self,
+        store: PushStore,
+        slack: SlackStore | None = None,
+        code_lifetime: datetime.timedelta = datetime.timedelta(minutes=10),
+    ) -> None:
         self.store = store
+        self.slack = slack
+        self.code_lifetime = code_lifetime
 
     async def get_notification_preferences(
         self, actor: Actor, req: pb.GetNotificationPreferencesRequest
@@ -48,6 +58,7 @@ class PreferencesApi:
             preferences=preferences_to_wire(prefs),
             vapid_public_key=public,
             slack_dm_available=await self.store.slack_dm_available(actor),
+            slack_app_connected=self.slack is not None and await self.slack.app_connected(actor),
         )
 
     async def set_notification_preferences(
@@ -78,3 +89,14 @@ class PreferencesApi:
     ) -> pb.RemovePushSubscriptionResponse:
         removed = await self.store.remove_subscription(actor, req.endpoint)
         return pb.RemovePushSubscriptionResponse(removed=removed)
+
+    async def create_slack_link_code(
+        self, actor: Actor, req: pb.CreateSlackLinkCodeRequest
+    ) -> pb.CreateSlackLinkCodeResponse:
+        if self.slack is None:
+            raise FailedPrecondition("this server has no Slack app support")
+        code = await self.slack.person_code(actor, self.code_lifetime)
+        ends = datetime.datetime.now(datetime.UTC) + self.code_lifetime
+        return pb.CreateSlackLinkCodeResponse(
+            code=f"{code[:4]}-{code[4:]}", expires_at=wire.timestamp(ends)
+        )

@@ -190,9 +190,17 @@ def choose_url(link: str, option_id: str) -> str:
     return f"{link}?{urllib.parse.urlencode({'choose': option_id})}"
 
 
-def render(body: dict[str, Any], sender: str, link: str) -> email.message.EmailMessage:
+def replyable(data: dict[str, Any]) -> bool:
+    """Whether a reply's first line can answer the ask: one question, with options."""
+    questions = data["ask"]["questions"]
+    return len(questions) == 1 and bool(questions[0]["options"])
+
+
+def render(
+    body: dict[str, Any], sender: str, link: str, reply_to: str = ""
+) -> email.message.EmailMessage:
     """The mail of a delivery's body, with the person's link (empty for a
-    follow-up, which opens nothing new)."""
+    follow-up, which opens nothing new) and reply address (empty: none)."""
     data = body["notice"]
     asker = (data.get("asker") or {}).get("handle") or "An agent"
     channel = " ".join(data["channel"]["name"].split())
@@ -204,6 +212,8 @@ def render(body: dict[str, Any], sender: str, link: str) -> email.message.EmailM
     msg["Date"] = email.utils.formatdate(usegmt=True)
     # Replies and out-of-office answers have nowhere useful to go.
     msg["Auto-Submitted"] = "auto-generated"
+    if reply_to:
+        msg["Reply-To"] = reply_to
     e = html.escape
     if body["stage"] == "ended":
         msg["Subject"] = f"Re: {asker} asks: {title}"
@@ -241,10 +251,27 @@ def render(body: dict[str, Any], sender: str, link: str) -> email.message.EmailM
         opening = f"{asker} asks you in #{channel}:"
     lines = [opening, ""]
     parts = [f"<p>{e(opening)}</p>"]
+    by_reply = bool(reply_to) and replyable(data)
     for q in data["ask"]["questions"]:
         lines.append(q["question"])
         parts.append(f"<p><strong>{e(q['question'])}</strong></p>")
-        if one_click:
+        if by_reply:
+            # Numbered: a reply names an option by its number or its label.
+            urls = dict(one_click)
+            for i, o in enumerate(q["options"], 1):
+                url = f": {choose_url(link, o['id'])}" if o["id"] in urls else ""
+                lines.append(f"  {i}. {o['label']}{url}")
+            parts.append(
+                "<ol>"
+                + "".join(
+                    f'<li><a href="{e(choose_url(link, o["id"]))}">{e(o["label"])}</a></li>'
+                    if o["id"] in urls
+                    else f"<li>{e(o['label'])}</li>"
+                    for o in q["options"]
+                )
+                + "</ol>"
+            )
+        elif one_click:
             lines += [f"  - {label}: {choose_url(link, oid)}" for oid, label in one_click]
             parts.append(
                 "<ul>"
@@ -270,6 +297,13 @@ def render(body: dict[str, Any], sender: str, link: str) -> email.message.EmailM
         parts.append(
             "<p>A choice opens the ask with it chosen; nothing is sent until you submit.</p>"
         )
+    if by_reply:
+        how = (
+            "Or reply to this mail with the number or label of your choice on the first "
+            'line (or "decline: your reason"); your reply is answered as you.'
+        )
+        lines.append(how)
+        parts.append(f"<p>{e(how)}</p>")
     msg.set_content("\n".join(lines) + "\n")
     msg.add_alternative(_html(parts), subtype="html")
     return msg

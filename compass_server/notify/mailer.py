@@ -35,6 +35,10 @@ class Links(Protocol):
         self, workspace_id: uuid.UUID, ask_id: str, account_id: uuid.UUID
     ) -> MintedLink: ...
 
+    async def mail_reply_token(
+        self, workspace_id: uuid.UUID, ask_id: str, account_id: uuid.UUID
+    ) -> str: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Relay:
@@ -79,8 +83,11 @@ class Mailer:
         *,
         timeout: float,
         preferences: PreferencesOf | None = None,
+        reply_domain: str | None = None,
     ) -> None:
         self.relay = relay
+        # Mails about asks carry a reply address of this domain, when set.
+        self.reply_domain = reply_domain
         self.preferences = preferences
         self.links = links
         self.public_url = public_url.rstrip("/")
@@ -117,7 +124,13 @@ class Mailer:
                         # Ended, or no longer theirs to answer: a mail would open nothing.
                         return Outcome(False, None, took(), f"not sent: {exc.message}", final=True)
                     link = f"{self.public_url}/a/{minted.secret}"
-                msg = render(body, delivery.url.removeprefix("mailto:"), link)
+                reply_to = ""
+                if link and self.reply_domain:
+                    token = await self.links.mail_reply_token(
+                        delivery.workspace_id, body["ask_id"], uuid.UUID(body["account_id"])
+                    )
+                    reply_to = f"ask+{token}@{self.reply_domain}"
+                msg = render(body, delivery.url.removeprefix("mailto:"), link, reply_to)
                 await aiosmtplib.send(
                     msg,
                     hostname=self.relay.host,

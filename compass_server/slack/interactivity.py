@@ -1,6 +1,8 @@
 """Slack's side of the HTTP port: /slack/interactivity, where Slack sends
-the clicks and modal submissions of a connected app, and /slack/link/<code>,
-where a Slack user connects to their Compass account.
+the clicks and modal submissions of a connected app; /slack/commands, its
+slash command (`/compass link CODE` links the Slack user to the person whose
+one-time code it is); and /slack/link/<code>, where a Slack user connects to
+their Compass account from a browser signed in to it.
 
 Every interaction is verified with the app's signing secret and Slack's
 timestamp window by slack_sdk's verifier before anything is read from it.
@@ -122,6 +124,8 @@ class SlackRoutes:
         try:
             if path == "/slack/interactivity":
                 await self._interaction(scope, receive, send)
+            elif path == "/slack/commands":
+                await self._command(scope, receive, send)
             elif path.startswith("/slack/link/"):
                 await self._link(scope, receive, send, path[len("/slack/link/") :])
             else:
@@ -191,6 +195,63 @@ class SlackRoutes:
             task = asyncio.get_running_loop().create_task(self._clicked(app, read))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    # --- the slash command ------------------------------------------------------------------
+
+    async def _command(self, scope: dict[str, Any], receive: Any, send: Send) -> None:
+        """`/compass link CODE`: the Slack user who types a person's one-time
+        code (shown on Compass's page) is linked to that person. Answered at
+        once, to the user alone."""
+        if scope["method"] != "POST":
+            await respond(send, 405, b"Slack posts here\n", "text/plain")
+            return
+        try:
+            body = await read_body(receive, self.request_bytes)
+        except BodyRefused as exc:
+            await respond(send, exc.status, f"{exc.why}\n".encode(), "text/plain")
+            return
+        get = header_getter(scope.get("headers", ()))
+        try:
+            form = urllib.parse.parse_qs(body.decode("utf-8"), strict_parsing=False)
+        except (UnicodeDecodeError, ValueError):
+            form = {}
+        team = (form.get("team_id") or [""])[0]
+        app = await self.slack.app_for_team(team) if SLACK_ID.fullmatch(team) else None
+        stamp, signature = get("x-slack-request-timestamp"), get("x-slack-signature")
+        if (
+            app is None
+            or not _TIMESTAMP.fullmatch(stamp or "")
+            or not _SIGNATURE.fullmatch(signature or "")
+            or not SignatureVerifier(app.signing_secret).is_valid(body, stamp, signature)
+        ):
+            await respond(send, 401, b"not signed by a connected Slack app\n", "text/plain")
+            return
+        user = (form.get("user_id") or [""])[0]
+        text = (form.get("text") or [""])[0]
+        if not SLACK_ID.fullmatch(user):
+            await respond(send, 400, b"not a command Compass can read\n", "text/plain")
+            return
+        words = text.split()
+        if not app.enabled:
+            said = "Compass's Slack app is turned off for this workspace."
+        elif len(words) == 2 and words[0].lower() == "link":
+            linked = await self.slack.redeem_person_code(
+                app.workspace_id, app.team_id, user, words[1]
+            )
+            said = (
+                f"Your Slack account is now linked to {linked[1]} in Compass: your answers "
+                "here are theirs."
+                if linked is not None
+                else "That code links nothing: it may be mistyped, used or expired. "
+                "Get a new one on Compass's page (Settings, Slack)."
+            )
+        else:
+            said = (
+                "To link your Slack account to Compass, open Compass's page, choose Settings, "
+                "then Slack, and type here the code it shows: /compass link CODE"
+            )
+        answer = {"response_type": "ephemeral", "text": blocks.said(said)}
+        await respond(send, 200, json.dumps(answer).encode(), "application/json")
 
     async def _clicked(self, app: AppKeys, click: Click) -> None:
         try:
@@ -324,7 +385,8 @@ class SlackRoutes:
             channel,
             user,
             f"Connect your Compass account to answer here: <{url}|sign in to Compass> "
-            "(the link works once). Nothing was answered.",
+            "(the link works once), or type `/compass link CODE` with the code Compass's "
+            "page shows under Settings, Slack. Nothing was answered.",
             escape=False,
         )
         return None
@@ -401,6 +463,10 @@ class SlackRoutes:
                     "Sign in to connect Slack",
                     para("Sign in to Compass, then this link connects your Slack account."),
                     *logins,
+                    para(
+                        "Signed in to Compass with a token? Take a one-time code in Compass "
+                        "(Notification settings, Slack) and type /compass link CODE in Slack."
+                    ),
                 ),
             )
             return

@@ -91,7 +91,7 @@ class PushStore:
             if prefs.slack_dm and not await self._slack_dm_available(conn, by.account_id):
                 raise FailedPrecondition(
                     "a Slack direct message needs your workspace's Slack app connected and your "
-                    "Slack account linked to Compass (answer an ask in Slack once to link it)"
+                    "Slack account linked to Compass (link it under Notification settings, Slack)"
                 )
             cur = await conn.execute(
                 PUSH["set_preferences"],

@@ -23,9 +23,10 @@ from compass_server.store.errors import (
     FailedPrecondition,
     InvalidArgument,
     NotFound,
+    PermissionDenied,
     quoted,
 )
-from compass_server.store.types import Operator, WebhookEventType
+from compass_server.store.types import AccountKind, Actor, Operator, WebhookEventType
 from compass_server.store.vault import KeyProblem, Vault
 from compass_server.store.webhooks import NO_KEY
 
@@ -35,6 +36,9 @@ ADMIN = queries("admin")
 # Channels one app may map.
 MAX_CHANNELS = 200
 MAX_TEXT = 200
+# A person's one-time code for Slack: letters and digits nobody misreads.
+CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+CODE_LENGTH = 8
 # How long an interaction is remembered, so Slack's retries are seen once.
 SEEN_FOR = datetime.timedelta(hours=1)
 
@@ -100,6 +104,15 @@ def _app(row: Mapping[str, Any]) -> SlackApp:
         row["last_error"] or "",
         channels,
     )
+
+
+def normal_code(text: str) -> str | None:
+    """A person's code as typed (any case, spaces or a dash between its
+    halves), or None when it can't be one."""
+    code = "".join(text.split()).replace("-", "").upper()
+    if len(code) != CODE_LENGTH or any(c not in CODE_ALPHABET for c in code):
+        return None
+    return code
 
 
 def _slack_id(value: str, what: str) -> str:
@@ -377,6 +390,62 @@ class SlackStore:
                 },
             )
         return str(row["slack_user_id"])
+
+    async def person_code(self, actor: Actor, lifetime: datetime.timedelta) -> str:
+        """A one-time code that links the Slack user who types it in Slack to
+        `actor`'s person: short to type, used once, living `lifetime`."""
+        if actor.kind is not AccountKind.HUMAN:
+            raise PermissionDenied("only a person links a Slack account")
+        code = "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+        async with self.db.tx(actor) as conn:
+            if not await self._connected(conn):
+                raise FailedPrecondition(
+                    "your workspace has no Slack app connected; an admin connects one first"
+                )
+            if secrets.randbelow(16) == 0:
+                await conn.execute(SLACK["prune_person_codes"])
+            await conn.execute(
+                SLACK["insert_person_code"],
+                {
+                    "code_hash": hash_token(code),
+                    "account_id": actor.account_id,
+                    "lifetime": lifetime,
+                },
+            )
+        return code
+
+    async def app_connected(self, actor: Actor) -> bool:
+        """Whether the person's workspace has a Slack app connected."""
+        async with self.db.tx(actor) as conn:
+            return await self._connected(conn)
+
+    @staticmethod
+    async def _connected(conn: Any) -> bool:
+        row = await (await conn.execute(SLACK["app_connected"])).fetchone()
+        return bool(row and row["connected"])
+
+    async def redeem_person_code(
+        self, workspace_id: uuid.UUID, team_id: str, user: str, code: str
+    ) -> tuple[uuid.UUID, str] | None:
+        """Links the Slack user to the person the code was made for (its
+        account and handle); None when the code is unknown, used or expired."""
+        typed = normal_code(code)
+        if typed is None:
+            return None
+        async with self.db.delivery_tx(workspace_id) as conn:
+            row = await (
+                await conn.execute(SLACK["take_person_code"], {"code_hash": hash_token(typed)})
+            ).fetchone()
+            if row is None or not row["fresh"]:
+                return None
+            await conn.execute(
+                SLACK["link_person"],
+                {"team": team_id, "user": user, "account_id": row["account_id"], "how": "code"},
+            )
+            person = await (
+                await conn.execute(SLACK["linked_account"], {"team": team_id, "user": user})
+            ).fetchone()
+        return None if person is None else (person["id"], person["handle"])
 
     async def ending_of(self, workspace_id: uuid.UUID, ask_id: str) -> tuple[str, str, str] | None:
         """(kind, reason, handle) of the ask's ending; None while it is open."""

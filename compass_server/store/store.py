@@ -24,6 +24,7 @@ from compass_server.store.messages import Messages
 from compass_server.store.people import People
 from compass_server.store.posts import Posts, post_writes
 from compass_server.store.presence import PresenceStore
+from compass_server.store.replies import MailReplies
 from compass_server.store.sessions import Sessions
 from compass_server.store.types import FollowUp
 
@@ -34,6 +35,7 @@ class Store(
     AskEndings,
     People,
     AskLinks,
+    MailReplies,
     Posts,
     Accounts,
     Channels,

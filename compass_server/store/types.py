@@ -249,6 +249,8 @@ class Surface(enum.StrEnum):
     # A person's standing answer, at the ask's post.
     STANDING_ANSWER = "standing_answer"
     SLACK = "slack"
+    # A reply to the mail about the ask.
+    EMAIL = "email"
 
 
 @dataclass(frozen=True, slots=True)

@@ -126,3 +126,17 @@ ORDER BY created_at, ts
 UPDATE slack_direct_messages SET ended = true
 WHERE endpoint_id = %(id)s AND ask_id = %(ask_id)s AND slack_channel = %(slack_channel)s
   AND ts = %(ts)s
+
+-- name: insert_person_code
+INSERT INTO slack_person_codes (code_hash, workspace_id, account_id, expires_at)
+VALUES (%(code_hash)s, compass_workspace(), %(account_id)s, now() + %(lifetime)s)
+
+-- name: prune_person_codes
+DELETE FROM slack_person_codes WHERE expires_at < now()
+
+-- name: take_person_code
+DELETE FROM slack_person_codes WHERE code_hash = %(code_hash)s
+RETURNING account_id, expires_at > now() AS fresh
+
+-- name: app_connected
+SELECT EXISTS (SELECT 1 FROM webhook_endpoints WHERE kind = 'slack_app') AS connected

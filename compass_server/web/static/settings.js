@@ -1,7 +1,9 @@
 // The signed-in person's notification settings ("#/settings"): which
 // surfaces tell them about an ask (this page, push to this device, mail, a
 // Slack direct message where their Slack account is linked) and
-// their quiet hours, when only an urgent notification reaches them.
+// their quiet hours, when only an urgent notification reaches them; and,
+// where the workspace has a Slack app, a one-time code that links their
+// Slack account (typed in Slack as /compass link CODE).
 
 import { h } from "./dom.js";
 import { describe } from "./rpc.js";
@@ -47,6 +49,7 @@ export class SettingsView {
     this.app = app;
     this.publicKey = "";
     this.slackDm = false;
+    this.slackApp = false;
     this.status = h("p", { class: "settings-status", role: "status" });
     this.form = h("form", { class: "settings-form", novalidate: true }, h("p", { class: "empty" }, "Loading…"));
     this.form.addEventListener("submit", (e) => {
@@ -73,6 +76,7 @@ export class SettingsView {
       const got = await this.app.comms.call("GetNotificationPreferences", {}, PREFERENCES);
       this.publicKey = got.vapidPublicKey ?? "";
       this.slackDm = !!got.slackDmAvailable;
+      this.slackApp = !!got.slackAppConnected;
       this.render(got.preferences ?? {});
     } catch (err) {
       this.form.replaceChildren(h("p", { class: "alert" }, describe(err, "Couldn't load your settings")));
@@ -116,7 +120,38 @@ export class SettingsView {
         h("label", { for: "settings-zone" }, "Time zone"),
         h("input", { type: "text", id: "settings-zone", value: zone, spellcheck: "false" }),
       ),
+      this.slackApp ? this.slackLink() : null,
       h("button", { type: "submit", id: "settings-save" }, "Save"),
+    );
+  }
+
+  /** A one-time code that links the person's Slack account, typed in Slack. */
+  slackLink() {
+    const shown = h("p", { id: "settings-slack-code", role: "status" });
+    const button = h("button", { type: "button", id: "settings-slack-link", class: "quiet" }, "Link my Slack account");
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      try {
+        const made = await this.app.comms.call("CreateSlackLinkCode", {}, PREFERENCES);
+        const until = new Date(made.expiresAt).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+        shown.replaceChildren(
+          "In Slack, type ",
+          h("code", {}, `/compass link ${made.code}`),
+          ` (it works once, until ${until}).`,
+        );
+      } catch (err) {
+        shown.textContent = describe(err, "Couldn't make a code");
+      } finally {
+        button.disabled = false;
+      }
+    });
+    return h(
+      "fieldset",
+      {},
+      h("legend", {}, "Slack"),
+      h("p", {}, this.slackDm ? "Your Slack account is linked." : "Answer asks in Slack as yourself."),
+      button,
+      shown,
     );
   }
 

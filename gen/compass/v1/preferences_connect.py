@@ -21,7 +21,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .preferences_pb2 import AddPushSubscriptionRequest, AddPushSubscriptionResponse, GetNotificationPreferencesRequest, GetNotificationPreferencesResponse, RemovePushSubscriptionRequest, RemovePushSubscriptionResponse, SetNotificationPreferencesRequest, SetNotificationPreferencesResponse
+from .preferences_pb2 import AddPushSubscriptionRequest, AddPushSubscriptionResponse, CreateSlackLinkCodeRequest, CreateSlackLinkCodeResponse, GetNotificationPreferencesRequest, GetNotificationPreferencesResponse, RemovePushSubscriptionRequest, RemovePushSubscriptionResponse, SetNotificationPreferencesRequest, SetNotificationPreferencesResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Iterable, Mapping
@@ -69,6 +69,15 @@ class PreferencesService(Protocol):
     async def remove_push_subscription(self, request: RemovePushSubscriptionRequest, ctx: RequestContext[RemovePushSubscriptionRequest, RemovePushSubscriptionResponse], /) -> RemovePushSubscriptionResponse:
         """
         Forgets the caller's subscription for this endpoint.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def create_slack_link_code(self, request: CreateSlackLinkCodeRequest, ctx: RequestContext[CreateSlackLinkCodeRequest, CreateSlackLinkCodeResponse], /) -> CreateSlackLinkCodeResponse:
+        """
+        A one-time code that links the caller's Slack account: typed in Slack
+        (`/compass link CODE`) by the Slack user to link, it links them to the
+        caller, once, before it expires. FAILED_PRECONDITION when the caller's
+        workspace has no Slack app connected.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -129,6 +138,17 @@ class PreferencesServiceASGIApplication(ConnectASGIApplication[PreferencesServic
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.remove_push_subscription,
+                ),
+                "/compass.v1.PreferencesService/CreateSlackLinkCode": Endpoint.unary(
+                    method=MethodInfo(
+                        name="CreateSlackLinkCode",
+                        service_name="compass.v1.PreferencesService",
+                        input=CreateSlackLinkCodeRequest,
+                        output=CreateSlackLinkCodeResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.create_slack_link_code,
                 ),
             },
             interceptors=interceptors,
@@ -270,6 +290,32 @@ class PreferencesServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def create_slack_link_code(
+        self,
+        request: CreateSlackLinkCodeRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> CreateSlackLinkCodeResponse:
+        """
+        A one-time code that links the caller's Slack account: typed in Slack
+        (`/compass link CODE`) by the Slack user to link, it links them to the
+        caller, once, before it expires. FAILED_PRECONDITION when the caller's
+        workspace has no Slack app connected.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="CreateSlackLinkCode",
+                service_name="compass.v1.PreferencesService",
+                input=CreateSlackLinkCodeRequest,
+                output=CreateSlackLinkCodeResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
 
 class PreferencesServiceSync(Protocol):
     """
@@ -303,6 +349,15 @@ class PreferencesServiceSync(Protocol):
     def remove_push_subscription(self, request: RemovePushSubscriptionRequest, ctx: RequestContext[RemovePushSubscriptionRequest, RemovePushSubscriptionResponse], /) -> RemovePushSubscriptionResponse:
         """
         Forgets the caller's subscription for this endpoint.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def create_slack_link_code(self, request: CreateSlackLinkCodeRequest, ctx: RequestContext[CreateSlackLinkCodeRequest, CreateSlackLinkCodeResponse], /) -> CreateSlackLinkCodeResponse:
+        """
+        A one-time code that links the caller's Slack account: typed in Slack
+        (`/compass link CODE`) by the Slack user to link, it links them to the
+        caller, once, before it expires. FAILED_PRECONDITION when the caller's
+        workspace has no Slack app connected.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -361,6 +416,17 @@ class PreferencesServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.remove_push_subscription,
+                ),
+                "/compass.v1.PreferencesService/CreateSlackLinkCode": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="CreateSlackLinkCode",
+                        service_name="compass.v1.PreferencesService",
+                        input=CreateSlackLinkCodeRequest,
+                        output=CreateSlackLinkCodeResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.create_slack_link_code,
                 ),
             },
             interceptors=interceptors,
@@ -496,6 +562,32 @@ class PreferencesServiceClientSync(ConnectClientSync):
                 service_name="compass.v1.PreferencesService",
                 input=RemovePushSubscriptionRequest,
                 output=RemovePushSubscriptionResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def create_slack_link_code(
+        self,
+        request: CreateSlackLinkCodeRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> CreateSlackLinkCodeResponse:
+        """
+        A one-time code that links the caller's Slack account: typed in Slack
+        (`/compass link CODE`) by the Slack user to link, it links them to the
+        caller, once, before it expires. FAILED_PRECONDITION when the caller's
+        workspace has no Slack app connected.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="CreateSlackLinkCode",
+                service_name="compass.v1.PreferencesService",
+                input=CreateSlackLinkCodeRequest,
+                output=CreateSlackLinkCodeResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

@@ -25,35 +25,39 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x63ompass/v1/preferences.proto\x12\ncompass.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe9\x01\n\x17NotificationPreferences\x12\x12\n\x04page\x18\x01 \x01(\x08R\x04page\x12\x12\n\x04push\x18\x02 \x01(\x08R\x04push\x12\x30\n\x05\x65mail\x18\x03 \x01(\x0e\x32\x1a.compass.v1.MailPreferenceR\x05\x65mail\x12\x1f\n\x0bquiet_start\x18\x04 \x01(\tR\nquietStart\x12\x1b\n\tquiet_end\x18\x05 \x01(\tR\x08quietEnd\x12\x1b\n\ttime_zone\x18\x06 \x01(\tR\x08timeZone\x12\x19\n\x08slack_dm\x18\x07 \x01(\x08R\x07slackDm\"#\n!GetNotificationPreferencesRequest\"\xc3\x01\n\"GetNotificationPreferencesResponse\x12\x45\n\x0bpreferences\x18\x01 \x01(\x0b\x32#.compass.v1.NotificationPreferencesR\x0bpreferences\x12(\n\x10vapid_public_key\x18\x02 \x01(\tR\x0evapidPublicKey\x12,\n\x12slack_dm_available\x18\x03 \x01(\x08R\x10slackDmAvailable\"j\n!SetNotificationPreferencesRequest\x12\x45\n\x0bpreferences\x18\x01 \x01(\x0b\x32#.compass.v1.NotificationPreferencesR\x0bpreferences\"k\n\"SetNotificationPreferencesResponse\x12\x45\n\x0bpreferences\x18\x01 \x01(\x0b\x32#.compass.v1.NotificationPreferencesR\x0bpreferences\"\x92\x01\n\x10PushSubscription\x12\'\n\x0fsubscription_id\x18\x01 \x01(\tR\x0esubscriptionId\x12\x1a\n\x08\x65ndpoint\x18\x02 \x01(\tR\x08\x65ndpoint\x12\x39\n\ncreated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\"d\n\x1a\x41\x64\x64PushSubscriptionRequest\x12\x1a\n\x08\x65ndpoint\x18\x01 \x01(\tR\x08\x65ndpoint\x12\x16\n\x06p256dh\x18\x02 \x01(\tR\x06p256dh\x12\x12\n\x04\x61uth\x18\x03 \x01(\tR\x04\x61uth\"_\n\x1b\x41\x64\x64PushSubscriptionResponse\x12@\n\x0csubscription\x18\x01 \x01(\x0b\x32\x1c.compass.v1.PushSubscriptionR\x0csubscription\";\n\x1dRemovePushSubscriptionRequest\x12\x1a\n\x08\x65ndpoint\x18\x01 \x01(\tR\x08\x65ndpoint\":\n\x1eRemovePushSubscriptionResponse\x12\x18\n\x07removed\x18\x01 \x01(\x08R\x07removed*~\n\x0eMailPreference\x12\x1f\n\x1bMAIL_PREFERENCE_UNSPECIFIED\x10\x00\x12\x19\n\x15MAIL_PREFERENCE_NAMED\x10\x01\x12\x17\n\x13MAIL_PREFERENCE_ALL\x10\x02\x12\x17\n\x13MAIL_PREFERENCE_OFF\x10\x03\x32\xe7\x03\n\x12PreferencesService\x12{\n\x1aGetNotificationPreferences\x12-.compass.v1.GetNotificationPreferencesRequest\x1a..compass.v1.GetNotificationPreferencesResponse\x12{\n\x1aSetNotificationPreferences\x12-.compass.v1.SetNotificationPreferencesRequest\x1a..compass.v1.SetNotificationPreferencesResponse\x12\x66\n\x13\x41\x64\x64PushSubscription\x12&.compass.v1.AddPushSubscriptionRequest\x1a\'.compass.v1.AddPushSubscriptionResponse\x12o\n\x16RemovePushSubscription\x12).compass.v1.RemovePushSubscriptionRequest\x1a*.compass.v1.RemovePushSubscriptionResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x63ompass/v1/preferences.proto\x12\ncompass.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe9\x01\n\x17NotificationPreferences\x12\x12\n\x04page\x18\x01 \x01(\x08R\x04page\x12\x12\n\x04push\x18\x02 \x01(\x08R\x04push\x12\x30\n\x05\x65mail\x18\x03 \x01(\x0e\x32\x1a.compass.v1.MailPreferenceR\x05\x65mail\x12\x1f\n\x0bquiet_start\x18\x04 \x01(\tR\nquietStart\x12\x1b\n\tquiet_end\x18\x05 \x01(\tR\x08quietEnd\x12\x1b\n\ttime_zone\x18\x06 \x01(\tR\x08timeZone\x12\x19\n\x08slack_dm\x18\x07 \x01(\x08R\x07slackDm\"#\n!GetNotificationPreferencesRequest\"\xf3\x01\n\"GetNotificationPreferencesResponse\x12\x45\n\x0bpreferences\x18\x01 \x01(\x0b\x32#.compass.v1.NotificationPreferencesR\x0bpreferences\x12(\n\x10vapid_public_key\x18\x02 \x01(\tR\x0evapidPublicKey\x12,\n\x12slack_dm_available\x18\x03 \x01(\x08R\x10slackDmAvailable\x12.\n\x13slack_app_connected\x18\x04 \x01(\x08R\x11slackAppConnected\"j\n!SetNotificationPreferencesRequest\x12\x45\n\x0bpreferences\x18\x01 \x01(\x0b\x32#.compass.v1.NotificationPreferencesR\x0bpreferences\"k\n\"SetNotificationPreferencesResponse\x12\x45\n\x0bpreferences\x18\x01 \x01(\x0b\x32#.compass.v1.NotificationPreferencesR\x0bpreferences\"\x92\x01\n\x10PushSubscription\x12\'\n\x0fsubscription_id\x18\x01 \x01(\tR\x0esubscriptionId\x12\x1a\n\x08\x65ndpoint\x18\x02 \x01(\tR\x08\x65ndpoint\x12\x39\n\ncreated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\"d\n\x1a\x41\x64\x64PushSubscriptionRequest\x12\x1a\n\x08\x65ndpoint\x18\x01 \x01(\tR\x08\x65ndpoint\x12\x16\n\x06p256dh\x18\x02 \x01(\tR\x06p256dh\x12\x12\n\x04\x61uth\x18\x03 \x01(\tR\x04\x61uth\"_\n\x1b\x41\x64\x64PushSubscriptionResponse\x12@\n\x0csubscription\x18\x01 \x01(\x0b\x32\x1c.compass.v1.PushSubscriptionR\x0csubscription\";\n\x1dRemovePushSubscriptionRequest\x12\x1a\n\x08\x65ndpoint\x18\x01 \x01(\tR\x08\x65ndpoint\":\n\x1eRemovePushSubscriptionResponse\x12\x18\n\x07removed\x18\x01 \x01(\x08R\x07removed\"\x1c\n\x1a\x43reateSlackLinkCodeRequest\"l\n\x1b\x43reateSlackLinkCodeResponse\x12\x12\n\x04\x63ode\x18\x01 \x01(\tR\x04\x63ode\x12\x39\n\nexpires_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt*~\n\x0eMailPreference\x12\x1f\n\x1bMAIL_PREFERENCE_UNSPECIFIED\x10\x00\x12\x19\n\x15MAIL_PREFERENCE_NAMED\x10\x01\x12\x17\n\x13MAIL_PREFERENCE_ALL\x10\x02\x12\x17\n\x13MAIL_PREFERENCE_OFF\x10\x03\x32\xcf\x04\n\x12PreferencesService\x12{\n\x1aGetNotificationPreferences\x12-.compass.v1.GetNotificationPreferencesRequest\x1a..compass.v1.GetNotificationPreferencesResponse\x12{\n\x1aSetNotificationPreferences\x12-.compass.v1.SetNotificationPreferencesRequest\x1a..compass.v1.SetNotificationPreferencesResponse\x12\x66\n\x13\x41\x64\x64PushSubscription\x12&.compass.v1.AddPushSubscriptionRequest\x1a\'.compass.v1.AddPushSubscriptionResponse\x12o\n\x16RemovePushSubscription\x12).compass.v1.RemovePushSubscriptionRequest\x1a*.compass.v1.RemovePushSubscriptionResponse\x12\x66\n\x13\x43reateSlackLinkCode\x12&.compass.v1.CreateSlackLinkCodeRequest\x1a\'.compass.v1.CreateSlackLinkCodeResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'compass.v1.preferences_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_MAILPREFERENCE']._serialized_start=1234
-  _globals['_MAILPREFERENCE']._serialized_end=1360
+  _globals['_MAILPREFERENCE']._serialized_start=1422
+  _globals['_MAILPREFERENCE']._serialized_end=1548
   _globals['_NOTIFICATIONPREFERENCES']._serialized_start=78
   _globals['_NOTIFICATIONPREFERENCES']._serialized_end=311
   _globals['_GETNOTIFICATIONPREFERENCESREQUEST']._serialized_start=313
   _globals['_GETNOTIFICATIONPREFERENCESREQUEST']._serialized_end=348
   _globals['_GETNOTIFICATIONPREFERENCESRESPONSE']._serialized_start=351
-  _globals['_GETNOTIFICATIONPREFERENCESRESPONSE']._serialized_end=546
-  _globals['_SETNOTIFICATIONPREFERENCESREQUEST']._serialized_start=548
-  _globals['_SETNOTIFICATIONPREFERENCESREQUEST']._serialized_end=654
-  _globals['_SETNOTIFICATIONPREFERENCESRESPONSE']._serialized_start=656
-  _globals['_SETNOTIFICATIONPREFERENCESRESPONSE']._serialized_end=763
-  _globals['_PUSHSUBSCRIPTION']._serialized_start=766
-  _globals['_PUSHSUBSCRIPTION']._serialized_end=912
-  _globals['_ADDPUSHSUBSCRIPTIONREQUEST']._serialized_start=914
-  _globals['_ADDPUSHSUBSCRIPTIONREQUEST']._serialized_end=1014
-  _globals['_ADDPUSHSUBSCRIPTIONRESPONSE']._serialized_start=1016
-  _globals['_ADDPUSHSUBSCRIPTIONRESPONSE']._serialized_end=1111
-  _globals['_REMOVEPUSHSUBSCRIPTIONREQUEST']._serialized_start=1113
-  _globals['_REMOVEPUSHSUBSCRIPTIONREQUEST']._serialized_end=1172
-  _globals['_REMOVEPUSHSUBSCRIPTIONRESPONSE']._serialized_start=1174
-  _globals['_REMOVEPUSHSUBSCRIPTIONRESPONSE']._serialized_end=1232
-  _globals['_PREFERENCESSERVICE']._serialized_start=1363
-  _globals['_PREFERENCESSERVICE']._serialized_end=1850
+  _globals['_GETNOTIFICATIONPREFERENCESRESPONSE']._serialized_end=594
+  _globals['_SETNOTIFICATIONPREFERENCESREQUEST']._serialized_start=596
+  _globals['_SETNOTIFICATIONPREFERENCESREQUEST']._serialized_end=702
+  _globals['_SETNOTIFICATIONPREFERENCESRESPONSE']._serialized_start=704
+  _globals['_SETNOTIFICATIONPREFERENCESRESPONSE']._serialized_end=811
+  _globals['_PUSHSUBSCRIPTION']._serialized_start=814
+  _globals['_PUSHSUBSCRIPTION']._serialized_end=960
+  _globals['_ADDPUSHSUBSCRIPTIONREQUEST']._serialized_start=962
+  _globals['_ADDPUSHSUBSCRIPTIONREQUEST']._serialized_end=1062
+  _globals['_ADDPUSHSUBSCRIPTIONRESPONSE']._serialized_start=1064
+  _globals['_ADDPUSHSUBSCRIPTIONRESPONSE']._serialized_end=1159
+  _globals['_REMOVEPUSHSUBSCRIPTIONREQUEST']._serialized_start=1161
+  _globals['_REMOVEPUSHSUBSCRIPTIONREQUEST']._serialized_end=1220
+  _globals['_REMOVEPUSHSUBSCRIPTIONRESPONSE']._serialized_start=1222
+  _globals['_REMOVEPUSHSUBSCRIPTIONRESPONSE']._serialized_end=1280
+  _globals['_CREATESLACKLINKCODEREQUEST']._serialized_start=1282
+  _globals['_CREATESLACKLINKCODEREQUEST']._serialized_end=1310
+  _globals['_CREATESLACKLINKCODERESPONSE']._serialized_start=1312
+  _globals['_CREATESLACKLINKCODERESPONSE']._serialized_end=1420
+  _globals['_PREFERENCESSERVICE']._serialized_start=1551
+  _globals['_PREFERENCESSERVICE']._serialized_end=2142
 # @@protoc_insertion_point(module_scope)

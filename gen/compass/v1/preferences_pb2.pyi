@@ -43,14 +43,16 @@ class GetNotificationPreferencesRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetNotificationPreferencesResponse(_message.Message):
-    __slots__ = ("preferences", "vapid_public_key", "slack_dm_available")
+    __slots__ = ("preferences", "vapid_public_key", "slack_dm_available", "slack_app_connected")
     PREFERENCES_FIELD_NUMBER: _ClassVar[int]
     VAPID_PUBLIC_KEY_FIELD_NUMBER: _ClassVar[int]
     SLACK_DM_AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    SLACK_APP_CONNECTED_FIELD_NUMBER: _ClassVar[int]
     preferences: NotificationPreferences
     vapid_public_key: str
     slack_dm_available: bool
-    def __init__(self, preferences: _Optional[_Union[NotificationPreferences, _Mapping]] = ..., vapid_public_key: _Optional[str] = ..., slack_dm_available: _Optional[bool] = ...) -> None: ...
+    slack_app_connected: bool
+    def __init__(self, preferences: _Optional[_Union[NotificationPreferences, _Mapping]] = ..., vapid_public_key: _Optional[str] = ..., slack_dm_available: _Optional[bool] = ..., slack_app_connected: _Optional[bool] = ...) -> None: ...
 
 class SetNotificationPreferencesRequest(_message.Message):
     __slots__ = ("preferences",)
@@ -101,3 +103,15 @@ class RemovePushSubscriptionResponse(_message.Message):
     REMOVED_FIELD_NUMBER: _ClassVar[int]
     removed: bool
     def __init__(self, removed: _Optional[bool] = ...) -> None: ...
+
+class CreateSlackLinkCodeRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CreateSlackLinkCodeResponse(_message.Message):
+    __slots__ = ("code", "expires_at")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    code: str
+    expires_at: _timestamp_pb2.Timestamp
+    def __init__(self, code: _Optional[str] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

@@ -58,6 +58,11 @@ class PreferencesServiceStub:
                 request_serializer=compass_dot_v1_dot_preferences__pb2.RemovePushSubscriptionRequest.SerializeToString,
                 response_deserializer=compass_dot_v1_dot_preferences__pb2.RemovePushSubscriptionResponse.FromString,
                 _registered_method=True)
+        self.CreateSlackLinkCode = channel.unary_unary(
+                '/compass.v1.PreferencesService/CreateSlackLinkCode',
+                request_serializer=compass_dot_v1_dot_preferences__pb2.CreateSlackLinkCodeRequest.SerializeToString,
+                response_deserializer=compass_dot_v1_dot_preferences__pb2.CreateSlackLinkCodeResponse.FromString,
+                _registered_method=True)
 
 
 class PreferencesServiceServicer:
@@ -99,6 +104,16 @@ class PreferencesServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateSlackLinkCode(self, request, context):
+        """A one-time code that links the caller's Slack account: typed in Slack
+        (`/compass link CODE`) by the Slack user to link, it links them to the
+        caller, once, before it expires. FAILED_PRECONDITION when the caller's
+        workspace has no Slack app connected.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PreferencesServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -121,6 +136,11 @@ def add_PreferencesServiceServicer_to_server(servicer, server):
                     servicer.RemovePushSubscription,
                     request_deserializer=compass_dot_v1_dot_preferences__pb2.RemovePushSubscriptionRequest.FromString,
                     response_serializer=compass_dot_v1_dot_preferences__pb2.RemovePushSubscriptionResponse.SerializeToString,
+            ),
+            'CreateSlackLinkCode': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateSlackLinkCode,
+                    request_deserializer=compass_dot_v1_dot_preferences__pb2.CreateSlackLinkCodeRequest.FromString,
+                    response_serializer=compass_dot_v1_dot_preferences__pb2.CreateSlackLinkCodeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -235,6 +255,33 @@ class PreferencesService:
             '/compass.v1.PreferencesService/RemovePushSubscription',
             compass_dot_v1_dot_preferences__pb2.RemovePushSubscriptionRequest.SerializeToString,
             compass_dot_v1_dot_preferences__pb2.RemovePushSubscriptionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateSlackLinkCode(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/compass.v1.PreferencesService/CreateSlackLinkCode',
+            compass_dot_v1_dot_preferences__pb2.CreateSlackLinkCodeRequest.SerializeToString,
+            compass_dot_v1_dot_preferences__pb2.CreateSlackLinkCodeResponse.FromString,
             options,
             channel_credentials,
             insecure,

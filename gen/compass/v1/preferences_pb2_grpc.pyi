@@ -52,6 +52,12 @@ class PreferencesServiceStub:
     """
     RemovePushSubscription: _grpc.UnaryUnaryMultiCallable[_preferences_pb2.RemovePushSubscriptionRequest, _preferences_pb2.RemovePushSubscriptionResponse]
     """Forgets the caller's subscription for this endpoint."""
+    CreateSlackLinkCode: _grpc.UnaryUnaryMultiCallable[_preferences_pb2.CreateSlackLinkCodeRequest, _preferences_pb2.CreateSlackLinkCodeResponse]
+    """A one-time code that links the caller's Slack account: typed in Slack
+    (`/compass link CODE`) by the Slack user to link, it links them to the
+    caller, once, before it expires. FAILED_PRECONDITION when the caller's
+    workspace has no Slack app connected.
+    """
 
 @_typing.type_check_only
 class PreferencesServiceAsyncStub(PreferencesServiceStub):
@@ -77,6 +83,12 @@ class PreferencesServiceAsyncStub(PreferencesServiceStub):
     """
     RemovePushSubscription: _aio.UnaryUnaryMultiCallable[_preferences_pb2.RemovePushSubscriptionRequest, _preferences_pb2.RemovePushSubscriptionResponse]  # type: ignore[assignment]
     """Forgets the caller's subscription for this endpoint."""
+    CreateSlackLinkCode: _aio.UnaryUnaryMultiCallable[_preferences_pb2.CreateSlackLinkCodeRequest, _preferences_pb2.CreateSlackLinkCodeResponse]  # type: ignore[assignment]
+    """A one-time code that links the caller's Slack account: typed in Slack
+    (`/compass link CODE`) by the Slack user to link, it links them to the
+    caller, once, before it expires. FAILED_PRECONDITION when the caller's
+    workspace has no Slack app connected.
+    """
 
 class PreferencesServiceServicer(metaclass=_abc_1.ABCMeta):
     """PreferencesService is how a person says how they are told about asks:
@@ -123,5 +135,17 @@ class PreferencesServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_preferences_pb2.RemovePushSubscriptionResponse, _abc.Awaitable[_preferences_pb2.RemovePushSubscriptionResponse]]:
         """Forgets the caller's subscription for this endpoint."""
+
+    @_abc_1.abstractmethod
+    def CreateSlackLinkCode(
+        self,
+        request: _preferences_pb2.CreateSlackLinkCodeRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_preferences_pb2.CreateSlackLinkCodeResponse, _abc.Awaitable[_preferences_pb2.CreateSlackLinkCodeResponse]]:
+        """A one-time code that links the caller's Slack account: typed in Slack
+        (`/compass link CODE`) by the Slack user to link, it links them to the
+        caller, once, before it expires. FAILED_PRECONDITION when the caller's
+        workspace has no Slack app connected.
+        """
 
 def add_PreferencesServiceServicer_to_server(servicer: PreferencesServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
