@@ -393,7 +393,14 @@ async def test_a_reply_racing_an_answer_on_the_page_ends_the_ask_once_and_the_ot
         msg = reply(str(first["Reply-To"]), ada(w), "2", first)
         async with httpx.AsyncClient(timeout=60) as http:
             page, mail = await asyncio.gather(
-                http.post(link.group(), data={"ask_id": ask_id, "action": "answer", "q.go": "y"}),
+                http.post(
+                    link.group(),
+                    json={
+                        "askId": ask_id,
+                        "action": "answer",
+                        "answers": [{"questionId": "go", "chosenOptionIds": ["y"]}],
+                    },
+                ),
                 by_webhook(mailing, msg, ada(w)),
             )
         endings = await history(mailing, ask_id)
@@ -408,7 +415,9 @@ async def test_a_reply_racing_an_answer_on_the_page_ends_the_ask_once_and_the_ot
             assert endings == [("answered", "email")]
             assert ask.questions[0].chosen_option_ids == ("n",)
             assert mail.json() == {"outcome": "answered"} and "Recorded" in said
-            assert page.status_code == 409 and "Answered by ada" in page.text
+            assert page.status_code == 409 and "already answered" in page.json()["message"]
+            # With the ask as it stands, for the page to say who ended it.
+            assert page.json()["askMessage"]["blocks"][0]["ask"]["ending"]["actorHandle"] == "ada"
 
 
 async def test_the_listener_refuses_addresses_it_never_sent_and_mail_past_its_limit(
