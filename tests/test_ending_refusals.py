@@ -144,11 +144,12 @@ async def test_over_the_api_a_late_answer_is_told_the_withdraw(
     client: Client, api_world: World
 ) -> None:
     w = api_world
-    ask = await post(client, w, timeout=duration(1.0))
+    # A second before the deadline: room for a loaded machine to land it first.
+    ask = await post(client, w, timeout=duration(4.0))
     deadline = ask.deadline.ToDatetime(datetime.UTC)
-    await asyncio.sleep((deadline - datetime.datetime.now(datetime.UTC)).total_seconds() - 0.2)
+    await asyncio.sleep((deadline - datetime.datetime.now(datetime.UTC)).total_seconds() - 1.0)
     await client.call("WithdrawAsk", pb.WithdrawAskRequest(ask_id=ask.ask_id), tok(w, w.human))
-    await asyncio.sleep(0.4)
+    await asyncio.sleep((deadline - datetime.datetime.now(datetime.UTC)).total_seconds() + 0.2)
     with pytest.raises(CallError) as refused:
         await client.call(
             "RespondToAsk",
