@@ -5,7 +5,7 @@ and how long a restart takes to bind every session again.
     .venv/bin/python -m bench.waiting [--database-url ADMIN_URL] [--w 1000]
                                       [--per-stream 50 | --single] [--subscribers N]
                                       [--idle-seconds 60] [--answers 500] [--rate 50]
-                                      [--no-restart]
+                                      [--no-restart] [--tree DIR]
 
 It creates a throwaway database (`compass_bench_waiting`, dropped first and
 at the end), starts `compass-server serve` on it, and makes W pairs (a person,
@@ -21,7 +21,9 @@ wait and once the subscribers are open (per session and per subscriber);
 PostgreSQL's connections for the database while they wait; the CPU of the
 server and of PostgreSQL over an idle window; then answers asks at a steady
 `--rate` and records, for each, send → the delivery frame on that agent's
-lane, and the answer committed (RespondToAsk returned) → that frame. Last
+lane, and the answer committed (RespondToAsk returned) → that frame, and
+→ the first event on the person's page stream (Subscribe) showing the ask
+answered, with how many events the subscribers got per answer. Last
 it stops the server (SIGTERM, as a deploy does) and starts it again on the
 same ports while the runners reconnect with the agent kit's own backoff, and
 answers more asks as soon as the new server takes calls: recovery is the
@@ -79,9 +81,10 @@ def log(msg: str) -> None:
 class ServerProc:
     """`compass-server serve`, restartable on the ports it first took."""
 
-    def __init__(self, url: str, extra: list[str]) -> None:
+    def __init__(self, url: str, extra: list[str], tree: str | None = None) -> None:
         self.url = url
         self.extra = extra
+        self.tree = tree
         self.grpc_port = 0
         self.http_port = 0
         self.proc: asyncio.subprocess.Process | None = None
@@ -89,6 +92,8 @@ class ServerProc:
     async def start(self) -> float:
         started = time.perf_counter()
         env = {**os.environ, "COMPASS_LOG_LEVEL": os.environ.get("COMPASS_LOG_LEVEL", "WARNING")}
+        if self.tree:
+            env["PYTHONPATH"] = os.pathsep.join([self.tree, os.path.join(self.tree, "gen")])
         self.proc = await asyncio.create_subprocess_exec(
             *_server_argv(),
             "serve",
@@ -362,16 +367,26 @@ async def make_runners(
 
 
 async def subscribe(
-    server: ServerProc, human_token: str, stop: asyncio.Event, got: list[int]
+    server: ServerProc,
+    human_token: str,
+    stop: asyncio.Event,
+    got: list[int],
+    answered: dict[str, float],
 ) -> None:
+    """The page's stream: counts its events, and notes when it first shows
+    each ask answered."""
     async with grpc.aio.insecure_channel(server.target, options=OWN_CONNECTION) as channel:
         stub = comms_pb2_grpc.CommsServiceStub(channel)
         call = stub.Subscribe(
             comms_pb2.SubscribeRequest(), metadata=(("authorization", f"Bearer {human_token}"),)
         )
         with contextlib.suppress(grpc.aio.AioRpcError, asyncio.CancelledError):
-            async for _ in call:
+            async for event in call:
                 got[0] += 1
+                if event.WhichOneof("kind") == "message_updated":
+                    for block in event.message_updated.message.blocks:
+                        if block.WhichOneof("block") == "ask" and block.ask.answered:
+                            answered.setdefault(block.ask.ask_id, time.perf_counter())
                 if stop.is_set():
                     break
 
@@ -471,7 +486,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "16",
     ]
     async with bench_database(args.database_url, DB_NAME) as url:
-        server = ServerProc(url, extra)
+        server = ServerProc(url, extra, args.tree)
         await server.start()
         try:
             t = time.perf_counter()
@@ -508,8 +523,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             rss1 = await settled_rss(server.pid)
             stop_subs = asyncio.Event()
             sub_events = [0]
+            page_answered: dict[str, float] = {}
             sub_tasks = [
-                asyncio.ensure_future(subscribe(server, p.human.token, stop_subs, sub_events))
+                asyncio.ensure_future(
+                    subscribe(server, p.human.token, stop_subs, sub_events, page_answered)
+                )
                 for p in pairs[:subscribers]
             ]
             rss2 = await settled_rss(server.pid)
@@ -546,17 +564,38 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             order = [(ask_by_agent[p.agent.account_id], p.human.token) for p in pairs[:n]]
             cpu0 = process_cpu_s(server.pid)
             pg0 = postgres_cpu_s([DB_NAME])
+            events0 = sub_events[0]
+            answers_committed: dict[str, float] = {}
             t = time.perf_counter()
-            sent, committed, failed = await answer_at_rate(server, lanes, order, args.rate)
+            sent, committed, failed = await answer_at_rate(
+                server, lanes, order, args.rate, committed_at=answers_committed
+            )
             took = time.perf_counter() - t
+            server_cpu = process_cpu_s(server.pid) - cpu0
+            pg_cpu = postgres_cpu_s([DB_NAME]) - pg0
+            # The page of each answered ask's person, when it subscribes.
+            watched = {ask_by_agent[p.agent.account_id] for p in pairs[: min(n, subscribers)]}
+            watched &= set(answers_committed)
+            for _ in range(300):  # 30 s at most
+                if watched <= set(page_answered):
+                    break
+                await asyncio.sleep(0.1)
+            to_page = [
+                max(0.0, page_answered[a] - answers_committed[a])
+                for a in watched
+                if a in page_answered
+            ]
             results["answers"] = {
                 "n": n,
                 "rate": args.rate,
                 "send_to_lane": _ms(sent),
                 "commit_to_lane": _ms(committed),
                 "failed": failed,
-                "server_cpu_ms_per_answer": 1000 * (process_cpu_s(server.pid) - cpu0) / n,
-                "postgres_cpu_ms_per_answer": 1000 * (postgres_cpu_s([DB_NAME]) - pg0) / n,
+                "commit_to_page": _ms(to_page),
+                "page_missed": len(watched) - len(to_page),
+                "subscriber_events_per_answer": (sub_events[0] - events0) / n,
+                "server_cpu_ms_per_answer": 1000 * server_cpu / n,
+                "postgres_cpu_ms_per_answer": 1000 * pg_cpu / n,
                 "seconds": took,
             }
             log(f"answers: {json.dumps(results['answers'])}")
@@ -641,6 +680,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--answers", type=int, default=500)
     p.add_argument("--rate", type=float, default=50.0, help="answers a second")
     p.add_argument("--no-restart", dest="restart", action="store_false")
+    p.add_argument(
+        "--tree",
+        metavar="DIR",
+        help="serve the code of this checkout (first on PYTHONPATH): the code before a change",
+    )
     args = p.parse_args(argv)
     results = asyncio.run(run(args))
     print(json.dumps(results, indent=2))

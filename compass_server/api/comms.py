@@ -6,14 +6,14 @@ import collections
 import contextlib
 import sys
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 
 from compass.v1 import comms_pb2 as pb
 from compass_server.api import mapping as wire
 from compass_server.api import surface
 from compass_server.api.errors import ApiError, Status
-from compass_server.events.hub import EventHub
-from compass_server.events.reach import Reach
+from compass_server.events.hub import EventHub, Lane
+from compass_server.events.reach import Heard, Reach
 from compass_server.receipts import Receipts
 from compass_server.store import Store
 from compass_server.store.cache import SizedCache
@@ -26,6 +26,8 @@ from compass_server.store.types import Actor, Event, EventKind, Message
 WIRE_CACHE_BYTES = 16 << 20
 # Subscribe streams one account may hold open on one server process.
 STREAMS_PER_ACCOUNT = 16
+# Accounts a Subscribe stream may name in presence_of.
+PRESENCE_OF = 256
 
 
 class CommsApi:
@@ -235,7 +237,7 @@ class CommsApi:
         self, actor: Actor, req: pb.GetPresenceRequest
     ) -> pb.GetPresenceResponse:
         ids = [parse_id(a, "account_ids") for a in req.account_ids]
-        presences = await self.store.get_presence(actor, ids)
+        presences = await self.store.get_presence(actor, ids, heard=req.heard)
         return pb.GetPresenceResponse(presences=[wire.presence_to_wire(p) for p in presences])
 
     async def get_accounts(
@@ -279,12 +281,20 @@ class CommsApi:
                 Status.INVALID_ARGUMENT,
                 f"after_event_id {req.after_event_id} is ahead of this workspace's log ({current})",
             )
+        asked = _presence_of(req.presence_of)
         cursor = req.after_event_id or current
         reach = await Reach.of(self.hub.participations, actor)
+        # Its own presence key brings the agents it owns, as they come.
+        agents = {actor.account_id, *asked, *await self.store.granted_agents(actor)}
+        heard = Heard(reach, agents)
 
         def visible(event: Event) -> bool:
             if event.inbox is not None:
-                return actor.account_id in event.inbox.audience
+                if actor.account_id not in event.inbox.audience:
+                    return False
+                # Its inbox reaches this stream: so does its presence.
+                heard.add(event.inbox.agent_id)
+                return True
             if event.kind is EventKind.AGENT_MOVED:
                 # Taken below, never sent: what the stream reaches changes.
                 return reach.moved(event)
@@ -293,7 +303,8 @@ class CommsApi:
             return reach.hears(event)
 
         yield pb.Event(event_id=cursor, ready=pb.Ready())
-        events = self.hub.stream(actor, cursor, visible, actor.account_id)
+        lane = Lane(heard, presence=heard.channels)
+        events = self.hub.stream(actor, cursor, visible, actor.account_id, lane=lane)
         async with contextlib.aclosing(events):
             async for event in events:
                 if event.moved is not None:
@@ -302,3 +313,17 @@ class CommsApi:
                 wired = self._wire_event(actor.workspace_id, event)
                 del event  # a client that stops reading holds the wire event alone
                 yield wired
+
+
+def _presence_of(ids: Sequence[str]) -> frozenset[uuid.UUID]:
+    if len(ids) > PRESENCE_OF:
+        raise ApiError(Status.INVALID_ARGUMENT, f"presence_of names at most {PRESENCE_OF} accounts")
+    out = set()
+    for value in ids:
+        try:
+            out.add(uuid.UUID(value))
+        except ValueError:
+            raise ApiError(
+                Status.INVALID_ARGUMENT, f"presence_of holds account ids; {value!r} is not one"
+            ) from None
+    return frozenset(out)

@@ -14,6 +14,13 @@ inbox and chain) waits in the feed's index under the keys it hears by, and a
 new event wakes only the waiting streams its keys name: an event costs work
 for the lanes that may hear it, not for every stream of the workspace. One
 re-check per feed, not per stream, catches a missed notification.
+
+Presence is heard the same way, by keys the log does not store: an agent's
+change is filed under the agent's presence key and those of the channels it
+takes part in (a member, or under an agent that is one), as the feed knows
+their members; a Subscribe stream waits under its channels' presence keys.
+A stream that is behind skips a change a later one of the same agent
+supersedes: it gets each agent's latest state, not every step.
 """
 
 from __future__ import annotations
@@ -25,12 +32,12 @@ import contextlib
 import functools
 import logging
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Iterable
 from typing import Protocol, TypeVar
 
 import psycopg
 
-from compass_server.events.reach import Participations
+from compass_server.events.reach import Participations, presence_key
 from compass_server.store import Store, Unauthenticated
 from compass_server.store.db import unshared
 from compass_server.store.types import Event, EventKind, Scope
@@ -101,12 +108,23 @@ class Interest(Protocol):
 
 class Lane:
     """A stream that hears only events naming one of its interest's keys;
-    every other event it may pass without looking at it."""
+    every other event it may pass without looking at it.
 
-    __slots__ = ("interest", "reader", "went")
+    `presence`, when given, is the channels whose agents' presence the lane
+    hears (its interest holds their presence keys, and those of any agent it
+    hears besides): the feed learns their members, and the lane skips a
+    change a later one of the same agent supersedes. The log stores no
+    presence keys, so behind the window such a lane reads the log whole."""
 
-    def __init__(self, interest: Interest) -> None:
+    __slots__ = ("interest", "presence", "reader", "went")
+
+    def __init__(
+        self,
+        interest: Interest,
+        presence: Callable[[], Collection[uuid.UUID]] | None = None,
+    ) -> None:
         self.interest = interest
+        self.presence = presence
         self.reader: Reader | None = None
         # Where its last wait left it, kept past the stream's end (a stop
         # cancels the lane before it unbinds).
@@ -288,6 +306,18 @@ class Feed:
             tuple[int, frozenset[uuid.UUID], asyncio.Future[tuple[bool, int]]]
         ] = collections.deque()
         self._probing: asyncio.Task[None] | None = None
+        # Who takes part where, for presence: the members of the channels
+        # presence lanes hear (and of every channel changed meanwhile), each
+        # account's channels, and the chains of agents whose presence moved.
+        self._members: dict[uuid.UUID, frozenset[uuid.UUID]] = {}
+        self._member_of: dict[uuid.UUID, set[uuid.UUID]] = {}
+        self._chains: dict[uuid.UUID, tuple[tuple[uuid.UUID, ...], uuid.UUID | None]] = {}
+        self.presence_lanes = 0
+        # The keys beyond event_keys of the window's presence and inbox
+        # events, as they were filed; each agent's latest presence change
+        # in the window.
+        self._extra: dict[int, tuple[uuid.UUID, ...]] = {}
+        self._last_presence: dict[uuid.UUID, int] = {}
 
     @property
     def wanted(self) -> int:
@@ -328,11 +358,20 @@ class Feed:
                 )
                 if not batch:
                     break
+                if self.presence_lanes:
+                    await self.learn_chains(batch)
                 named = self._named
                 for event in batch:
+                    if event.channel is not None:
+                        self._set_members(event.channel.channel_id, event.channel.member_ids)
+                    extra = self._extra_keys(event)
+                    if extra:
+                        self._extra[event.event_id] = extra
+                    if event.presence is not None:
+                        self._last_presence[event.presence.account_id] = event.event_id
                     self.window.append(event)
                     self.window_bytes += event.size
-                    for key in set(event_keys(event)):
+                    for key in set(event_keys(event)).union(extra):
                         ids = named.get(key)
                         if ids is None:
                             ids = named[key] = _Ids()
@@ -342,7 +381,12 @@ class Feed:
                 ):
                     gone = self.window.popleft()
                     self.window_bytes -= gone.size
-                    for key in set(event_keys(gone)):
+                    extra = self._extra.pop(gone.event_id, ())
+                    if gone.presence is not None:
+                        agent = gone.presence.account_id
+                        if self._last_presence.get(agent) == gone.event_id:
+                            del self._last_presence[agent]
+                    for key in set(event_keys(gone)).union(extra):
                         if named[key].drop_first():
                             del named[key]
                 self.head = batch[-1].event_id
@@ -396,6 +440,78 @@ class Feed:
                     if not done.done():
                         done.set_result((i in hits, head))
 
+    # --- presence ---------------------------------------------------------
+
+    def _set_members(self, channel_id: uuid.UUID, members: Iterable[uuid.UUID]) -> None:
+        now = frozenset(members)
+        before = self._members.get(channel_id, frozenset())
+        for account in before - now:
+            channels = self._member_of.get(account)
+            if channels is not None:
+                channels.discard(channel_id)
+                if not channels:
+                    del self._member_of[account]
+        for account in now - before:
+            self._member_of.setdefault(account, set()).add(channel_id)
+        self._members[channel_id] = now
+
+    async def know(self, channel_ids: Collection[uuid.UUID]) -> None:
+        """Reads the members of the channels the feed doesn't know yet."""
+        unknown = [c for c in channel_ids if c not in self._members]
+        if not unknown:
+            return
+        found = await self.read(lambda scope: self.store.members_of(scope, unknown))
+        for channel_id in unknown:
+            if channel_id not in self._members:  # a change in the log may have told meanwhile
+                self._set_members(channel_id, found.get(channel_id, ()))
+
+    async def learn_chains(self, events: Iterable[Event]) -> None:
+        """Reads the chains and owners of the agents whose presence moved in
+        `events` that the feed doesn't know (again, after any agent moved)."""
+        events = list(events)
+        if any(e.moved is not None for e in events):
+            self._chains.clear()
+        unknown = {
+            e.presence.account_id
+            for e in events
+            if e.presence is not None and e.presence.account_id not in self._chains
+        }
+        if unknown:
+            found = await self.read(lambda scope: self.store.chains(scope, unknown))
+            for agent in unknown:
+                self._chains[agent] = found.get(agent, ((agent,), None))
+
+    def _extra_keys(self, event: Event) -> tuple[uuid.UUID, ...]:
+        """The keys an event is heard by besides event_keys: a presence
+        change's, and an inbox change's audience (a person hears it by their
+        own id)."""
+        if event.presence is not None:
+            agent = event.presence.account_id
+            chain, owner = self._chains.get(agent, ((agent,), None))
+            # Its owner's streams hear it too, by the owner's presence key.
+            keys = {presence_key(agent if owner is None else owner), presence_key(agent)}
+            for account in chain:
+                for channel_id in self._member_of.get(account, ()):
+                    keys.add(presence_key(channel_id))
+            return tuple(keys)
+        if event.inbox is not None:
+            return event.inbox.audience
+        return ()
+
+    def keys_of(self, event: Event) -> set[uuid.UUID]:
+        """Every key an event is heard by: as filed, while the window holds it."""
+        extra = self._extra.get(event.event_id)
+        if extra is None or self.event(event.event_id) is not event:
+            extra = self._extra_keys(event)
+        return set(event_keys(event)).union(extra)
+
+    def superseded(self, event: Event, later: int = 0) -> bool:
+        """A presence change the window (or `later`, a later change of the same
+        agent the caller holds) already has a newer one of."""
+        assert event.presence is not None
+        newest = max(later, self._last_presence.get(event.presence.account_id, 0))
+        return newest > event.event_id
+
     def _wake(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
@@ -407,7 +523,7 @@ class Feed:
         if not index:
             return
         for event in batch:
-            for key in event_keys(event):
+            for key in self.keys_of(event):
                 for group in index.get(key, ()):
                     for reader in group.readers:
                         if reader.parked and not reader.woken_at and event.event_id > reader.cursor:
@@ -749,15 +865,31 @@ class EventHub:
             raise Closed
         feed = await self._feed(scope)
         reader = Reader(feed, after, lane)
+        presence = lane.presence if lane is not None else None
         if lane is not None:
             lane.reader = reader
+        if presence is not None:
+            feed.presence_lanes += 1
         self.readers.add(reader)
+
+        def heard(event: Event, later: int = 0) -> bool:
+            # A presence lane hears a change by its keys, and only the latest.
+            if event.presence is None or lane is None or presence is None:
+                return True
+            if feed.superseded(event, later):
+                return False
+            return not lane.interest.keys().isdisjoint(feed.keys_of(event))
+
         try:
             cursor = after
             probed = False
             keys: frozenset[uuid.UUID] = frozenset()
             keys_version = -1
+            known = -1
             while True:
+                if presence is not None and lane is not None and known != lane.interest.version:
+                    known = lane.interest.version
+                    await feed.know(presence())
                 reader.cursor = cursor
                 event = feed.event(cursor + 1)
                 if event is not None and lane is not None and keys_version != lane.interest.version:
@@ -775,7 +907,7 @@ class EventHub:
                         event = None if named is None else feed.event(named)
                 if event is not None:
                     cursor = event.event_id
-                    if visible(event):
+                    if heard(event) and visible(event):
                         # Suspended, this generator keeps no reference to
                         # what it handed over: a caller that stops pulling
                         # holds that event alone.
@@ -798,7 +930,7 @@ class EventHub:
                     continue
                 # Further behind than the window: a lane first asks (with the
                 # others asking) whether anything there names it at all.
-                if lane is not None and not probed:
+                if lane is not None and presence is None and not probed:
                     probed = True
                     version = lane.interest.version
                     found, head = await feed.probe(cursor, lane.interest.keys())
@@ -816,7 +948,7 @@ class EventHub:
                     version = lane.interest.version if lane is not None else 0
                     scanned = cursor
                     async with self._reading:
-                        if lane is None:
+                        if lane is None or presence is not None:
                             events = await self.store.read_events(
                                 scope, cursor, limit, self.page_bytes
                             )
@@ -824,6 +956,11 @@ class EventHub:
                             events, scanned = await self.store.read_lane_events(
                                 scope, cursor, lane.interest.keys(), limit, self.page_bytes
                             )
+                    # Each agent's latest presence change in the page.
+                    later: dict[uuid.UUID, int] = {}
+                    if presence is not None:
+                        await feed.learn_chains(events)
+                        later = {e.presence.account_id: e.event_id for e in events if e.presence}
                     page = collections.deque(events)
                     del events
                     weight = sum(e.size for e in page)
@@ -838,13 +975,21 @@ class EventHub:
                         # Handed over, it is the caller's: its bytes go back.
                         held -= event.size
                         self.replay.give(owner, event.size)
-                        if visible(event):
+                        if event.presence is not None:
+                            admitted = heard(event, later.get(event.presence.account_id, 0))
+                        else:
+                            admitted = True
+                        if admitted and visible(event):
                             box = [event]
                             del event
                             yield box.pop()
                         elif passed is not None:
                             passed(cursor)
-                        if lane is not None and lane.interest.version != version:
+                        if (
+                            lane is not None
+                            and presence is None
+                            and lane.interest.version != version
+                        ):
                             # It hears more (or other) keys from here: read on with them.
                             break
                     else:
@@ -855,6 +1000,8 @@ class EventHub:
                 finally:
                     self.replay.give(owner, held)
         finally:
+            if presence is not None:
+                feed.presence_lanes -= 1
             self.readers.discard(reader)
             feed.unregister(reader)
             if lane is not None and lane.reader is reader:

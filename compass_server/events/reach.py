@@ -20,17 +20,29 @@ from __future__ import annotations
 import datetime
 import uuid
 import weakref
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from compass_server.store import Store
 from compass_server.store.types import Actor, Event, EventKind, Participation
+
+# Presence keys are ids with these bits flipped: a key of their own for the
+# same agent or channel, never an id itself.
+_PRESENCE_BITS = 0x6A09_E667_F3BC_C908_B2FB_1366_EA95_7D3E
+# Sets of agents heard besides one participation's channels, kept made.
+HEARD_SETS = 16
+
+
+def presence_key(key: uuid.UUID) -> uuid.UUID:
+    """What a lane hearing the presence of an agent, or of the agents taking
+    part in a channel, is filed under (events.hub)."""
+    return uuid.UUID(int=key.int ^ _PRESENCE_BITS)
 
 
 class Shared:
     """One account's participation, shared by its streams; never changed
     once made."""
 
-    __slots__ = ("__weakref__", "_joins", "_keys", "chain", "channels")
+    __slots__ = ("__weakref__", "_heard", "_joins", "_keys", "chain", "channels")
 
     def __init__(
         self,
@@ -40,6 +52,7 @@ class Shared:
         self.chain = chain
         self.channels = channels
         self._keys: frozenset[uuid.UUID] | None = None
+        self._heard: dict[frozenset[uuid.UUID], frozenset[uuid.UUID]] = {}
         # What joining one more channel made of this, for the streams that
         # see the same join: (channel, since) → the participation with it.
         self._joins: weakref.WeakValueDictionary[
@@ -53,6 +66,23 @@ class Shared:
         if self._keys is None:
             self._keys = frozenset((*self.chain, *self.channels))
         return self._keys
+
+    def heard(self, agents: frozenset[uuid.UUID]) -> frozenset[uuid.UUID]:
+        """`keys`, and the presence keys of the channels and of `agents`: made
+        once for every Subscribe stream of the account that hears the same."""
+        found = self._heard.get(agents)
+        if found is None:
+            if len(self._heard) >= HEARD_SETS:
+                del self._heard[next(iter(self._heard))]
+            found = frozenset(
+                (
+                    *self.keys,
+                    *(presence_key(c) for c in self.channels),
+                    *(presence_key(a) for a in agents),
+                )
+            )
+            self._heard[agents] = found
+        return found
 
     def joined(self, channel_id: uuid.UUID, since: datetime.datetime | None) -> Shared:
         """This and one more channel, in reach from `since`; made once for
@@ -114,6 +144,15 @@ class Reach:
     def chain(self) -> tuple[uuid.UUID, ...]:
         return self._shared.chain
 
+    @property
+    def shared(self) -> Shared:
+        return self._shared
+
+    @property
+    def channels(self) -> Mapping[uuid.UUID, datetime.datetime | None]:
+        """The channels in reach, each since when."""
+        return self._shared.channels
+
     def moved(self, event: Event) -> bool:
         """The event moved this account or an agent above it: read again."""
         return event.moved is not None and event.moved.account_id in self.chain
@@ -155,3 +194,37 @@ class Reach:
             return False
         since = channels[channel_id]
         return at is None or since is None or at >= since
+
+
+class Heard:
+    """What a Subscribe stream hears by (events.hub.Interest): its reach, the
+    presence of the agents taking part in its channels, and the presence of
+    the agents it names besides (those whose inbox it hears, those it asked
+    for)."""
+
+    def __init__(self, reach: Reach, agents: Iterable[uuid.UUID]) -> None:
+        self.reach = reach
+        self._agents = frozenset(agents)
+        self._added = 0
+        self._keys: frozenset[uuid.UUID] = frozenset()
+        self._keys_version = -1
+
+    @property
+    def version(self) -> int:
+        return (self.reach.version << 32) + self._added
+
+    def add(self, agent_id: uuid.UUID) -> None:
+        """Hears this agent's presence from now on."""
+        if agent_id not in self._agents:
+            self._agents = self._agents | {agent_id}
+            self._added += 1
+
+    def channels(self) -> Collection[uuid.UUID]:
+        return self.reach.channels.keys()
+
+    def keys(self) -> frozenset[uuid.UUID]:
+        version = self.version
+        if version != self._keys_version:
+            self._keys = self.reach.shared.heard(self._agents)
+            self._keys_version = version
+        return self._keys

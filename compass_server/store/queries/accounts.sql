@@ -28,3 +28,28 @@ SELECT compass_presence_change(%(agent_id)s) AS change
 SELECT id, presence_state, presence_text FROM accounts
 WHERE kind = 'agent' AND (cardinality(%(ids)s::uuid[]) = 0 OR id = ANY(%(ids)s::uuid[]))
 ORDER BY handle
+
+-- name: presence_heard
+-- The agents an account works with, whose presence its Subscribe streams
+-- hear: those taking part in its channels (members, or under an agent that
+-- is one), and those whose inbox it hears (its own and those granted to it).
+SELECT a.id, a.presence_state, a.presence_text FROM accounts a
+WHERE a.kind = 'agent'
+  AND (cardinality(%(ids)s::uuid[]) = 0 OR a.id = ANY(%(ids)s::uuid[]))
+  AND (
+    a.chain && ARRAY(
+      SELECT cm.account_id FROM channel_members cm
+      WHERE cm.channel_id IN (SELECT p.channel_id FROM compass_participation_of(%(actor)s) p)
+    )
+    OR a.owner_id = %(actor)s
+    OR a.id IN (SELECT g.agent_id FROM inbox_grants g WHERE g.account_id = %(actor)s)
+  )
+ORDER BY a.handle
+
+-- name: granted_agents
+-- The agents whose inbox an account hears by a grant (besides its own).
+SELECT agent_id FROM inbox_grants WHERE account_id = %(actor)s
+
+-- name: chains
+-- Each account with the agents above it (itself first), and its owner.
+SELECT id, chain, owner_id FROM accounts WHERE id = ANY(%(ids)s::uuid[])

@@ -98,3 +98,6 @@ RETURNING follow_up_default AS policy
 
 -- name: channel_workspace
 SELECT compass_channel_workspace(%(id)s) AS workspace_id
+
+-- name: members_of
+SELECT channel_id, account_id FROM channel_members WHERE channel_id = ANY(%(ids)s::uuid[])

@@ -136,7 +136,8 @@ class App {
     this.loaded = true;
     const results = await Promise.allSettled([
       listAllChannels(this.comms).then((channels) => this.model.setChannels(channels)),
-      this.comms.call("GetPresence", {}).then((r) => this.model.setPresence(r.presences ?? [])),
+      // The agents this person works with: the ones whose presence the stream brings.
+      this.comms.call("GetPresence", { heard: true }).then((r) => this.model.setPresence(r.presences ?? [])),
       listOpenInboxItems(this.comms, this.model).then((ids) => this.model.setInboxOpen(ids)),
       this.view?.reload(),
     ]);

@@ -690,16 +690,20 @@ class RespondToAskResponse(_message.Message):
     def __init__(self, ask_message: _Optional[_Union[Message, _Mapping]] = ..., answer_message: _Optional[_Union[Message, _Mapping]] = ..., standing_answer: _Optional[_Union[StandingAnswer, _Mapping]] = ...) -> None: ...
 
 class SubscribeRequest(_message.Message):
-    __slots__ = ("after_event_id",)
+    __slots__ = ("after_event_id", "presence_of")
     AFTER_EVENT_ID_FIELD_NUMBER: _ClassVar[int]
+    PRESENCE_OF_FIELD_NUMBER: _ClassVar[int]
     after_event_id: int
-    def __init__(self, after_event_id: _Optional[int] = ...) -> None: ...
+    presence_of: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, after_event_id: _Optional[int] = ..., presence_of: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetPresenceRequest(_message.Message):
-    __slots__ = ("account_ids",)
+    __slots__ = ("account_ids", "heard")
     ACCOUNT_IDS_FIELD_NUMBER: _ClassVar[int]
+    HEARD_FIELD_NUMBER: _ClassVar[int]
     account_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, account_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    heard: bool
+    def __init__(self, account_ids: _Optional[_Iterable[str]] = ..., heard: _Optional[bool] = ...) -> None: ...
 
 class GetPresenceResponse(_message.Message):
     __slots__ = ("presences",)
