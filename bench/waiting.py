@@ -372,6 +372,7 @@ async def subscribe(
     stop: asyncio.Event,
     got: list[int],
     answered: dict[str, float],
+    ready: list[int],
 ) -> None:
     """The page's stream: counts its events, and notes when it first shows
     each ask answered."""
@@ -383,6 +384,8 @@ async def subscribe(
         with contextlib.suppress(grpc.aio.AioRpcError, asyncio.CancelledError):
             async for event in call:
                 got[0] += 1
+                if event.WhichOneof("kind") == "ready":
+                    ready[0] += 1
                 if event.WhichOneof("kind") == "message_updated":
                     for block in event.message_updated.message.blocks:
                         if block.WhichOneof("block") == "ask" and block.ask.answered:
@@ -523,13 +526,25 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             rss1 = await settled_rss(server.pid)
             stop_subs = asyncio.Event()
             sub_events = [0]
+            sub_ready = [0]
             page_answered: dict[str, float] = {}
+            t = time.perf_counter()
             sub_tasks = [
                 asyncio.ensure_future(
-                    subscribe(server, p.human.token, stop_subs, sub_events, page_answered)
+                    subscribe(
+                        server, p.human.token, stop_subs, sub_events, page_answered, sub_ready
+                    )
                 )
                 for p in pairs[:subscribers]
             ]
+            # Every stream open (its ready frame read) before memory and the idle window.
+            for _ in range(1200):
+                if sub_ready[0] >= subscribers:
+                    break
+                await asyncio.sleep(0.1)
+            results["subscribers_ready_s"] = time.perf_counter() - t
+            took_s = results["subscribers_ready_s"]
+            log(f"{sub_ready[0]} of {subscribers} subscribers ready in {took_s:.1f} s")
             rss2 = await settled_rss(server.pid)
             results["rss_kib"] = {"before": rss0, "waiting": rss1, "subscribed": rss2}
             results["kib_per_session"] = (rss1 - rss0) / w

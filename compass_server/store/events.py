@@ -167,7 +167,7 @@ class PendingEvents:
         self.payloads.append(Jsonb(channel_payload(c)))
 
     def inbox(self, c: InboxChange) -> None:
-        # Workspace-wide like presence; its audience travels in the payload.
+        # Of no channel, like presence; its audience travels in the payload.
         self.kinds.append(EventKind.INBOX_ITEM_CHANGED.value)
         self.channel_ids.append(None)
         self.payloads.append(Jsonb(_inbox_change_payload(c)))
