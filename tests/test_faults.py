@@ -158,17 +158,37 @@ async def test_kill_9_under_load_loses_no_acknowledged_write(
             again = await store._ask_state(w.human, ask_id)
             assert again.cancelled and not again.answered
         await invariants(database_url, w.workspace_id)
-        # The subscriber resumes from its cursor: with what it saw, the whole log.
-        last = await store.last_event_id(w.human)
+        # The subscriber resumes from its cursor: with what it saw, the whole
+        # log, but for presence changes a later one of the same agent
+        # superseded (a stream that is behind gets each agent's latest).
         resumed = client.stream("Subscribe", pb.SubscribeRequest(after_event_id=seen[-1]), human)
         await asyncio.wait_for(anext(resumed), 10)
-        while seen[-1] < last:
+        log = await _log(database_url, w.workspace_id, ready.event_id)
+        must = [i for i, (kind, _) in log.items() if kind != "presence_changed"]
+        latest = {agent: i for i, (kind, agent) in log.items() if kind == "presence_changed"}
+        must = sorted({*must, *latest.values()})
+        while seen[-1] < must[-1]:
             seen.append((await asyncio.wait_for(anext(resumed), 10)).event_id)
-        assert seen == list(range(ready.event_id, last + 1))
+        assert seen == sorted(set(seen)) and seen[0] == ready.event_id
+        assert set(must) <= set(seen)
+        for i in set(log) - set(seen):
+            kind, agent = log[i]
+            assert kind == "presence_changed" and latest[agent] > i
         await resumed.aclose()  # type: ignore[attr-defined]
     finally:
         await client.close()
         assert server.stop() == 0
+
+
+async def _log(url: str, workspace_id: uuid.UUID, after: int) -> dict[int, tuple[str, str]]:
+    """The workspace's events after `after`: each id's kind and presence's agent."""
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        cur = await conn.execute(
+            "SELECT id, kind, coalesce(payload ->> 'account_id', '') FROM events"
+            " WHERE workspace_id = %s AND id > %s ORDER BY id",
+            (workspace_id, after),
+        )
+        return {row[0]: (row[1], row[2]) for row in await cur.fetchall()}
 
 
 _PG = """
