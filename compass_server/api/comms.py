@@ -284,9 +284,9 @@ class CommsApi:
         asked = _presence_of(req.presence_of)
         cursor = req.after_event_id or current
         reach = await Reach.of(self.hub.participations, actor)
-        # Its own presence key brings the agents it owns, as they come.
-        agents = {actor.account_id, *asked, *await self.store.granted_agents(actor)}
-        heard = Heard(reach, agents)
+        # Its own account's key brings the agents it owns, as they come.
+        heard = Heard(reach, asked | await self.store.granted_agents(actor))
+        del asked  # the stream holds what Heard keeps, not its inputs
 
         def visible(event: Event) -> bool:
             if event.inbox is not None:

@@ -16,9 +16,10 @@ for the lanes that may hear it, not for every stream of the workspace. One
 re-check per feed, not per stream, catches a missed notification.
 
 Presence is heard the same way, by keys the log does not store: an agent's
-change is filed under the agent's presence key and those of the channels it
-takes part in (a member, or under an agent that is one), as the feed knows
-their members; a Subscribe stream waits under its channels' presence keys.
+change is filed under the agent's presence key, its owner's id and the
+presence keys of the channels it takes part in (a member, or under an agent
+that is one), as the feed knows their members; a Subscribe stream waits under
+its account, its channels and their presence keys.
 A stream that is behind skips a change a later one of the same agent
 supersedes: it gets each agent's latest state, not every step.
 """
@@ -295,7 +296,9 @@ class Feed:
         # for the sessions of an agent, however many), the groups by each of
         # their keys, and every lane registered.
         self._groups: dict[frozenset[uuid.UUID], _Group] = {}
-        self._index: dict[uuid.UUID, set[_Group]] = {}
+        # A key named by one group holds it alone, not a set of one: most
+        # keys (a person's own, a channel of two) are one stream's.
+        self._index: dict[uuid.UUID, _Group | set[_Group]] = {}
         self._lanes: set[Reader] = set()
         # Told each time a waiting stream is woken.
         self.on_wake: Callable[[], None] | None = None
@@ -310,7 +313,7 @@ class Feed:
         # presence lanes hear (and of every channel changed meanwhile), each
         # account's channels, and the chains of agents whose presence moved.
         self._members: dict[uuid.UUID, frozenset[uuid.UUID]] = {}
-        self._member_of: dict[uuid.UUID, set[uuid.UUID]] = {}
+        self._member_of: dict[uuid.UUID, tuple[uuid.UUID, ...]] = {}
         self._chains: dict[uuid.UUID, tuple[tuple[uuid.UUID, ...], uuid.UUID | None]] = {}
         self.presence_lanes = 0
         # The keys beyond event_keys of the window's presence and inbox
@@ -445,14 +448,16 @@ class Feed:
     def _set_members(self, channel_id: uuid.UUID, members: Iterable[uuid.UUID]) -> None:
         now = frozenset(members)
         before = self._members.get(channel_id, frozenset())
+        # Tuples, not sets: most accounts are in a few channels, and
+        # membership changes seldom.
         for account in before - now:
-            channels = self._member_of.get(account)
-            if channels is not None:
-                channels.discard(channel_id)
-                if not channels:
-                    del self._member_of[account]
+            left = tuple(c for c in self._member_of.get(account, ()) if c != channel_id)
+            if left:
+                self._member_of[account] = left
+            else:
+                self._member_of.pop(account, None)
         for account in now - before:
-            self._member_of.setdefault(account, set()).add(channel_id)
+            self._member_of[account] = (*self._member_of.get(account, ()), channel_id)
         self._members[channel_id] = now
 
     async def know(self, channel_ids: Collection[uuid.UUID]) -> None:
@@ -488,8 +493,11 @@ class Feed:
         if event.presence is not None:
             agent = event.presence.account_id
             chain, owner = self._chains.get(agent, ((agent,), None))
-            # Its owner's streams hear it too, by the owner's presence key.
-            keys = {presence_key(agent if owner is None else owner), presence_key(agent)}
+            keys = {presence_key(agent)}
+            if owner is not None:
+                # Its owner's streams hear it by the owner's own id: a person's
+                # is no relay lane's key.
+                keys.add(owner)
             for account in chain:
                 for channel_id in self._member_of.get(account, ()):
                     keys.add(presence_key(channel_id))
@@ -524,7 +532,10 @@ class Feed:
             return
         for event in batch:
             for key in self.keys_of(event):
-                for group in index.get(key, ()):
+                found = index.get(key)
+                if found is None:
+                    continue
+                for group in (found,) if isinstance(found, _Group) else found:
                     for reader in group.readers:
                         if reader.parked and not reader.woken_at and event.event_id > reader.cursor:
                             reader.woken_at = event.event_id
@@ -545,7 +556,13 @@ class Feed:
         if group is None:
             group = self._groups[keys] = _Group(keys)
             for key in keys:
-                self._index.setdefault(key, set()).add(group)
+                found = self._index.get(key)
+                if found is None:
+                    self._index[key] = group
+                elif isinstance(found, _Group):
+                    self._index[key] = {found, group}
+                else:
+                    found.add(group)
         group.readers.add(reader)
         reader.group = group
         reader.version = version
@@ -558,11 +575,13 @@ class Feed:
             if not group.readers:
                 del self._groups[group.keys]
                 for key in group.keys:
-                    groups = self._index.get(key)
-                    if groups is not None:
-                        groups.discard(group)
-                        if not groups:
-                            del self._index[key]
+                    found = self._index.get(key)
+                    if found is group:
+                        del self._index[key]
+                    elif isinstance(found, set):
+                        found.discard(group)
+                        if len(found) == 1:
+                            self._index[key] = found.pop()
         reader.group = None
         self._lanes.discard(reader)
 

@@ -52,7 +52,7 @@ class Shared:
         self.chain = chain
         self.channels = channels
         self._keys: frozenset[uuid.UUID] | None = None
-        self._heard: dict[frozenset[uuid.UUID], frozenset[uuid.UUID]] = {}
+        self._heard: dict[frozenset[uuid.UUID], frozenset[uuid.UUID]] | None = None
         # What joining one more channel made of this, for the streams that
         # see the same join: (channel, since) → the participation with it.
         self._joins: weakref.WeakValueDictionary[
@@ -70,6 +70,8 @@ class Shared:
     def heard(self, agents: frozenset[uuid.UUID]) -> frozenset[uuid.UUID]:
         """`keys`, and the presence keys of the channels and of `agents`: made
         once for every Subscribe stream of the account that hears the same."""
+        if self._heard is None:
+            self._heard = {}
         found = self._heard.get(agents)
         if found is None:
             if len(self._heard) >= HEARD_SETS:
@@ -196,15 +198,21 @@ class Reach:
         return at is None or since is None or at >= since
 
 
+_NONE: frozenset[uuid.UUID] = frozenset()
+
+
 class Heard:
     """What a Subscribe stream hears by (events.hub.Interest): its reach, the
     presence of the agents taking part in its channels, and the presence of
     the agents it names besides (those whose inbox it hears, those it asked
     for)."""
 
+    __slots__ = ("_added", "_agents", "_keys", "_keys_version", "reach")
+
     def __init__(self, reach: Reach, agents: Iterable[uuid.UUID]) -> None:
         self.reach = reach
-        self._agents = frozenset(agents)
+        # The one empty set, not one per stream.
+        self._agents = frozenset(agents) or _NONE
         self._added = 0
         self._keys: frozenset[uuid.UUID] = frozenset()
         self._keys_version = -1
