@@ -18,6 +18,7 @@ from compass_server.store import Store
 from compass_server.store.admin import hash_token
 from compass_server.store.types import AccountKind, Actor, PresenceState, TextBlock
 from tests.procs import ServerProcess
+from tests.relay_client import relay, runner_for
 from tests.servers import CallError, GrpcClient
 from tests.test_inbox_store import yes_no
 from tests.world import World
@@ -235,3 +236,27 @@ async def test_get_presence_of_the_agents_the_caller_works_with(
     assert list(none.presences) == []
     everyone = await grpc_client.call("GetPresence", pb.GetPresenceRequest(), tok(w, w.other_human))
     assert len(everyone.presences) == 3
+
+
+async def test_a_stream_resuming_over_what_loaded_while_no_page_was_open_hears_a_subagent(
+    api_world: World, grpc_client: GrpcClient, server: Any
+) -> None:
+    """The feed lives on for scout's relay session while no page is open; a
+    page resuming over what it loaded meanwhile still hears planner, who is
+    in #general only through scout."""
+    w = api_world
+    planner = await w.add_subagent("planner", w.agent)
+    async with relay(server.grpc_port, await runner_for(w)) as runner:
+        await runner.bound("s", w.agent)
+        first = grpc_client.stream("Subscribe", pb.SubscribeRequest(), tok(w, w.human))
+        cursor = (await _ready(first)).event_id
+        with contextlib.suppress(Exception):
+            await first.aclose()  # type: ignore[attr-defined]
+        await w.post_ask(planner)
+        await _marker_for(w, w.human)
+        resumed = grpc_client.stream(
+            "Subscribe", pb.SubscribeRequest(after_event_id=cursor), tok(w, w.human)
+        )
+        await _ready(resumed)
+        heard = _presence(await _until_marker(resumed))
+    assert heard == [(str(planner.account_id), pb.PRESENCE_STATE_WAITING, "")]

@@ -315,7 +315,6 @@ class Feed:
         self._members: dict[uuid.UUID, frozenset[uuid.UUID]] = {}
         self._member_of: dict[uuid.UUID, tuple[uuid.UUID, ...]] = {}
         self._chains: dict[uuid.UUID, tuple[tuple[uuid.UUID, ...], uuid.UUID | None]] = {}
-        self.presence_lanes = 0
         # The keys beyond event_keys of the window's presence and inbox
         # events, as they were filed; each agent's latest presence change
         # in the window.
@@ -361,8 +360,9 @@ class Feed:
                 )
                 if not batch:
                     break
-                if self.presence_lanes:
-                    await self.learn_chains(batch)
+                # Whether or not a presence lane waits now: one may resume
+                # over these later, and files them as they are filed here.
+                await self.learn_chains(batch)
                 named = self._named
                 for event in batch:
                     if event.channel is not None:
@@ -887,8 +887,6 @@ class EventHub:
         presence = lane.presence if lane is not None else None
         if lane is not None:
             lane.reader = reader
-        if presence is not None:
-            feed.presence_lanes += 1
         self.readers.add(reader)
 
         def heard(event: Event, later: int = 0) -> bool:
@@ -1019,8 +1017,6 @@ class EventHub:
                 finally:
                     self.replay.give(owner, held)
         finally:
-            if presence is not None:
-                feed.presence_lanes -= 1
             self.readers.discard(reader)
             feed.unregister(reader)
             if lane is not None and lane.reader is reader:
