@@ -8,16 +8,12 @@ and mails back a short confirmation, or why nothing was recorded.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import email.message
 import email.utils
 import enum
 import logging
 import re
-import ssl
 import uuid
-
-import aiosmtplib
 
 from compass_server.api.text import check_text
 from compass_server.mail.reading import (
@@ -28,8 +24,7 @@ from compass_server.mail.reading import (
     reply_token,
     text_of_html,
 )
-from compass_server.notify.mailer import Relay
-from compass_server.store.admin import hash_token
+from compass_server.notify.mailer import Outgoing, Relay
 from compass_server.store.errors import (
     Conflict,
     FailedPrecondition,
@@ -41,12 +36,10 @@ from compass_server.store.errors import (
 from compass_server.store.replies import ReplyHolder
 from compass_server.store.slack import SlackStore
 from compass_server.store.store import Store
-from compass_server.store.types import AccountKind, Actor, Answer, Ask, Surface
+from compass_server.store.types import Actor, Answer, Ask, Surface
 
 log = logging.getLogger(__name__)
 
-# The one-ask link a reply answers through lives this long.
-ANSWER_LINK = datetime.timedelta(minutes=5)
 # What a relay reports as a check that passed; anything else reported fails.
 _PASSED = "pass"
 _RESULT = re.compile(r"\b(spf|dkim)\s*=\s*([a-z]+)", re.I)
@@ -156,11 +149,7 @@ class Replies:
         self.slack = slack
         self.domain = domain
         self.public_url = public_url.rstrip("/")
-        self.relay = relay
-        self.timeout = timeout
-        self._tls: ssl.SSLContext | None = None
-        if relay is not None and relay.security != "none":
-            self._tls = ssl.create_default_context(cafile=relay.ca_file)
+        self.outgoing = Outgoing(relay, timeout) if relay is not None else None
 
     def ours(self, address: str) -> str | None:
         """The token of one of this server's reply addresses."""
@@ -202,19 +191,13 @@ class Replies:
 
     async def _answer(self, holder: ReplyHolder, text: str) -> tuple[Outcome, str]:
         try:
-            minted = await self.store.mint_ask_link(
-                holder.workspace_id, holder.ask_id, holder.account_id, ANSWER_LINK
+            actor = await self.store.act_on_ask(
+                holder.workspace_id, holder.ask_id, holder.account_id
             )
         except FailedPrecondition:
             return Outcome.ENDED, await self._ended(holder)
         except (PermissionDenied, NotFound):
             return Outcome.ENDED, "Nothing was recorded: this ask is no longer yours to answer."
-        actor = Actor(
-            holder.workspace_id,
-            holder.account_id,
-            AccountKind.HUMAN,
-            hash_token(minted.secret),
-        )
         try:
             _, ask = await self.store.get_ask(actor, holder.ask_id)
         except StoreError:
@@ -282,7 +265,7 @@ class Replies:
 
     async def _mail(self, mail: Inbound, reply_to: str, said: str) -> None:
         """The answer to a reply, to its sender, in its thread."""
-        if self.relay is None or not mail.sender:
+        if self.outgoing is None or not mail.sender:
             return
         msg = email.message.EmailMessage()
         msg["From"] = f"Compass <{reply_to}>"
@@ -297,19 +280,7 @@ class Replies:
         msg["Auto-Submitted"] = "auto-replied"
         msg.set_content(said + "\n")
         try:
-            await aiosmtplib.send(
-                msg,
-                sender=reply_to,
-                recipients=[mail.sender],
-                hostname=self.relay.host,
-                port=self.relay.port,
-                username=self.relay.username,
-                password=self.relay.password,
-                use_tls=self.relay.security == "tls",
-                start_tls=self.relay.security == "starttls",
-                tls_context=self._tls,
-                timeout=self.timeout,
-            )
+            await self.outgoing.send(msg, sender=reply_to, recipients=[mail.sender])
         except Exception as exc:
             log.warning("the answer to a reply wasn't sent (%s)", type(exc).__name__)
 

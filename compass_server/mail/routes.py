@@ -24,7 +24,7 @@ from typing import Any
 from compass_server.mail.inbound import Inbound, Replies, automatic, results_of
 from compass_server.mail.reading import address_of, text_of_html
 from compass_server.transport.cookies import header_getter
-from compass_server.transport.people_http import BodyRefused, Send, read_body, respond
+from compass_server.transport.people_http import Send, read_body_or_refuse, respond
 
 log = logging.getLogger(__name__)
 
@@ -157,10 +157,8 @@ class MailRoutes:
         if not self._carries_secret((query.get("key") or [""])[0], get("authorization") or ""):
             await respond(send, 401, b"this webhook needs its secret\n", "text/plain")
             return
-        try:
-            body = await read_body(receive, self.most_bytes)
-        except BodyRefused as exc:
-            await respond(send, exc.status, f"{exc.why}\n".encode(), "text/plain")
+        body = await read_body_or_refuse(receive, send, self.most_bytes)
+        if body is None:
             return
         try:
             mail = inbound_of_form(_form(get("content-type") or "", body))

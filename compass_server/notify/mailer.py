@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from email.message import EmailMessage
 from typing import Protocol
 
 import aiosmtplib
@@ -52,6 +53,36 @@ class Relay:
     password: str | None = None
     # A CA bundle to verify the relay by instead of the system's.
     ca_file: str | None = None
+
+
+class Outgoing:
+    """Mail sent through the relay, its TLS context made once: a
+    notification, and the answer to a reply."""
+
+    def __init__(self, relay: Relay, timeout: float) -> None:
+        self.relay = relay
+        self.timeout = timeout
+        self._tls: ssl.SSLContext | None = None
+        if relay.security != "none":
+            self._tls = ssl.create_default_context(cafile=relay.ca_file)
+
+    async def send(
+        self, msg: EmailMessage, *, sender: str | None = None, recipients: list[str] | None = None
+    ) -> None:
+        """Sends `msg` (to and from its headers' addresses unless given)."""
+        await aiosmtplib.send(
+            msg,
+            sender=sender,
+            recipients=recipients,
+            hostname=self.relay.host,
+            port=self.relay.port,
+            username=self.relay.username,
+            password=self.relay.password,
+            use_tls=self.relay.security == "tls",
+            start_tls=self.relay.security == "starttls",
+            tls_context=self._tls,
+            timeout=self.timeout,
+        )
 
 
 def _why(exc: BaseException, where: str, timeout: float) -> tuple[str, bool]:
@@ -93,9 +124,7 @@ class Mailer:
         self.public_url = public_url.rstrip("/")
         self.timeout = timeout
         self.where = f"{relay.host}:{relay.port}"
-        self._tls: ssl.SSLContext | None = None
-        if relay.security != "none":
-            self._tls = ssl.create_default_context(cafile=relay.ca_file)
+        self.outgoing = Outgoing(relay, timeout)
 
     async def send(self, delivery: ClaimedDelivery, deadline: float) -> Outcome:
         started = time.monotonic()
@@ -131,17 +160,7 @@ class Mailer:
                     )
                     reply_to = f"ask+{token}@{self.reply_domain}"
                 msg = render(body, delivery.url.removeprefix("mailto:"), link, reply_to)
-                await aiosmtplib.send(
-                    msg,
-                    hostname=self.relay.host,
-                    port=self.relay.port,
-                    username=self.relay.username,
-                    password=self.relay.password,
-                    use_tls=self.relay.security == "tls",
-                    start_tls=self.relay.security == "starttls",
-                    tls_context=self._tls,
-                    timeout=self.timeout,
-                )
+                await self.outgoing.send(msg)
         except Exception as exc:
             why, final = _why(exc, self.where, self.timeout)
             return Outcome(False, None, took(), why, final=final)

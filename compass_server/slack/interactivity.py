@@ -35,7 +35,6 @@ from compass_server.api.text import check_line, check_text
 from compass_server.signin.flow import SignInFlow
 from compass_server.slack import blocks
 from compass_server.slack.web import SlackFailed, SlackWeb
-from compass_server.store.admin import hash_token
 from compass_server.store.errors import (
     Conflict,
     FailedPrecondition,
@@ -47,7 +46,7 @@ from compass_server.store.errors import (
 )
 from compass_server.store.slack import AppKeys, SlackStore
 from compass_server.store.store import Store
-from compass_server.store.types import AccountKind, Actor, Answer, Surface
+from compass_server.store.types import Actor, Answer, Surface
 from compass_server.transport.cookies import SessionCookies, header_getter
 from compass_server.transport.people_http import (
     SECRET_SHAPE,
@@ -56,14 +55,13 @@ from compass_server.transport.people_http import (
     page,
     para,
     read_body,
+    read_body_or_refuse,
     respond,
 )
 from compass_server.webhooks.payloads import ask_data, ask_link
 
 log = logging.getLogger(__name__)
 
-# The one-ask link an answer from Slack runs through lives this long.
-ANSWER_LINK = datetime.timedelta(minutes=5)
 # Slack's ids (teams, users, channels) are letters and digits.
 SLACK_ID = re.compile(r"[A-Za-z0-9]{1,64}")
 # What Slack's signature headers look like; anything else is no signature.
@@ -150,10 +148,8 @@ class SlackRoutes:
         if scope["method"] != "POST":
             await respond(send, 405, b"Slack posts here\n", "text/plain")
             return
-        try:
-            body = await read_body(receive, self.request_bytes)
-        except BodyRefused as exc:
-            await respond(send, exc.status, f"{exc.why}\n".encode(), "text/plain")
+        body = await read_body_or_refuse(receive, send, self.request_bytes)
+        if body is None:
             return
         get = header_getter(scope.get("headers", ()))
         payload = _payload(body)
@@ -205,10 +201,8 @@ class SlackRoutes:
         if scope["method"] != "POST":
             await respond(send, 405, b"Slack posts here\n", "text/plain")
             return
-        try:
-            body = await read_body(receive, self.request_bytes)
-        except BodyRefused as exc:
-            await respond(send, exc.status, f"{exc.why}\n".encode(), "text/plain")
+        body = await read_body_or_refuse(receive, send, self.request_bytes)
+        if body is None:
             return
         get = header_getter(scope.get("headers", ()))
         try:
@@ -394,9 +388,7 @@ class SlackRoutes:
     async def _as(self, app: AppKeys, person: Person, ask_id: str) -> tuple[Actor | None, str]:
         """The person, acting on this one ask; else why they may not."""
         try:
-            minted = await self.store.mint_ask_link(
-                app.workspace_id, ask_id, person.account_id, ANSWER_LINK
-            )
+            actor = await self.store.act_on_ask(app.workspace_id, ask_id, person.account_id)
         except FailedPrecondition:
             ended = await self.slack.ending_of(app.workspace_id, ask_id)
             return None, f"This ask has ended: {ending_text(*ended) if ended else 'closed'}."
@@ -407,9 +399,6 @@ class SlackRoutes:
             return None, "You aren't in this ask's channel in Compass, so you can't answer it."
         except NotFound:
             return None, "You can't answer this ask from Compass's side."
-        actor = Actor(
-            app.workspace_id, person.account_id, AccountKind.HUMAN, hash_token(minted.secret)
-        )
         return actor, ""
 
     async def _refused(self, app: AppKeys, ask_id: str, exc: StoreError) -> str:

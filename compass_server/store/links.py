@@ -35,6 +35,8 @@ LINKS = queries("links")
 
 # How long a link opens its ask at most, unless the server's setting says.
 LINK_LIFETIME = datetime.timedelta(days=7)
+# The link an answer from a chat or a mail reply runs through lives this long.
+ACTING_LINK = datetime.timedelta(minutes=5)
 MAX_LINKS_LISTED = 200
 
 
@@ -139,6 +141,16 @@ class AskLinks:
             found = await (await conn.execute(LINKS["get_link"], {"id": link_id})).fetchone()
         assert found is not None
         return MintedLink(_link(found), secret)
+
+    async def act_on_ask(
+        self, workspace_id: uuid.UUID, ask_id: str, account_id: uuid.UUID
+    ) -> Actor:
+        """The person, acting on this one ask alone (a surface that answers
+        for them: Slack, a mail reply), through a link minted for it: the
+        link's refusals are theirs (FailedPrecondition when the ask has
+        ended, PermissionDenied when it isn't theirs to answer, NotFound)."""
+        minted = await self.mint_ask_link(workspace_id, ask_id, account_id, ACTING_LINK)
+        return Actor(workspace_id, account_id, AccountKind.HUMAN, hash_token(minted.secret))
 
     async def open_ask_link(self, secret: str) -> LinkPass:
         """The ask and person of a link that still opens; LinkClosed else.
