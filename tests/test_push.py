@@ -485,22 +485,6 @@ async def test_the_service_worker_shows_a_delivered_push(
         await page.context.grant_permissions(["notifications"], origin=origin)
         await sign_in(page, tok(w))
         await page.evaluate("navigator.serviceWorker.ready.then(() => true)")
-        cdp = await page.context.new_cdp_session(page)
-        registrations: list[dict[str, Any]] = []
-        cdp.on(
-            "ServiceWorker.workerRegistrationUpdated",
-            lambda e: registrations.extend(e["registrations"]),
-        )
-        await cdp.send("ServiceWorker.enable")
-        # The browser may list this origin's registrations of the module's other tests
-        # (other contexts), and ours later: the push goes to each of this origin's, and
-        # only this page's can show it.
-        ours: set[str] = set()
-        deadline = time.monotonic() + 30
-        while not ours and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-            ours = {r["registrationId"] for r in registrations if r["scopeURL"] == origin + "/"}
-        assert ours
         data = {
             "title": "scout asks",
             "body": "Release",
@@ -510,38 +494,14 @@ async def test_the_service_worker_shows_a_delivered_push(
         }
         import json as _json
 
-        payload = _json.dumps(data)
-
-        async def deliver() -> None:
-            for registration_id in ours:
-                with contextlib.suppress(Exception):
-                    await cdp.send(
-                        "ServiceWorker.deliverPushMessage",
-                        {"origin": origin, "registrationId": registration_id, "data": payload},
-                    )
-
-        # Starting the worker and showing the notification can take seconds on a
-        # machine busy with other browsers, and a push delivered before the
-        # worker can take it is lost: delivered again until it shows (one tag).
-        shown: list[dict[str, Any]] = []
-        deadline = time.monotonic() + 60
-        again = 0.0
-        while time.monotonic() < deadline:
-            if time.monotonic() >= again:
-                await deliver()
-                again = time.monotonic() + 5
-            shown = await page.evaluate(
-                """navigator.serviceWorker.ready
-                     .then((r) => r.getNotifications())
-                     .then((ns) => ns.map((n) =>
-                       ({ title: n.title, body: n.body, tag: n.tag, url: n.data.url })))"""
-            )
-            if shown:
-                break
-            await asyncio.sleep(0.05)
-        assert shown == [
-            {"title": "scout asks", "body": "Release", "tag": "ask-test", "url": data["url"]}
-        ]
+        shown = await _push_until_shown(page, origin, _json.dumps(data), "ask-test", bool)
+        assert shown == [{"title": "scout asks", "body": "Release", "actions": []}]
+        opens = await page.evaluate(
+            """navigator.serviceWorker.ready
+                 .then((r) => r.getNotifications({ tag: "ask-test" }))
+                 .then((ns) => ns.map((n) => n.data.url))"""
+        )
+        assert opens == [data["url"]]
         await expect(page.locator("#live-status")).to_have_attribute("data-state", "live")
 
 
@@ -642,7 +602,9 @@ async def test_an_escalation_is_pushed_to_the_person_it_adds_even_in_their_quiet
 
 
 async def _deliver_to_worker(page: Any, origin: str, payload: str) -> None:
-    """A push as the push service would hand it to this page's service worker."""
+    """A push as the push service would hand it to this page's service worker:
+    to each registration of the origin (the browser may list those of the
+    module's other tests too), since only this page's can show it."""
     cdp = await page.context.new_cdp_session(page)
     registrations: list[dict[str, Any]] = []
     cdp.on(
