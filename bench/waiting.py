@@ -5,6 +5,7 @@ and how long a restart takes to bind every session again.
     .venv/bin/python -m bench.waiting [--database-url ADMIN_URL] [--w 1000]
                                       [--per-stream 50 | --single] [--subscribers N]
                                       [--idle-seconds 60] [--answers 500] [--rate 50]
+                                      [--subscribe-over grpc|connect]
                                       [--no-restart] [--tree DIR]
 
 It creates a throwaway database (`compass_bench_waiting`, dropped first and
@@ -14,7 +15,8 @@ their agent, a channel of the two) and runners: one runner per
 agent, as a runner hosting many agents does; `--single` gives every agent a
 runner and a stream of its own, as `compass-mcp` does. Each agent posts one
 ask over its session and waits. W/10 of the people (or `--subscribers`)
-hold the page's stream (Subscribe) open.
+hold the page's stream (Subscribe) open, over gRPC or (`--subscribe-over
+connect`) over Connect on the HTTP port, as the page holds it.
 
 It records the server's resident memory before the sessions, once they
 wait and once the subscribers are open (per session and per subscriber);
@@ -51,6 +53,7 @@ from typing import Any
 
 import grpc
 import psycopg
+from connectrpc.errors import ConnectError
 
 from bench.harness import default_database_url, machine_idle_now, percentile_ms
 from bench.mcp_wait import bench_database, db_activity, rss_kib
@@ -65,7 +68,7 @@ from bench.server import (
     process_cpu_s,
 )
 from compass.v1 import agent_gateway_pb2 as gw
-from compass.v1 import comms_pb2, comms_pb2_grpc
+from compass.v1 import comms_connect, comms_pb2, comms_pb2_grpc
 from compass_agentkit.relay import Backoff
 
 RELAY = "/compass.v1.AgentGatewayService/Relay"
@@ -366,6 +369,16 @@ async def make_runners(
     return out
 
 
+def _seen(event: Any, got: list[int], answered: dict[str, float], ready: list[int]) -> None:
+    got[0] += 1
+    if event.WhichOneof("kind") == "ready":
+        ready[0] += 1
+    if event.WhichOneof("kind") == "message_updated":
+        for block in event.message_updated.message.blocks:
+            if block.WhichOneof("block") == "ask" and block.ask.answered:
+                answered.setdefault(block.ask.ask_id, time.perf_counter())
+
+
 async def subscribe(
     server: ServerProc,
     human_token: str,
@@ -373,9 +386,25 @@ async def subscribe(
     got: list[int],
     answered: dict[str, float],
     ready: list[int],
+    over: str = "grpc",
 ) -> None:
     """The page's stream: counts its events, and notes when it first shows
-    each ask answered."""
+    each ask answered. Over gRPC, or over Connect on the HTTP port as the
+    page itself holds it (HTTP/1.1, a connection each)."""
+    if over == "connect":
+        client = comms_connect.CommsServiceClient(f"http://127.0.0.1:{server.http_port}")
+        try:
+            with contextlib.suppress(ConnectError, asyncio.CancelledError):
+                async for event in client.subscribe(
+                    comms_pb2.SubscribeRequest(),
+                    headers={"authorization": f"Bearer {human_token}"},
+                ):
+                    _seen(event, got, answered, ready)
+                    if stop.is_set():
+                        break
+        finally:
+            await client.close()
+        return
     async with grpc.aio.insecure_channel(server.target, options=OWN_CONNECTION) as channel:
         stub = comms_pb2_grpc.CommsServiceStub(channel)
         call = stub.Subscribe(
@@ -383,13 +412,7 @@ async def subscribe(
         )
         with contextlib.suppress(grpc.aio.AioRpcError, asyncio.CancelledError):
             async for event in call:
-                got[0] += 1
-                if event.WhichOneof("kind") == "ready":
-                    ready[0] += 1
-                if event.WhichOneof("kind") == "message_updated":
-                    for block in event.message_updated.message.blocks:
-                        if block.WhichOneof("block") == "ask" and block.ask.answered:
-                            answered.setdefault(block.ask.ask_id, time.perf_counter())
+                _seen(event, got, answered, ready)
                 if stop.is_set():
                     break
 
@@ -477,7 +500,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     w = args.w
     per = 1 if args.single else args.per_stream
     subscribers = w // 10 if args.subscribers is None else args.subscribers
-    results: dict[str, Any] = {"w": w, "per_stream": per, "subscribers": subscribers}
+    results: dict[str, Any] = {
+        "w": w,
+        "per_stream": per,
+        "subscribers": subscribers,
+        "subscribe_over": args.subscribe_over,
+    }
     results["machine_idle_before"] = await machine_idle_now(2.0)
     log(f"machine idle before: {results['machine_idle_before']:.0%}")
     extra = [
@@ -532,7 +560,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             sub_tasks = [
                 asyncio.ensure_future(
                     subscribe(
-                        server, p.human.token, stop_subs, sub_events, page_answered, sub_ready
+                        server,
+                        p.human.token,
+                        stop_subs,
+                        sub_events,
+                        page_answered,
+                        sub_ready,
+                        args.subscribe_over,
                     )
                 )
                 for p in pairs[:subscribers]
@@ -690,6 +724,12 @@ def main(argv: list[str] | None = None) -> None:
         type=int,
         metavar="N",
         help="people holding the page's stream open (default W/10)",
+    )
+    p.add_argument(
+        "--subscribe-over",
+        choices=("grpc", "connect"),
+        default="grpc",
+        help="the subscribers' protocol: gRPC, or Connect as the page holds it",
     )
     p.add_argument("--idle-seconds", type=float, default=60.0)
     p.add_argument("--answers", type=int, default=500)
