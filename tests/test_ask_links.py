@@ -18,7 +18,8 @@ import pytest
 from compass.v1 import comms_pb2 as pb
 from compass_server.store.errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from compass_server.store.links import MintedLink
-from compass_server.store.types import Ask, EndingKind, Surface
+from compass_server.store.types import Ask, AskOption, AskQuestion, EndingKind, Surface
+from tests.servers import GrpcClient
 from tests.world import World, two_question_ask
 
 pytestmark = pytest.mark.timeout(60)
@@ -133,6 +134,49 @@ async def test_the_link_answers_its_ask_as_its_person_and_then_shows_the_ending(
     # The refusal carries the ask as it stands, so the page can say how it ended.
     assert shown_ask(twice.json())["ending"]["actorHandle"] == "ada"
     assert (await state(w, ask_id)).questions[0].chosen_option_ids == ("pg",)
+
+
+async def test_a_tap_is_recorded_as_the_notification_s_and_the_page_s_answer_as_the_page_s(
+    api_world: World, http: httpx.AsyncClient, server: Any
+) -> None:
+    """The history says where an answer came from: a tap on a notification's
+    choice (the lock screen) is `push`, the link's page is `web`."""
+    w = api_world
+    one_tap = Ask(
+        questions=(
+            AskQuestion(
+                question_id="go",
+                question="Ship it?",
+                options=(AskOption("y", "Yes"), AskOption("n", "No")),
+            ),
+        ),
+        answerer_ids=(w.human.account_id,),
+    )
+    ended = []
+    for tap in (True, False):
+        message = await w.post_ask(w.agent, one_tap)
+        [block] = message.blocks
+        assert isinstance(block, Ask)
+        link = await mint(w, block.ask_id, w.human)
+        body = {"askId": block.ask_id, "action": "answer", "answers": answers(go=["y"])}
+        done = await send(http, link.secret, {**body, "tap": True} if tap else body)
+        assert done.status_code == 200, done.text
+        ended.append((await state(w, block.ask_id)).ending)
+        if tap:
+            tapped = block.ask_id
+    assert [e.surface if e else None for e in ended] == [Surface.PUSH, Surface.WEB]
+    # Over the API, the history and the ask name it too.
+    client = GrpcClient(server.grpc_port)
+    try:
+        said = await client.call(
+            "GetAskHistory", pb.GetAskHistoryRequest(ask_id=tapped), w.tokens[w.human.account_id]
+        )
+    finally:
+        await client.close()
+    assert [(h.kind, h.surface) for h in said.entries][-1] == (
+        pb.ASK_HISTORY_KIND_ANSWERED,
+        pb.ASK_SURFACE_PUSH,
+    )
 
 
 async def test_the_link_declines_and_shows_an_ending_that_came_another_way(

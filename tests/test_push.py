@@ -24,7 +24,7 @@ import pytest
 
 from compass.v1 import admin_pb2 as ad
 from compass.v1 import preferences_pb2 as pb
-from compass_server.store.types import Ask, AskOption, AskQuestion, FollowUp
+from compass_server.store.types import Ask, AskOption, AskQuestion, FollowUp, Surface
 from compass_server.store.vault import new_key
 from tests.conftest import running_server
 from tests.pushservice import Browser, b64, verify_vapid
@@ -751,6 +751,7 @@ async def test_a_tap_on_a_pushed_choice_answers_from_the_service_worker(
         assert shown == [{"title": "scout asks", "body": "Answered: Yes.", "actions": []}]
         _, ask = await w.store.get_ask(w.human, ask_id)
         assert ask.ending is not None and ask.ending.actor_id == w.human.account_id
+        assert ask.ending.surface is Surface.PUSH
         assert ask.questions[0].chosen_option_ids == ("y",)
 
         # The page's Submit after the tap: told why, nothing recorded.

@@ -251,6 +251,8 @@ class Surface(enum.StrEnum):
     SLACK = "slack"
     # A reply to the mail about the ask.
     EMAIL = "email"
+    # A tap on a choice of the ask's push notification.
+    PUSH = "push"
 
 
 @dataclass(frozen=True, slots=True)

@@ -577,14 +577,15 @@ class PeopleRoutes:
                 raise _Refused(
                     400, "failed_precondition", "This ask needs more than one tap: open it."
                 )
+            surface = Surface.PUSH if sent.tap else Surface.WEB
             if sent.action == "decline":
                 await self.store.decline_ask(
-                    opened.actor, opened.ask_id, sent.reason, surface=Surface.WEB
+                    opened.actor, opened.ask_id, sent.reason, surface=surface
                 )
                 said = "You declined this ask."
             else:
                 await self.store.answer_ask(
-                    opened.actor, opened.ask_id, sent.answers, surface=Surface.WEB
+                    opened.actor, opened.ask_id, sent.answers, surface=surface
                 )
                 said = "Your answer was recorded."
         except _Refused as exc:

@@ -52,6 +52,7 @@ class AskSurface(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ASK_SURFACE_STANDING_ANSWER: _ClassVar[AskSurface]
     ASK_SURFACE_SLACK: _ClassVar[AskSurface]
     ASK_SURFACE_EMAIL: _ClassVar[AskSurface]
+    ASK_SURFACE_PUSH: _ClassVar[AskSurface]
 
 class PresenceState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -120,6 +121,7 @@ ASK_SURFACE_SERVER: AskSurface
 ASK_SURFACE_STANDING_ANSWER: AskSurface
 ASK_SURFACE_SLACK: AskSurface
 ASK_SURFACE_EMAIL: AskSurface
+ASK_SURFACE_PUSH: AskSurface
 PRESENCE_STATE_UNSPECIFIED: PresenceState
 PRESENCE_STATE_OFFLINE: PresenceState
 PRESENCE_STATE_IDLE: PresenceState
