@@ -468,6 +468,7 @@ class CompassServer:
                 self.replies,
                 most_bytes=settings.mail_inbound_bytes,
                 hostname=settings.mail_reply_domain or "compass",
+                tls_context=self.tls.ssl_context([]) if self.tls is not None else None,
             )
             await self.mail_listener.start(*addresses["--mail-listen"])
             self.mail_port = self.mail_listener.port

@@ -843,7 +843,7 @@ class Settings:
         "mail",
         Address(optional=True),
         "an SMTP listener of this server's own that takes replies to mails about asks "
-        "(needs workers = 1); empty: none",
+        "(needs workers = 1; offers STARTTLS with tls.cert when that is set); empty: none",
     )
     mail_inbound_secret: str | None = _s(
         None,

@@ -435,6 +435,16 @@ async def test_the_listener_refuses_addresses_it_never_sent_and_mail_past_its_li
     assert large.value.code == 552
 
 
+async def test_without_a_certificate_the_listener_offers_no_starttls(mailing: Any) -> None:
+    smtp = aiosmtplib.SMTP(
+        hostname="127.0.0.1", port=mailing.mail_port, start_tls=False, timeout=30
+    )
+    await smtp.connect()
+    await smtp.ehlo()
+    assert not smtp.supports_extension("starttls")
+    await smtp.quit()
+
+
 @pytest.mark.parametrize(
     ("how", "status"),
     [

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import aiosmtplib
 import grpc
 import httpx
 import pytest
@@ -159,6 +160,40 @@ async def test_grpc_and_connect_over_tls(
             with pytest.raises(httpx.HTTPError):
                 await http.get(f"http://127.0.0.1:{srv.http_port}/healthz", timeout=5)
     assert "without TLS" not in caplog.text
+
+
+async def test_the_mail_listener_offers_starttls_with_the_server_s_certificate(
+    database_url: str, tmp_path: pathlib.Path, pki: Pki
+) -> None:
+    """A relay delivering replies upgrades the SMTP session with STARTTLS and
+    checks the same certificate the other ports present."""
+    async with running_server(
+        database_url,
+        tmp_path,
+        **tls_settings(pki),
+        mail_reply_domain="reply.example.test",
+        mail_listen="127.0.0.1:0",
+    ) as srv:
+        smtp = aiosmtplib.SMTP(
+            hostname="127.0.0.1",
+            port=srv.mail_port,
+            start_tls=False,
+            tls_context=https(pki.path("ca.pem")),
+            timeout=30,
+        )
+        await smtp.connect()
+        await smtp.ehlo()
+        assert smtp.supports_extension("starttls")
+        await smtp.starttls()
+        assert smtp.get_transport_info("sslcontext") is not None
+        assert smtp.get_transport_info("peercert") is not None
+        await smtp.ehlo()
+        assert not smtp.supports_extension("starttls")
+        await smtp.mail("someone@example.test")
+        with pytest.raises(aiosmtplib.SMTPRecipientRefused) as refused:
+            await smtp.rcpt("ask+aaaaaaaaaaaaaaaaaaaaaaaa@reply.example.test")
+        assert refused.value.code == 550
+        await smtp.quit()
 
 
 async def test_plain_text_beyond_loopback_warns(

@@ -2,7 +2,8 @@
 event loop): a recipient that isn't one of its reply addresses is refused
 at RCPT (550, so nothing bounces later), a mail past the size limit at DATA
 (552), and a reply is handled before DATA is answered, so a relay that gets
-250 knows it was taken (a failure answers 451: the relay tries again)."""
+250 knows it was taken (a failure answers 451: the relay tries again). With
+the server's certificate it offers STARTTLS."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import email
 import email.message
 import email.policy
 import logging
+import ssl
 from typing import Any
 
 from aiosmtpd.smtp import SMTP
@@ -66,10 +68,18 @@ class _Handler:
 
 
 class MailListener:
-    def __init__(self, replies: Replies, *, most_bytes: int, hostname: str) -> None:
+    def __init__(
+        self,
+        replies: Replies,
+        *,
+        most_bytes: int,
+        hostname: str,
+        tls_context: ssl.SSLContext | None = None,
+    ) -> None:
         self.handler = _Handler(replies)
         self.most_bytes = most_bytes
         self.hostname = hostname
+        self.tls_context = tls_context
         self.port = 0
         self._server: asyncio.Server | None = None
 
@@ -83,6 +93,9 @@ class MailListener:
                 ident="Compass",
                 timeout=IDLE_SECONDS,
                 loop=loop,
+                # Offered, not required: the relay in front decides.
+                tls_context=self.tls_context,
+                require_starttls=False,
             ),
             host,
             port,
