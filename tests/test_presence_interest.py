@@ -260,3 +260,36 @@ async def test_a_stream_resuming_over_what_loaded_while_no_page_was_open_hears_a
         await _ready(resumed)
         heard = _presence(await _until_marker(resumed))
     assert heard == [(str(planner.account_id), pb.PRESENCE_STATE_WAITING, "")]
+
+
+async def test_get_presence_heard_lists_exactly_the_agents_a_stream_hears(
+    api_world: World, grpc_client: GrpcClient, server: Any
+) -> None:
+    """The page's sidebar (GetPresence heard) and its stream name the same
+    agents, by every way of working with one: a channel, an agent above,
+    ownership alone, and a grant of an inbox."""
+    w = api_world
+    pair = await _their_own_pair(w)
+    planner = await w.add_subagent("planner", w.agent)
+    loner = await w.add_account("loner", AccountKind.AGENT)  # ada's, in no channel
+    await server.inbox.grant(pair.human, pair.agent.account_id, w.other_human.account_id)
+    agents = (w.agent, planner, loner, pair.agent)
+    people = {"ada": w.human, "grace": w.other_human, "theirs": pair.human}
+    streams = {
+        name: grpc_client.stream("Subscribe", pb.SubscribeRequest(), tok(w, who))
+        for name, who in people.items()
+    }
+    for stream in streams.values():
+        await _ready(stream)
+    for agent in agents:
+        await w.store.set_status(agent, PresenceState.WORKING, "on it")
+    await _marker_for(w, *people.values())
+    tags = ("scout", "planner", "loner", "pair")
+    names = {str(a.account_id): n for a, n in zip(agents, tags, strict=True)}
+    heard, listed = {}, {}
+    for name, who in people.items():
+        heard[name] = sorted(names[a] for a, _, _ in _presence(await _until_marker(streams[name])))
+        said = await grpc_client.call("GetPresence", pb.GetPresenceRequest(heard=True), tok(w, who))
+        listed[name] = sorted(names[p.account_id] for p in said.presences)
+    assert heard == {"ada": ["loner", "planner", "scout"], "grace": ["pair"], "theirs": ["pair"]}
+    assert listed == heard

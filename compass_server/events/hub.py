@@ -489,7 +489,8 @@ class Feed:
     def _extra_keys(self, event: Event) -> tuple[uuid.UUID, ...]:
         """The keys an event is heard by besides event_keys: a presence
         change's, and an inbox change's audience (a person hears it by their
-        own id)."""
+        own id). Who hears a presence change is also the query
+        accounts.presence_heard (GetPresence heard): change both together."""
         if event.presence is not None:
             agent = event.presence.account_id
             chain, owner = self._chains.get(agent, ((agent,), None))

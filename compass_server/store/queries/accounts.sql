@@ -33,6 +33,8 @@ ORDER BY handle
 -- The agents an account works with, whose presence its Subscribe streams
 -- hear: those taking part in its channels (members, or under an agent that
 -- is one), and those whose inbox it hears (its own and those granted to it).
+-- The feed files presence changes by the same rule (events/hub.py,
+-- _extra_keys): change both together.
 SELECT a.id, a.presence_state, a.presence_text FROM accounts a
 WHERE a.kind = 'agent'
   AND (cardinality(%(ids)s::uuid[]) = 0 OR a.id = ANY(%(ids)s::uuid[]))
