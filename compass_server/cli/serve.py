@@ -49,8 +49,9 @@ def run(coro: Awaitable[Any], event_loop: str) -> Any:
     if event_loop == "uvloop":
         try:
             import uvloop
-
-            return uvloop.run(coro)  # type: ignore[arg-type]
         except ImportError:
             pass
+        else:
+            # Outside the try: an ImportError of the server's own is its to tell.
+            return uvloop.run(coro)  # type: ignore[arg-type]
     return asyncio.run(coro)  # type: ignore[arg-type]
