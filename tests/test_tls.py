@@ -163,10 +163,12 @@ async def test_grpc_and_connect_over_tls(
 
 
 async def test_the_mail_listener_offers_starttls_with_the_server_s_certificate(
-    database_url: str, tmp_path: pathlib.Path, pki: Pki
+    database_url: str, tmp_path: pathlib.Path, pki: Pki, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A relay delivering replies upgrades the SMTP session with STARTTLS and
-    checks the same certificate the other ports present."""
+    checks the same certificate the other ports present. A client whose
+    handshake fails is let go without a traceback in the log."""
+    caplog.set_level(logging.INFO)
     async with running_server(
         database_url,
         tmp_path,
@@ -174,6 +176,14 @@ async def test_the_mail_listener_offers_starttls_with_the_server_s_certificate(
         mail_reply_domain="reply.example.test",
         mail_listen="127.0.0.1:0",
     ) as srv:
+        reader, writer = await asyncio.open_connection("127.0.0.1", srv.mail_port)
+        await reader.readline()
+        writer.write(b"EHLO careless\r\nSTARTTLS\r\n")
+        while not (await reader.readline()).startswith(b"220 "):
+            pass
+        writer.write(b"not a TLS hello\x00\xff" * 20)
+        assert await asyncio.wait_for(reader.read(), 10) == b""  # hung up on
+        writer.close()
         smtp = aiosmtplib.SMTP(
             hostname="127.0.0.1",
             port=srv.mail_port,
@@ -194,6 +204,9 @@ async def test_the_mail_listener_offers_starttls_with_the_server_s_certificate(
             await smtp.rcpt("ask+aaaaaaaaaaaaaaaaaaaaaaaa@reply.example.test")
         assert refused.value.code == 550
         await smtp.quit()
+    told = [r for r in caplog.records if r.name.startswith(("mail.log", "compass_server.mail"))]
+    assert [r for r in told if r.levelno >= logging.ERROR or r.exc_info] == []
+    assert any("STARTTLS" in r.getMessage() for r in told), [r.getMessage() for r in told]
 
 
 async def test_plain_text_beyond_loopback_warns(

@@ -15,7 +15,7 @@ import logging
 import ssl
 from typing import Any
 
-from aiosmtpd.smtp import SMTP
+from aiosmtpd.smtp import SMTP, TLSSetupException
 
 from compass_server.mail.inbound import Replies, inbound_of
 
@@ -65,6 +65,17 @@ class _Handler:
             return "451 4.3.0 try again later"
         log.info("a reply by mail: %s", outcome.value)
         return "250 OK"
+
+    async def handle_exception(self, error: Exception) -> str:
+        """What aiosmtpd would log with a traceback and answer with the
+        error's own text: a client's failed handshake is the client's (its
+        connection is closed); anything else is ours, logged, and the client
+        is told only to try again."""
+        if isinstance(error, TLSSetupException):
+            log.info("a client's STARTTLS handshake failed; its connection was closed")
+        else:
+            log.error("an SMTP command failed", exc_info=error)
+        return "451 4.3.0 try again later"
 
 
 class MailListener:
